@@ -1,0 +1,36 @@
+"""The one exception hierarchy of carbon-ds.
+
+Messages say what was expected, what was found, and where (file, offset, column or option).
+"""
+
+from __future__ import annotations
+
+
+class CarbonError(Exception):
+    """Base class of every error raised by carbon-ds."""
+
+
+class CarbonFormatError(CarbonError):
+    """A file does not follow the CarbonData format (corrupt, truncated or unsupported)."""
+
+    def __init__(self, message: str, path: str | None = None, offset: int | None = None):
+        self.path = path
+        self.offset = offset
+        where = []
+        if path is not None:
+            where.append(str(path))
+        if offset is not None:
+            where.append(f"offset {offset}")
+        super().__init__(f"{message} ({', '.join(where)})" if where else message)
+
+
+class CarbonSchemaError(CarbonError):
+    """Data does not match the table schema, or a schema cannot be represented."""
+
+
+class CarbonOptionError(CarbonError, ValueError):
+    """An option, argument or SQL clause is invalid."""
+
+
+class CarbonTableError(CarbonError):
+    """A table-level operation cannot be carried out (missing table, bad state, conflict)."""
