@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Creates .venv and installs carbon-ds with its Spark and test extras; re-runs only when pyproject.toml changes.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$root"
+
+py="${PYTHON:-python3}"
+if ! "$py" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else 1)' 2>/dev/null; then
+    echo "carbon-ds needs Python 3.11 or newer; '$py' is $("$py" --version 2>&1 || echo missing)." >&2
+    exit 1
+fi
+
+java_ok=1
+if ! command -v java >/dev/null 2>&1; then
+    java_ok=0
+    echo "WARNING: no 'java' on PATH. Spark needs Java 17 or newer (e.g. 'apt-get install openjdk-17-jre-headless');" >&2
+    echo "         the pure-Python reader and writer work without it, Spark features and tests will not." >&2
+else
+    jv=$(java -version 2>&1 | awk -F'"' '/version/ {print $2}' | cut -d. -f1)
+    if [ "${jv:-0}" -lt 17 ] 2>/dev/null; then
+        java_ok=0
+        echo "WARNING: Java $jv found; Spark 4 needs Java 17 or newer." >&2
+    fi
+fi
+export CARBON_DS_JAVA_OK=$java_ok
+
+if [ ! -x .venv/bin/python ]; then
+    echo ">> creating .venv"
+    "$py" -m venv .venv
+fi
+stamp=.venv/.carbon-ds-installed
+want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
+    echo ">> installing carbon-ds and its dependencies into .venv (first run takes a minute or two)"
+    .venv/bin/python -m pip install --quiet --upgrade pip
+    .venv/bin/python -m pip install --quiet -e ".[spark,test]"
+    echo "$want" > "$stamp"
+fi

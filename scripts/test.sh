@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Quick start, step 2: run the linter and the test suite.
+set -euo pipefail
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$root/scripts/setup.sh"
+cd "$root"
+.venv/bin/ruff check carbon_ds pyspark_carbondata tests benchmarks
+exec .venv/bin/python -m pytest "$@"
