@@ -1,0 +1,53 @@
+"""carbon-ds: Apache CarbonData tables from Python and Spark 4, with no JVM needed for the reader and writer.
+
+Public API (see README):
+    carbon_ds.register(spark)
+    carbon_ds.read_table(path, columns=None, filter=None, segments=None) -> pyarrow.Table
+    carbon_ds.write_table(table, path, mode="append", **options)
+    carbon_ds.CarbonTable.open(path) / CarbonTable.create(path, schema, ...)
+"""
+
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+from carbon_ds.errors import (
+    CarbonError,
+    CarbonFormatError,
+    CarbonOptionError,
+    CarbonSchemaError,
+    CarbonTableError,
+)
+
+__version__ = "0.1.0"
+
+# Imported on first use so that `import carbon_ds` stays cheap and never pulls in pyspark.
+_LAZY = {
+    "register": "carbon_ds.api",
+    "read_table": "carbon_ds.api",
+    "write_table": "carbon_ds.api",
+    "CarbonTable": "carbon_ds.table",
+    "CarbonDataFile": "carbon_ds.readers.carbondata",
+    "CarbonWriter": "carbon_ds.writers.carbondata",
+    "WriterOptions": "carbon_ds.writers.carbondata",
+}
+
+__all__ = [
+    "CarbonError",
+    "CarbonFormatError",
+    "CarbonOptionError",
+    "CarbonSchemaError",
+    "CarbonTableError",
+    "__version__",
+    *_LAZY,
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'carbon_ds' has no attribute {name!r}")
+    value = getattr(import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,50 @@
+"""Shared fixtures: one SparkSession for the whole run, the real-file corpus, temp tables."""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+CORPUS = Path(__file__).resolve().parents[2] / "shared" / "compat" / "carbondata-real"
+
+
+@pytest.fixture(scope="session")
+def corpus() -> Path:
+    if not CORPUS.is_dir():
+        pytest.skip(f"real CarbonData corpus not found at {CORPUS}")
+    return CORPUS
+
+
+def _java_available() -> bool:
+    return shutil.which("java") is not None or bool(os.environ.get("JAVA_HOME"))
+
+
+@pytest.fixture(scope="session")
+def spark(tmp_path_factory):
+    """One local SparkSession per test run (starting one costs seconds)."""
+    if not _java_available():
+        pytest.skip("Spark tests need Java 17+ on PATH")
+    pyspark = pytest.importorskip("pyspark")
+    from pyspark.sql import SparkSession
+
+    import carbon_ds
+
+    warehouse = tmp_path_factory.mktemp("warehouse")
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("carbon-ds-tests")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.warehouse.dir", str(warehouse))
+        .config("spark.driver.memory", "2g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    if hasattr(carbon_ds, "register"):
+        carbon_ds.register(session)
+    assert pyspark.__version__
+    yield session
+    session.stop()
