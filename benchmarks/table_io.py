@@ -1,0 +1,111 @@
+"""Write and full-scan read of a telemetry table: carbon-ds against Spark's own Parquet and ORC, same run.
+
+Spark side: df.write.format("carbondata") vs df.write.parquet / .orc, and a full scan of every column
+(written to Spark's `noop` sink so the scan is not optimised away). Python side: carbon_ds.read_table vs
+pyarrow.parquet.read_table. Prints ratios (carbon-ds / peer; lower is better) and saves JSON.
+
+    python benchmarks/table_io.py [--rows 5000000] [--repeat 2] [--out benchmarks/results]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import tempfile
+import time
+
+import pyarrow.parquet as pq
+
+import carbon_ds
+from carbon_ds import telemetry
+
+
+def timed(fn, repeat: int) -> float:
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=5_000_000)
+    ap.add_argument("--repeat", type=int, default=2)
+    ap.add_argument("--out", default="benchmarks/results")
+    args = ap.parse_args()
+
+    from pyspark.sql import SparkSession
+
+    spark = (
+        SparkSession.builder.master("local[2]")
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", "8g")
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    carbon_ds.register(spark)
+    work = tempfile.mkdtemp(prefix="carbon-table-bench-")
+    try:
+        # a staging Parquet copy so every writer starts from the same cached DataFrame
+        stage = os.path.join(work, "stage.parquet")
+        writer = None
+        for b in telemetry.batches(args.rows, seed=1):
+            if writer is None:
+                writer = pq.ParquetWriter(stage, b.schema)
+            writer.write_batch(b)
+        writer.close()
+        src = spark.read.parquet(stage).repartition(2).cache()
+        print(f"rows: {src.count():,}", flush=True)
+
+        paths = {k: os.path.join(work, k) for k in ("carbondata", "parquet", "orc")}
+
+        def write(kind: str) -> None:
+            shutil.rmtree(paths[kind], ignore_errors=True)
+            if kind == "carbondata":
+                src.write.format("carbondata").mode("overwrite").save(paths[kind])
+            else:
+                getattr(src.write.mode("overwrite"), kind)(paths[kind])
+
+        def scan(kind: str) -> None:
+            reader = spark.read.format(kind)
+            reader.load(paths[kind]).write.format("noop").mode("overwrite").save()
+
+        res: dict[str, float] = {}
+        for kind in paths:
+            res[f"write_{kind}_s"] = timed(lambda k=kind: write(k), args.repeat)
+            res[f"scan_{kind}_s"] = timed(lambda k=kind: scan(k), args.repeat)
+            print(f"{kind:<10} write {res[f'write_{kind}_s']:7.2f}s  scan {res[f'scan_{kind}_s']:7.2f}s", flush=True)
+        pq_files = [os.path.join(paths["parquet"], f) for f in os.listdir(paths["parquet"]) if f.endswith(".parquet")]
+        res["python_read_carbon_s"] = timed(lambda: carbon_ds.read_table(paths["carbondata"]), args.repeat)
+        res["python_read_parquet_s"] = timed(lambda: pq.read_table(pq_files), args.repeat)
+        ratios = {
+            "write_vs_parquet": res["write_carbondata_s"] / res["write_parquet_s"],
+            "write_vs_orc": res["write_carbondata_s"] / res["write_orc_s"],
+            "scan_vs_parquet": res["scan_carbondata_s"] / res["scan_parquet_s"],
+            "scan_vs_orc": res["scan_carbondata_s"] / res["scan_orc_s"],
+            "read_table_vs_pyarrow": res["python_read_carbon_s"] / res["python_read_parquet_s"],
+        }
+        for k, v in ratios.items():
+            print(f"{k:<24} {v:5.2f}x")
+        sizes = {
+            k: sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(p) for f in fs) for k, p in paths.items()
+        }
+        os.makedirs(args.out, exist_ok=True)
+        out = os.path.join(args.out, "table_io.json")
+        with open(out, "w") as fh:
+            json.dump({"machine": platform.platform(), "cpus": os.cpu_count(), "rows": args.rows,
+                       "seconds": res, "ratios": ratios, "bytes": sizes}, fh, indent=2)
+        print(f"saved {out}")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+        spark.stop()
+
+
+if __name__ == "__main__":
+    main()
