@@ -1,0 +1,49 @@
+"""Spark's pushed filters (``pyspark.sql.datasource`` Filter objects) into the one expression tree.
+
+Only what min/max can use is converted; everything else is left for Spark to evaluate. Matching is by
+class name so that importing this module never needs pyspark.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from carbon_ds.expressions.tree import Compare, Expr, In, IsNull, Not, NotNull, StartsWith
+
+_COMPARE = {
+    "EqualTo": "=",
+    "GreaterThan": ">",
+    "GreaterThanOrEqual": ">=",
+    "LessThan": "<",
+    "LessThanOrEqual": "<=",
+}
+
+
+def _column(f: Any) -> str | None:
+    path = getattr(f, "attribute", None)
+    if isinstance(path, tuple) and len(path) == 1 and isinstance(path[0], str):
+        return path[0]
+    return None  # nested field paths are not pruned
+
+
+def from_spark_filter(f: Any) -> Expr | None:
+    """The expression for one Spark filter, or None when it is not one we use."""
+    kind = type(f).__name__
+    if kind == "Not":
+        child = from_spark_filter(getattr(f, "child", None))
+        return Not(child) if child is not None and not isinstance(child, StartsWith) else None
+    col = _column(f)
+    if col is None:
+        return None
+    if kind in _COMPARE:
+        return None if f.value is None else Compare(col, _COMPARE[kind], f.value)
+    if kind == "In":
+        values = tuple(v for v in f.value if v is not None)
+        return In(col, values) if values else None
+    if kind == "IsNull":
+        return IsNull(col)
+    if kind == "IsNotNull":
+        return NotNull(col)
+    if kind == "StringStartsWith":
+        return StartsWith(col, f.value)
+    return None

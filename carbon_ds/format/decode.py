@@ -1,0 +1,592 @@
+"""Decoding one CarbonData V3 page (a DataChunk2 and its bytes) into an Arrow array.
+
+Two families of pages exist, and Java tells them apart by the page's encoder list:
+- "encoded with meta" pages (ADAPTIVE_*, DIRECT_COMPRESS, RLE_INTEGRAL): one ``encoder_meta`` blob names
+  the stored type; integral values are little-endian (SHORT_INT is 3 bytes big-endian);
+- legacy dimension pages (no encoders, DICTIONARY/DIRECT_DICTIONARY, RLE, INVERTED_INDEX,
+  DIRECT_COMPRESS_VARCHAR): length-value strings, local- or global-dictionary keys, date surrogates,
+  with optional data RLE and a row-id permutation after the data.
+Measures of CarbonData 1.1/1.2 use the DELTA encoding with an older meta layout (``_legacy_measure``).
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from decimal import Decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from carbon_ds.errors import CarbonFormatError
+from carbon_ds.format import compress, encoder_meta, kernels
+from carbon_ds.format.encoder_meta import STORE_WIDTH, ColumnType, MetaType
+from carbon_ds.format.schema import TIMESTAMP_TYPE
+from carbon_ds.format.structs import ColumnSchema, DataChunk2, DataType, Encoding
+
+E = Encoding
+META_ENCODINGS = {
+    E.ADAPTIVE_INTEGRAL,
+    E.ADAPTIVE_DELTA_INTEGRAL,
+    E.ADAPTIVE_FLOATING,
+    E.ADAPTIVE_DELTA_FLOATING,
+    E.DIRECT_COMPRESS,
+    E.RLE_INTEGRAL,
+}
+DATE_OFFSET = 1073741823  # Integer.MAX_VALUE >> 1: the surrogate of 1970-01-01; 1 means null
+MAX_PAGE_ROWS = 1 << 22  # far above CarbonData's 32,000 default; guards allocations
+MAX_VAR_PAGE = (1 << 31) - 1
+_SIMPLE = {
+    DataType.SHORT: pa.int16(),
+    DataType.INT: pa.int32(),
+    DataType.LONG: pa.int64(),
+    DataType.BYTE: pa.int8(),
+    DataType.DOUBLE: pa.float64(),
+    DataType.FLOAT: pa.float32(),
+}
+
+
+@dataclass
+class Page:
+    """Where a page came from (for error messages) and its raw bytes: data, then row ids, then RLE."""
+
+    column: ColumnSchema
+    chunk: DataChunk2
+    raw: memoryview
+    rows: int
+    path: str
+    offset: int
+
+    def fail(self, what: str, at: int = 0) -> CarbonFormatError:
+        return CarbonFormatError(f"column {self.column.column_name!r}: {what}", self.path, self.offset + at)
+
+    @property
+    def encodings(self) -> set[int]:
+        return set(self.chunk.encoders or [])
+
+    @property
+    def compressor(self) -> str:
+        return compress.normalize(self.chunk.chunk_meta.compressor_name)
+
+    def section(self, start: int, length: int | None) -> memoryview:
+        n = length or 0
+        if n < 0 or start < 0 or start + n > len(self.raw):
+            raise self.fail(f"page section {start}+{n} exceeds the page of {len(self.raw)} bytes", start)
+        return self.raw[start : start + n]
+
+    def data(self, limit: int) -> np.ndarray:
+        comp = self.section(0, self.chunk.data_page_length)
+        try:
+            return compress.decompress(self.compressor, comp, limit)
+        except CarbonFormatError as e:
+            raise self.fail(str(e)) from None
+
+
+def arrow_type_of(col: ColumnSchema) -> pa.DataType:
+    dt = col.data_type
+    if dt in (DataType.STRING, DataType.VARCHAR):
+        return pa.string()
+    if dt == DataType.BINARY:
+        return pa.binary()
+    if dt == DataType.BOOLEAN:
+        return pa.bool_()
+    if dt == DataType.TIMESTAMP:
+        return TIMESTAMP_TYPE
+    if dt == DataType.DATE:
+        return pa.date32()
+    if dt == DataType.DECIMAL:
+        precision = col.precision if col.precision and col.precision > 0 else 38
+        return pa.decimal128(precision, col.scale if col.scale and col.scale > 0 else 0)
+    if dt in _SIMPLE:
+        return _SIMPLE[dt]
+    raise CarbonFormatError(f"column {col.column_name!r} has unsupported data type {dt}")
+
+
+# ------------------------------------------------------------------ small helpers
+
+
+def null_mask(page: Page) -> np.ndarray | None:
+    """Null positions from the page's presence bitset (java BitSet.toByteArray: bit i = row i, LSB first)."""
+    pres = page.chunk.presence
+    if pres is None or not pres.present_bit_stream:
+        return None
+    try:
+        bits = compress.decompress(page.compressor, bytes(pres.present_bit_stream), page.rows // 8 + 64)
+    except CarbonFormatError as e:
+        raise page.fail(f"null bitset: {e}") from None
+    if not bits.any():
+        return None
+    mask = np.unpackbits(bits, bitorder="little")[: page.rows].astype(bool)
+    if mask.shape[0] < page.rows:
+        mask = np.concatenate([mask, np.zeros(page.rows - mask.shape[0], bool)])
+    if pres.represents_presence:
+        mask = ~mask
+    return mask
+
+
+def bitset_positions(bits: np.ndarray) -> np.ndarray:
+    return np.flatnonzero(np.unpackbits(bits, bitorder="little"))
+
+
+def be_uint(data: np.ndarray, width: int) -> np.ndarray:
+    """Unsigned big-endian integers of ``width`` bytes (1-4) packed back to back."""
+    m = data.reshape(-1, width).astype(np.int64)
+    out = m[:, 0].copy()
+    for k in range(1, width):
+        out = (out << 8) | m[:, k]
+    return out
+
+
+def stored_integers(page: Page, data: np.ndarray, store: int) -> np.ndarray:
+    """The stored integral values of an adaptive page, widened to int64."""
+    width = STORE_WIDTH.get(MetaType(store)) if store in MetaType._value2member_map_ else None
+    if width is None:
+        raise page.fail(f"stored type {store} is not integral")
+    if data.shape[0] != page.rows * width:
+        raise page.fail(f"page holds {data.shape[0]} bytes, expected {page.rows} x {width}")
+    if width == 3:
+        v = be_uint(data, 3)
+        return np.where(v >= 1 << 23, v - (1 << 24), v)
+    dtype = {1: "<i1", 2: "<i2", 4: "<i4", 8: "<i8"}[width]
+    return data.view(dtype).astype(np.int64)
+
+
+def to_arrow(values: np.ndarray, typ: pa.DataType, mask: np.ndarray | None) -> pa.Array:
+    if mask is not None and not mask.any():
+        mask = None
+    if pa.types.is_timestamp(typ):
+        return pa.Array.from_buffers(typ, len(values), [_validity(mask), pa.py_buffer(values.astype(np.int64))])
+    if pa.types.is_date32(typ):
+        return pa.Array.from_buffers(typ, len(values), [_validity(mask), pa.py_buffer(values.astype(np.int32))])
+    if pa.types.is_decimal(typ):
+        v = values.astype(np.int64)
+        pairs = np.empty((len(v), 2), np.int64)
+        pairs[:, 0] = v
+        pairs[:, 1] = v >> 63  # sign extension to 128 bits
+        return pa.Array.from_buffers(typ, len(v), [_validity(mask), pa.py_buffer(pairs)])
+    return pa.array(values.astype(typ.to_pandas_dtype(), copy=False), type=typ, mask=mask)
+
+
+def _validity(mask: np.ndarray | None) -> pa.Buffer | None:
+    if mask is None:
+        return None
+    return pa.py_buffer(np.packbits(~mask, bitorder="little"))
+
+
+def lv_array(page: Page, data: np.ndarray, width: int, typ: pa.DataType, rows: int | None) -> pa.Array:
+    """A length-value page as a string/binary array; ``@NU#LL$!`` values become nulls."""
+    limit = rows if rows is not None else MAX_PAGE_ROWS
+    n, total, bad = kernels.lv_scan(data, width, limit)
+    if bad >= 0:
+        raise page.fail(f"length-value entry at byte {bad} of the decompressed page runs past its end or row count")
+    if rows is not None and n != rows:
+        raise page.fail(f"page holds {n} values, expected {rows}")
+    if total >= 1 << 31:
+        raise page.fail(f"page holds {total} value bytes, more than an Arrow array can")
+    offsets, values, valid = kernels.lv_split(data, width, n, total, kernels.NULL_MARKER, True)
+    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    arr = pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(values)])
+    if pa.types.is_string(typ):
+        try:
+            arr.validate(full=True)
+        except pa.ArrowInvalid as e:
+            raise page.fail(f"string data is not valid UTF-8: {e}") from None
+    return arr
+
+
+# ------------------------------------------------------------------ local dictionary
+
+
+def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int) -> pa.Array:
+    """The blocklet's local dictionary as an array indexed by surrogate key (keys 0 and 1 are null)."""
+    ld = chunk3.local_dictionary
+    name = column.column_name
+    metas = ld.dictionary_meta.encoder_meta or []
+    width = 2
+    comp = "snappy"
+    if metas:
+        try:
+            m = encoder_meta.parse(bytes(metas[0]))
+        except CarbonFormatError as e:
+            raise CarbonFormatError(f"column {name!r} local dictionary meta: {e}", path, offset) from None
+        comp = compress.normalize(m.compressor)
+        if m.column_type == ColumnType.PLAIN_LONG_VALUE or column.data_type in (DataType.VARCHAR, DataType.BINARY):
+            width = 4
+    try:
+        data = compress.decompress(comp, bytes(ld.dictionary_data), MAX_VAR_PAGE)
+        used = compress.decompress(comp, bytes(ld.dictionary_values), 1 << 24)
+    except CarbonFormatError as e:
+        raise CarbonFormatError(f"column {name!r} local dictionary: {e}", path, offset) from None
+    fake = Page(column, None, memoryview(b""), 0, path, offset)  # type: ignore[arg-type]
+    values = lv_array(fake, data, width, pa.string() if column.data_type != DataType.BINARY else pa.binary(), None)
+    keys = bitset_positions(used)
+    if len(keys) != len(values):
+        raise CarbonFormatError(
+            f"column {name!r} local dictionary has {len(values)} values but {len(keys)} used keys", path, offset
+        )
+    size = int(keys[-1]) + 1 if len(keys) else 2
+    index = np.full(max(size, 2), -1, np.int64)
+    index[keys] = np.arange(len(keys))
+    return values.take(pa.array(index, mask=index < 0))
+
+
+def _take_keys(page: Page, keys: np.ndarray, dictionary: pa.Array) -> pa.Array:
+    if keys.size and (keys.max() >= len(dictionary) or keys.min() < 0):
+        raise page.fail(f"local dictionary key {int(keys.max())} outside the dictionary of {len(dictionary)}")
+    return dictionary.take(pa.array(keys, pa.int32()))
+
+
+# ------------------------------------------------------------------ meta-encoded pages
+
+
+def decode_meta_page(page: Page, dictionary: pa.Array | None) -> pa.Array:
+    col = page.column
+    encs = page.encodings
+    metas = page.chunk.encoder_meta or []
+    if not metas:
+        raise page.fail(f"encodings {sorted(encs)} need an encoder_meta, none present")
+    try:
+        meta = encoder_meta.parse(bytes(metas[0]))
+    except CarbonFormatError as e:
+        raise page.fail(f"encoder meta: {e}") from None
+    rows = page.rows
+    if meta.store_type in (MetaType.BYTE_ARRAY, MetaType.DECIMAL) or col.data_type in (
+        DataType.STRING,
+        DataType.VARCHAR,
+        DataType.BINARY,
+    ):
+        return _meta_bytes_page(page, meta, dictionary)
+    mask = null_mask(page)
+    typ = arrow_type_of(col)
+    if E.RLE_INTEGRAL in encs:
+        # the RLE codec writes its runs uncompressed (Java's RLECodec reads the page bytes directly)
+        data = np.frombuffer(page.section(0, page.chunk.data_page_length), np.uint8)
+        width = {DataType.BOOLEAN: 1, DataType.BYTE: 1, DataType.SHORT: 2, DataType.INT: 4, DataType.LONG: 8}.get(
+            col.data_type
+        )
+        if width is None:
+            raise page.fail(f"RLE_INTEGRAL on data type {col.data_type} is not defined")
+        n = kernels.rle_integral_scan(data, width, rows)
+        if n != rows:
+            raise page.fail(f"RLE_INTEGRAL page holds {n} values, expected {rows}")
+        return _finish_numeric(page, kernels.rle_integral_expand(data, width, rows), typ, mask)
+    data = page.data(rows * 8 + 64)
+    store = meta.store_type
+    if E.DIRECT_COMPRESS in encs and store in (MetaType.DOUBLE, MetaType.FLOAT):
+        dtype = "<f8" if store == MetaType.DOUBLE else "<f4"
+        if data.shape[0] != rows * np.dtype(dtype).itemsize:
+            raise page.fail(f"page holds {data.shape[0]} bytes for {rows} {dtype} values")
+        return to_arrow(data.view(dtype), typ, mask)
+    if store == MetaType.BOOLEAN:
+        store = MetaType.BYTE
+    stored = stored_integers(page, data, store)
+    if E.ADAPTIVE_DELTA_INTEGRAL in encs:
+        stored = _int_meta(page, meta.max) - stored
+    elif E.ADAPTIVE_FLOATING in encs or E.ADAPTIVE_DELTA_FLOATING in encs:
+        factor = 10.0**meta.decimal_count
+        if E.ADAPTIVE_DELTA_FLOATING in encs:
+            top = int(float(meta.max) * int(10**meta.decimal_count))
+            vals = (top - stored) / factor
+        else:
+            vals = stored / factor
+        return to_arrow(vals, typ, mask)
+    return _finish_numeric(page, stored, typ, mask)
+
+
+def _int_meta(page: Page, v: object) -> int:
+    if isinstance(v, Decimal):
+        scale = page.column.scale if page.column.scale and page.column.scale > 0 else 0
+        return int(v.scaleb(scale))
+    if v is None:
+        raise page.fail("delta encoding without a max value in its meta")
+    return int(v)  # type: ignore[call-overload]
+
+
+def _finish_numeric(page: Page, values: np.ndarray, typ: pa.DataType, mask: np.ndarray | None) -> pa.Array:
+    if pa.types.is_timestamp(typ):
+        values = values * 1000  # CarbonData keeps epoch milliseconds
+    elif pa.types.is_boolean(typ):
+        return pa.array(values != 0, pa.bool_(), mask=mask if mask is not None and mask.any() else None)
+    elif pa.types.is_floating(typ):
+        return to_arrow(values.astype(np.float64), typ, mask)
+    return to_arrow(values, typ, mask)
+
+
+def _meta_bytes_page(page: Page, meta, dictionary: pa.Array | None) -> pa.Array:
+    col = page.column
+    typ = arrow_type_of(col)
+    encs = page.encodings
+    if dictionary is not None:
+        data = page.data(page.rows * 3 + 64)
+        if data.shape[0] != page.rows * 3:
+            raise page.fail(f"local dictionary page holds {data.shape[0]} bytes, expected {page.rows} x 3")
+        return _take_keys(page, be_uint(data, 3), dictionary)
+    if col.data_type == DataType.DECIMAL:
+        return _decimal_lv(page, page.data(MAX_VAR_PAGE), typ)
+    wide = (
+        E.INT_LENGTH_COMPLEX_CHILD_BYTE_ARRAY in encs
+        or meta.column_type == ColumnType.PLAIN_LONG_VALUE
+        or col.data_type in (DataType.VARCHAR, DataType.BINARY)
+    )
+    if not (pa.types.is_string(typ) or pa.types.is_binary(typ)):
+        return _complex_scalars(page, lv_array(page, page.data(MAX_VAR_PAGE), 4 if wide else 2, pa.binary(),
+                                               page.rows), typ)
+    return lv_array(page, page.data(MAX_VAR_PAGE), 4 if wide else 2, typ, page.rows)
+
+
+def _complex_scalars(page: Page, raw: pa.Array, typ: pa.DataType) -> pa.Array:
+    """Scalars of a complex child kept as length-value bytes: BOOLEAN one byte, DATE its 4-byte big-endian
+    surrogate, TIMESTAMP 8-byte big-endian epoch ms, DECIMAL a scale byte and the unscaled value.
+    An empty entry, or a null in the presence bitset, is null."""
+    dt = page.column.data_type
+    if dt == DataType.DECIMAL:
+        out = []
+        for b in raw.to_pylist():
+            out.append(None if not b else Decimal(int.from_bytes(b[1:], "big", signed=True)).scaleb(-b[0]))
+        mask = null_mask(page)
+        arr = pa.array(out, typ)
+        return arr if mask is None else pc_if_null(arr, mask)
+    width = {DataType.BOOLEAN: 1, DataType.DATE: 4, DataType.TIMESTAMP: 8}.get(dt)
+    if width is None:
+        raise page.fail(f"byte-array page for data type {DataType(dt).name} is not supported")
+    offsets = np.frombuffer(raw.buffers()[1], np.int32)[: page.rows + 1]
+    lens = np.diff(offsets)
+    empty = lens == 0
+    if ((lens != width) & ~empty).any():
+        raise page.fail(f"complex child values of type {DataType(dt).name} must be {width} bytes")
+    body = np.frombuffer(raw.buffers()[2], np.uint8) if raw.buffers()[2] is not None else np.zeros(0, np.uint8)
+    full = np.zeros((page.rows, width), np.uint8)
+    full[~empty] = body[offsets[0] : offsets[0] + int((~empty).sum()) * width].reshape(-1, width)
+    mask = empty | raw.is_null().to_numpy(zero_copy_only=False)
+    pres = null_mask(page)
+    if pres is not None:
+        mask |= pres
+    if dt == DataType.BOOLEAN:
+        return pa.array(full[:, 0] != 0, pa.bool_(), mask=mask if mask.any() else None)
+    if dt == DataType.DATE:
+        keys = be_uint(full.reshape(-1), 4)
+        return to_arrow(keys - DATE_OFFSET, typ, mask | (keys == 1))
+    ms = full.reshape(-1).view(">i8").astype(np.int64)
+    return to_arrow(ms * 1000, typ, mask)
+
+
+def pc_if_null(arr: pa.Array, mask: np.ndarray) -> pa.Array:
+    return pc.if_else(pa.array(mask), pa.nulls(len(arr), arr.type), arr)
+
+
+def min_bytes_for_precision(precision: int) -> int:
+    """Bytes of two's complement that hold any unscaled value of ``precision`` digits."""
+    n = 1
+    while (1 << (8 * n - 1)) < 10**precision:
+        n += 1
+    return n
+
+
+def _decimal_lv(page: Page, data: np.ndarray, typ: pa.DataType) -> pa.Array:
+    """Wide decimals (precision > 18). Java's unscaled converter stores a fixed width per row (the fewest
+    bytes holding the precision, big-endian two's complement); without a known precision it writes
+    length-value entries (int length) of a scale byte and the big-endian unscaled value."""
+    width = min_bytes_for_precision(typ.precision)
+    mask = null_mask(page)
+    out: list[Decimal | None] = []
+    if data.shape[0] == page.rows * width:
+        raw = data.tobytes()
+        for i in range(page.rows):  # rare and not vectorisable: arbitrary-width integers
+            unscaled = int.from_bytes(raw[i * width : (i + 1) * width], "big", signed=True)
+            out.append(None if mask is not None and mask[i] else Decimal(unscaled).scaleb(-typ.scale))
+    else:
+        for b in lv_array(page, data, 4, pa.binary(), page.rows).to_pylist():
+            if not b:
+                out.append(None)
+                continue
+            unscaled = int.from_bytes(b[1:], "big", signed=True) if len(b) > 1 else 0
+            out.append(Decimal(unscaled).scaleb(-b[0]))
+    try:
+        return pa.array(out, typ)
+    except (pa.ArrowInvalid, ValueError) as e:
+        raise page.fail(f"decimal value does not fit {typ}: {e}") from None
+
+
+# ------------------------------------------------------------------ legacy dimension pages
+
+
+def row_ids(page: Page, start: int) -> np.ndarray:
+    """The inverted index: int32 BE length of the row-id shorts, the shorts, then the range map shorts."""
+    sec = page.section(start, page.chunk.rowid_page_length)
+    if len(sec) < 4:
+        raise page.fail("row-id page shorter than its length prefix", start)
+    (n,) = struct.unpack(">i", sec[:4])
+    if n < 0 or n % 2 or 4 + n > len(sec) or (len(sec) - 4 - n) % 2:
+        raise page.fail(f"row-id page declares {n} bytes of {len(sec)}", start)
+    shorts = np.frombuffer(sec[4:], ">i2").astype(np.int64)
+    ids = kernels.expand_row_ids(shorts[: n // 2], shorts[n // 2 :], page.rows)
+    if ids.shape[0] != page.rows or (page.rows and (ids.min() < 0 or ids.max() >= page.rows)):
+        raise page.fail(f"row-id page does not hold a permutation of {page.rows} rows", start)
+    if np.bincount(ids, minlength=page.rows).max(initial=1) != 1:
+        raise page.fail("row-id page repeats a row", start)
+    return ids
+
+
+def expand_runs(page: Page, data: np.ndarray, start: int) -> tuple[np.ndarray, int]:
+    """Apply the dimension data RLE: pairs of BE shorts (ignored, count), one pair per stored key."""
+    sec = page.section(start, page.chunk.rle_page_length)
+    if len(sec) % 4:
+        raise page.fail(f"RLE page of {len(sec)} bytes is not a list of short pairs", start)
+    counts = np.frombuffer(sec, ">i2").reshape(-1, 2)[:, 1].astype(np.int64)
+    if counts.size == 0 or counts.min() < 0 or counts.sum() != page.rows or data.shape[0] % counts.size:
+        raise page.fail(f"RLE page of {counts.size} runs does not match {data.shape[0]} key bytes", start)
+    width = data.shape[0] // counts.size
+    keys = data.reshape(counts.size, width)
+    return np.repeat(keys, counts, axis=0).reshape(-1), width
+
+
+def decode_legacy_page(page: Page, dictionary: pa.Array | None) -> pa.Array:
+    col = page.column
+    encs = page.encodings
+    dt = col.data_type
+    pos = page.chunk.data_page_length
+    ids = None
+    if E.INVERTED_INDEX in encs and page.chunk.rowid_page_length:
+        ids = row_ids(page, pos)
+        pos += page.chunk.rowid_page_length or 0
+    fixed = dictionary is not None or E.DICTIONARY in encs or E.DIRECT_DICTIONARY in encs
+    data = page.data(page.rows * 8 + 64 if fixed else MAX_VAR_PAGE)
+    width = None
+    if E.RLE in encs and page.chunk.rle_page_length:
+        data, width = expand_runs(page, data, pos)
+    if dictionary is not None:
+        if data.shape[0] != page.rows * 3:
+            raise page.fail(f"local dictionary page holds {data.shape[0]} bytes, expected {page.rows} x 3")
+        arr = _take_keys(page, be_uint(data, 3), dictionary)
+    elif E.DICTIONARY in encs or E.DIRECT_DICTIONARY in encs:
+        width = width or (data.shape[0] // page.rows if page.rows else 4)
+        if width not in (1, 2, 3, 4) or data.shape[0] != width * page.rows:
+            raise page.fail(f"dictionary page holds {data.shape[0]} bytes for {page.rows} keys")
+        keys = be_uint(data, width)
+        if dt == DataType.DATE:
+            arr = to_arrow(keys - DATE_OFFSET, pa.date32(), keys == 1)
+        else:
+            raise page.fail(
+                "values are global dictionary surrogate keys (encoding DICTIONARY); "
+                "reading them needs the table's Metadata/<column_id>.dict files, which this reader does not use"
+            )
+    elif dt in (DataType.STRING, DataType.VARCHAR, DataType.BINARY):
+        wide = E.DIRECT_COMPRESS_VARCHAR in encs or E.INT_LENGTH_COMPLEX_CHILD_BYTE_ARRAY in encs
+        arr = lv_array(page, data, 4 if wide else 2, arrow_type_of(col), page.rows)
+    else:
+        arr = _sign_flipped(page, data)
+    if ids is not None:
+        reverse = np.empty(page.rows, np.int64)
+        reverse[ids] = np.arange(page.rows)
+        arr = arr.take(pa.array(reverse))
+    return arr
+
+
+def _sign_flipped(page: Page, data: np.ndarray) -> pa.Array:
+    """Primitive no-dictionary dimensions without meta: LV entries holding big-endian values with the sign
+    bit flipped (so byte order is numeric order); an empty entry is null."""
+    col = page.column
+    typ = arrow_type_of(col)
+    raw = lv_array(page, data, 2, pa.binary(), page.rows)
+    lens = np.diff(np.frombuffer(raw.buffers()[1], np.int32)[: page.rows + 1])
+    width = {DataType.BOOLEAN: 1, DataType.BYTE: 1, DataType.SHORT: 2, DataType.INT: 4}.get(col.data_type, 8)
+    if col.data_type not in (
+        DataType.BOOLEAN,
+        DataType.BYTE,
+        DataType.SHORT,
+        DataType.INT,
+        DataType.LONG,
+        DataType.TIMESTAMP,
+    ):
+        raise page.fail(f"no-dictionary dimension of type {DataType(col.data_type).name} without encoder meta")
+    mask = lens == 0
+    if ((lens != width) & ~mask).any():
+        raise page.fail(f"no-dictionary values must be {width} bytes")
+    full = np.zeros((page.rows, width), np.uint8)
+    body = np.frombuffer(raw.buffers()[2], np.uint8) if raw.buffers()[2] is not None else np.zeros(0, np.uint8)
+    full[~mask] = body[: int((~mask).sum()) * width].reshape(-1, width)
+    if col.data_type == DataType.BOOLEAN:
+        return pa.array(full[:, 0] != 0, pa.bool_(), mask=mask)
+    v = full.astype(np.uint64)
+    acc = np.zeros(page.rows, np.uint64)
+    for k in range(width):
+        acc = (acc << np.uint64(8)) | v[:, k]
+    acc ^= np.uint64(1) << np.uint64(8 * width - 1)
+    shift = np.uint64(64 - 8 * width)
+    values = ((acc << shift).view(np.int64)) >> np.int64(shift)
+    return _finish_numeric(page, values, typ, mask)
+
+
+# ------------------------------------------------------------------ old (1.1/1.2) measures
+
+
+def _legacy_measure(page: Page) -> pa.Array:
+    """DELTA measures of CarbonData 1.1/1.2: meta = char type, max, min, unique, int decimals, byte."""
+    metas = page.chunk.encoder_meta or []
+    if not metas:
+        raise page.fail("DELTA page without encoder meta")
+    m = bytes(metas[0])
+    if len(m) < 2 or m[:2] != b"\x00d" or len(m) < 31:
+        kind = m[:2].decode("utf-16-be", "replace") if len(m) >= 2 else "?"
+        raise page.fail(f"DELTA measure with value type {kind!r} is not supported (only integral 'd')")
+    vmax, vmin, _unique, _decimals = struct.unpack(">qqqi", m[2:30])
+    data = page.data(page.rows * 8 + 64)
+    if page.rows == 0 or data.shape[0] % page.rows:
+        raise page.fail(f"page holds {data.shape[0]} bytes for {page.rows} rows")
+    width = data.shape[0] // page.rows
+    adaptive, delta = _fit(vmax), (_fit(vmax - vmin) if _fit(vmax) != 8 else 8)
+    use_delta = adaptive > delta
+    if width != (delta if use_delta else adaptive):
+        raise page.fail(f"DELTA page stores {width}-byte values where {delta if use_delta else adaptive} expected")
+    stored = data.view({1: "<i1", 2: "<i2", 4: "<i4", 8: "<i8"}[width]).astype(np.int64)
+    values = vmax - stored if use_delta else stored
+    return _finish_numeric(page, values, arrow_type_of(page.column), null_mask(page))
+
+
+def _fit(v: int) -> int:
+    for width in (1, 2, 4):
+        if -(1 << (8 * width - 1)) <= v < 1 << (8 * width - 1):
+            return width
+    return 8
+
+
+# ------------------------------------------------------------------ entry points
+
+
+def decode_page(page: Page, dictionary: pa.Array | None = None) -> pa.Array:
+    """Decode a primitive column's page into ``page.rows`` values of the column's Arrow type."""
+    if not 0 <= page.rows <= MAX_PAGE_ROWS:
+        raise page.fail(f"page row count {page.rows} is out of range")
+    try:
+        encs = page.encodings
+        if encs & META_ENCODINGS:
+            arr = decode_meta_page(page, dictionary)
+        elif E.DELTA in encs and not page.column.dimension:
+            arr = _legacy_measure(page)
+        else:
+            arr = decode_legacy_page(page, dictionary)
+    except CarbonFormatError:
+        raise
+    except (ValueError, IndexError, OverflowError, struct.error, pa.ArrowException) as e:
+        raise page.fail(f"corrupt page: {type(e).__name__}: {e}") from None
+    if len(arr) != page.rows:
+        raise page.fail(f"decoded {len(arr)} values, expected {page.rows}")
+    return arr
+
+
+def decode_parent_page(page: Page) -> tuple[np.ndarray, np.ndarray | None]:
+    """An ARRAY/MAP parent page: per row big-endian (int count, int start). Returns counts and nulls."""
+    try:
+        data = page.data(page.rows * 8 + 64)
+        if data.shape[0] != page.rows * 8:
+            raise page.fail(f"array parent page holds {data.shape[0]} bytes, expected {page.rows} x 8")
+        pairs = data.view(">i4").reshape(-1, 2).astype(np.int64)
+    except CarbonFormatError:
+        raise
+    except (ValueError, IndexError) as e:
+        raise page.fail(f"corrupt page: {e}") from None
+    counts = pairs[:, 0]
+    if counts.size and counts.min() < 0:
+        raise page.fail("array parent page holds a negative element count")
+    return counts, null_mask(page)

@@ -1,0 +1,320 @@
+"""Reading one CarbonData V3 data file (``.carbondata``) into Arrow, and a bare folder of them.
+
+Opening a file reads only its tail (footer) and head (header); ``read_blocklet`` then reads just the byte
+ranges of the requested columns. Every offset and length taken from the file is checked against the file
+size before it is used, so a corrupt file raises CarbonFormatError instead of reading or allocating wildly.
+"""
+
+from __future__ import annotations
+
+import bisect
+import posixpath
+import struct
+from collections.abc import Iterator
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonSchemaError, CarbonTableError
+from carbon_ds.format import compress
+from carbon_ds.format.decode import Page, decode_page, decode_parent_page, local_dictionary, null_mask
+from carbon_ds.format.schema import ColumnNode, arrow_type, in_schema_order, nest
+from carbon_ds.format.structs import BlockletInfo3, ColumnSchema, DataChunk3, DataType, FileFooter3, FileHeader
+from carbon_ds.fs import Storage
+
+DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
+
+
+class CarbonDataFile:
+    """One ``.carbondata`` file: header and footer on open, column chunks on demand."""
+
+    def __init__(self, path: str, storage: Storage | None = None):
+        if storage is None:
+            storage, inner = Storage.for_path(path)
+        else:
+            inner = path
+        self.path = str(path)
+        self._storage = storage
+        try:
+            self._file = storage.open(inner)
+        except (OSError, pa.ArrowException) as e:
+            raise CarbonError(f"cannot open {self.path}: {e}") from None
+        try:
+            self._open()
+        except BaseException:
+            self._file.close()
+            raise
+
+    # ------------------------------------------------------------------ opening
+    def _read(self, offset: int, length: int) -> bytes:
+        if offset < 0 or length < 0 or offset + length > self.size:
+            raise CarbonFormatError(
+                f"range {offset}+{length} lies outside the file of {self.size} bytes", self.path, offset
+            )
+        data = self._file.read_at(length, offset)
+        if len(data) != length:
+            raise CarbonFormatError(f"short read: {len(data)} of {length} bytes", self.path, offset)
+        return data
+
+    def _open(self) -> None:
+        self.size = self._file.size()
+        if self.size < 16:
+            raise CarbonFormatError(f"file of {self.size} bytes is too short for CarbonData V3", self.path, 0)
+        (footer_at,) = struct.unpack(">q", self._read(self.size - 8, 8))
+        if not 0 < footer_at < self.size - 8:
+            raise CarbonFormatError(f"footer offset {footer_at} lies outside the file body", self.path, self.size - 8)
+        self._footer_at = footer_at
+        self.footer, _ = FileFooter3.from_bytes(self._read(footer_at, self.size - 8 - footer_at), self.path, footer_at)
+        self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
+        starts = [o for b in self._blocklets for o in (b.column_data_chunks_offsets or [])]
+        header_end = min(starts) if starts else footer_at
+        if not 0 < header_end <= footer_at:
+            raise CarbonFormatError(
+                f"first column chunk offset {header_end} is outside the file body", self.path, footer_at
+            )
+        self.header, _ = FileHeader.from_bytes(self._read(0, header_end), self.path, 0)
+        if self.header.version != 3:
+            raise CarbonFormatError(f"format version {self.header.version} is not supported (only V3)", self.path, 0)
+        self.columns: list[ColumnSchema] = list(self.header.column_schema)
+        self._index = {id(c): i for i, c in enumerate(self.columns)}
+        try:
+            self._nodes = in_schema_order(nest(self.columns))
+            self.schema = pa.schema([pa.field(n.name, arrow_type(n)) for n in self._nodes])
+        except (CarbonSchemaError, ValueError) as e:
+            raise CarbonFormatError(f"file header schema is unusable: {e}", self.path, 0) from None
+        self._check_footer(header_end)
+        self.num_rows = int(self.footer.num_rows)
+        self.num_blocklets = len(self._blocklets)
+        self.compressor = self._compressor_name()
+
+    def _check_footer(self, header_end: int) -> None:
+        ncols = len(self.columns)
+        total = 0
+        for b, info in enumerate(self._blocklets):
+            offs, lens = info.column_data_chunks_offsets or [], info.column_data_chunks_length or []
+            if len(offs) != ncols or len(lens) != ncols:
+                raise CarbonFormatError(
+                    f"blocklet {b} lists {len(offs)} column chunks for {ncols} columns", self.path, self._footer_at
+                )
+            for o, n in zip(offs, lens, strict=True):
+                if not (header_end <= o and n >= 0 and o + n <= self._footer_at):
+                    raise CarbonFormatError(
+                        f"blocklet {b} column chunk {o}+{n} lies outside the data region", self.path, self._footer_at
+                    )
+            if info.num_rows < 0:
+                raise CarbonFormatError(f"blocklet {b} has {info.num_rows} rows", self.path, self._footer_at)
+            total += info.num_rows
+        if total != self.footer.num_rows:
+            raise CarbonFormatError(
+                f"blocklets hold {total} rows but the footer says {self.footer.num_rows}", self.path, self._footer_at
+            )
+        self._chunk_starts = sorted({o for b in self._blocklets for o in b.column_data_chunks_offsets})
+
+    def _compressor_name(self) -> str:
+        if self.header.compressor_name:
+            return compress.normalize(self.header.compressor_name)
+        base = posixpath.basename(self.path).lower()
+        for name in compress.COMPRESSORS:
+            if base.endswith(f".{name}.carbondata"):
+                return name
+        return "snappy"  # files before 1.5 did not record it anywhere: they were always snappy
+
+    # ------------------------------------------------------------------ lifecycle
+    def close(self) -> None:
+        self._file.close()
+
+    def __enter__(self) -> CarbonDataFile:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ metadata
+    def blocklet_rows(self, i: int) -> int:
+        return int(self._blocklet(i).num_rows)
+
+    def _blocklet(self, i: int) -> BlockletInfo3:
+        if not 0 <= i < len(self._blocklets):
+            raise IndexError(f"blocklet {i} out of range: {self.path} has {len(self._blocklets)}")
+        return self._blocklets[i]
+
+    def _resolve(self, columns: list[str] | None) -> list[ColumnNode]:
+        if columns is None:
+            return list(self._nodes)
+        by_name = {n.name.lower(): n for n in self._nodes}
+        out = []
+        for c in columns:
+            node = by_name.get(str(c).lower())
+            if node is None:
+                raise CarbonSchemaError(
+                    f"unknown column {c!r} in {self.path}; available: {', '.join(self.schema.names)}"
+                )
+            out.append(node)
+        return out
+
+    # ------------------------------------------------------------------ column chunks
+    def _chunk_bytes(self, b: int, c: int) -> tuple[memoryview, int, int]:
+        """The bytes of column ``c`` in blocklet ``b`` (its DataChunk3 and pages), their offset, header size."""
+        info = self._blocklet(b)
+        if not 0 <= c < len(self.columns):
+            raise IndexError(f"column index {c} out of range: {self.path} has {len(self.columns)} columns")
+        start = info.column_data_chunks_offsets[c]
+        k = bisect.bisect_right(self._chunk_starts, start)
+        end = self._chunk_starts[k] if k < len(self._chunk_starts) else self._footer_at
+        return memoryview(self._read(start, end - start)), start, info.column_data_chunks_length[c]
+
+    def read_column_chunk(self, blocklet: int, column_index: int) -> DataChunk3:
+        buf, start, hlen = self._chunk_bytes(blocklet, column_index)
+        chunk, _ = DataChunk3.from_bytes(bytes(buf[:hlen]), self.path, start)
+        return chunk
+
+    def _pages(self, b: int, c: int, expected: list[int] | None) -> tuple[DataChunk3, list[Page]]:
+        buf, start, hlen = self._chunk_bytes(b, c)
+        chunk, _ = DataChunk3.from_bytes(bytes(buf[:hlen]), self.path, start)
+        col = self.columns[c]
+        info = self._blocklet(b)
+        pages_meta = chunk.data_chunk_list or []
+        n = len(pages_meta)
+        if expected is not None and len(expected) != n:
+            raise CarbonFormatError(
+                f"column {col.column_name!r} has {n} pages where its parent has {len(expected)}", self.path, start
+            )
+        pos = 0
+        pages = []
+        remaining = info.num_rows
+        for j, dc2 in enumerate(pages_meta):
+            plen = _at(chunk.page_length, j)
+            if plen is None:
+                plen = (dc2.data_page_length or 0) + (dc2.rowid_page_length or 0) + (dc2.rle_page_length or 0)
+            poff = _at(chunk.page_offset, j)
+            poff = pos if poff is None else poff
+            pos = poff + plen
+            lo = hlen + poff
+            if poff < 0 or plen < 0 or lo + plen > len(buf):
+                raise CarbonFormatError(
+                    f"column {col.column_name!r} page {j} ({poff}+{plen}) runs past its chunk", self.path, start
+                )
+            rows = dc2.numberOfRowsInpage
+            if expected is not None:
+                # a complex child's row count comes from its parent's element counts: 2.0 writes the
+                # parent's row count into the child's numberOfRowsInpage, 1.6 the child's own
+                rows = expected[j]
+            if rows is None:
+                rows = _at(info.row_count_in_page, j)
+            if rows is None:
+                rows = remaining if n == 1 else min(DEFAULT_PAGE_ROWS, remaining)
+            remaining -= rows
+            pages.append(Page(col, dc2, buf[lo : lo + plen], int(rows), self.path, start + lo))
+        return chunk, pages
+
+    def _decode(self, b: int, node: ColumnNode, expected: list[int] | None) -> list[pa.Array]:
+        c = self._index[id(node.schema)]
+        chunk, pages = self._pages(b, c, expected)
+        dt = node.data_type
+        if dt in (DataType.ARRAY, DataType.MAP):
+            parents = [decode_parent_page(p) for p in pages]
+            children = self._decode(b, node.children[0], [int(counts.sum()) for counts, _ in parents])
+            typ = arrow_type(node)
+            out = []
+            for (counts, mask), child in zip(parents, children, strict=True):
+                offsets = np.zeros(len(counts) + 1, np.int32)
+                np.cumsum(counts, out=offsets[1:])
+                m = pa.array(mask) if mask is not None else None
+                if dt == DataType.ARRAY:
+                    out.append(pa.ListArray.from_arrays(pa.array(offsets), child, type=typ, mask=m))
+                else:
+                    keys, items = child.field(0), child.field(1)
+                    arr = pa.MapArray.from_arrays(pa.array(offsets), keys, items, type=typ)
+                    out.append(arr if m is None else _with_nulls(arr, m))
+            return out
+        if dt == DataType.STRUCT:
+            rows = [p.rows for p in pages]
+            kids = [self._decode(b, ch, rows) for ch in node.children]
+            typ = arrow_type(node)
+            out = []
+            for j, p in enumerate(pages):
+                mask = null_mask(p)
+                out.append(
+                    pa.StructArray.from_arrays(
+                        [k[j] for k in kids], fields=list(typ), mask=pa.array(mask) if mask is not None else None
+                    )
+                )
+            return out
+        dictionary = None
+        if chunk.local_dictionary is not None:
+            dictionary = local_dictionary(
+                chunk, node.schema, self.path, self._blocklet(b).column_data_chunks_offsets[c]
+            )
+        return [decode_page(p, dictionary) for p in pages]
+
+    # ------------------------------------------------------------------ reading
+    def read_blocklet(self, i: int, columns: list[str] | None = None) -> pa.RecordBatch:
+        nodes = self._resolve(columns)
+        rows = self.blocklet_rows(i)
+        arrays = []
+        for node in nodes:
+            parts = self._decode(i, node, None)
+            arr = pa.concat_arrays(parts) if len(parts) != 1 else parts[0]
+            if len(arr) != rows:
+                raise CarbonFormatError(
+                    f"column {node.name!r} holds {len(arr)} rows in blocklet {i}, expected {rows}",
+                    self.path,
+                    self._blocklet(i).column_data_chunks_offsets[self._index[id(node.schema)]],
+                )
+            arrays.append(arr)
+        schema = pa.schema([self.schema.field(n.name) for n in nodes])
+        if not arrays:
+            return pa.RecordBatch.from_struct_array(pa.array([{}] * rows, pa.struct([])))
+        return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+    def iter_batches(
+        self, columns: list[str] | None = None, blocklets: list[int] | None = None
+    ) -> Iterator[pa.RecordBatch]:
+        for i in range(self.num_blocklets) if blocklets is None else blocklets:
+            yield self.read_blocklet(i, columns)
+
+    def read(self, columns: list[str] | None = None) -> pa.Table:
+        schema = pa.schema([self.schema.field(n.name) for n in self._resolve(columns)])
+        return pa.Table.from_batches(list(self.iter_batches(columns)), schema=schema)
+
+
+def _at(values: list[int] | None, j: int) -> int | None:
+    return values[j] if values is not None and j < len(values) else None
+
+
+def _with_nulls(arr: pa.Array, mask: pa.Array) -> pa.Array:
+    return pc.if_else(mask, pa.nulls(len(arr), arr.type), arr)
+
+
+def read_folder(path: str, columns: list[str] | None = None) -> pa.Table:
+    """Every ``*.carbondata`` under a folder of SDK output (recursive), in one table.
+
+    The schema is the first file's header; every other file must carry the same one.
+    """
+    storage, folder = Storage.for_path(path)
+    files = [f.path for f in storage.list(folder, recursive=True) if f.path.endswith(".carbondata")]
+    if not files:
+        raise CarbonTableError(f"no .carbondata files under {path}")
+    tables = []
+    first_schema = None
+    for name in files:
+        shown = storage.uri(name) if not storage.is_local else name
+        with CarbonDataFile(name, storage) as f:
+            f.path = shown
+            if first_schema is None:
+                first_schema = (shown, f.schema)
+            elif not f.schema.equals(first_schema[1]):
+                raise CarbonSchemaError(
+                    f"schema of {shown} ({_describe(f.schema)}) differs from {first_schema[0]} "
+                    f"({_describe(first_schema[1])})"
+                )
+            tables.append(f.read(columns))
+    return pa.concat_tables(tables)
+
+
+def _describe(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name}: {f.type}" for f in schema)
+
+
+__all__ = ["CarbonDataFile", "read_folder"]
