@@ -1,1 +1,5 @@
-"""Auto-registration hook: Spark imports top-level pyspark_* modules and registers DefaultSource."""
+"""Spark imports top-level ``pyspark_*`` modules and registers their ``DefaultSource`` in every session."""
+
+from carbon_ds.datasource import CarbonDataSource as DefaultSource
+
+__all__ = ["DefaultSource"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,9 @@ def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
     import carbon_ds
+
+    # Python workers must use this interpreter (the one with pyarrow and carbon-ds), not whatever is on PATH
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     warehouse = tmp_path_factory.mktemp("warehouse")
     session = (

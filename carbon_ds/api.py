@@ -1,0 +1,116 @@
+"""The no-Spark entry points (read_table, write_table) and Spark registration."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa
+
+from carbon_ds.errors import CarbonOptionError
+from carbon_ds.table import commit
+from carbon_ds.table.conform import check_schema
+from carbon_ds.table.options import normalize, parse_write, split_list
+from carbon_ds.table.table import CarbonTable, resolve_columns
+
+MODES = ("append", "overwrite")
+
+
+def register(spark: Any) -> None:
+    """Register the ``carbondata`` data source in ``spark`` (a SparkSession)."""
+    from carbon_ds.datasource import CarbonDataSource
+
+    spark.dataSource.register(CarbonDataSource)
+
+
+def apply_filter(data: pa.Table, filter: str | None, columns: list[str] | None) -> pa.Table:
+    """Keep the rows where the SQL predicate ``filter`` is true, then project ``columns``."""
+    if filter is not None and filter.strip():
+        from carbon_ds.expressions import bind, filter_table, parse
+
+        data = filter_table(data, bind(parse(filter), data.schema))
+    return data.select(columns) if columns is not None else data
+
+
+def read_table(
+    path: str | os.PathLike,
+    columns: list[str] | None = None,
+    filter: str | None = None,
+    segments: str | list | None = None,
+) -> pa.Table:
+    """Read a CarbonData table folder (with ``Metadata/schema``) or a bare folder of .carbondata files.
+
+    ``filter`` is a SQL predicate ("a > 1 AND b = 'x'") applied to rows after reading.
+    """
+    if CarbonTable.exists(path):
+        table = CarbonTable.open(path)
+        names = resolve_columns(table.schema, columns, f"table {table.uri}")
+        if filter is None:
+            return table.to_arrow(names, segments)
+        return apply_filter(table.to_arrow(None, segments), filter, names)
+    if segments is not None:
+        raise CarbonOptionError(f"segments={segments!r} given, but {os.fspath(path)} has no Metadata/tablestatus")
+    from carbon_ds.readers.carbondata import read_folder
+
+    if filter is None:
+        return read_folder(os.fspath(path), columns=columns)
+    data = read_folder(os.fspath(path))
+    return apply_filter(data, filter, resolve_columns(data.schema, columns, f"folder {os.fspath(path)}"))
+
+
+def _as_reader(data: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch | pa.Table]]:
+    if isinstance(data, pa.Table | pa.RecordBatch):
+        return data.schema, [data]
+    if isinstance(data, pa.RecordBatchReader):
+        return data.schema, data
+    if hasattr(data, "__arrow_c_stream__"):
+        reader = pa.RecordBatchReader.from_stream(data)
+        return reader.schema, reader
+    raise CarbonOptionError(
+        f"write_table needs a pyarrow Table, RecordBatch or RecordBatchReader, found {type(data).__name__}"
+    )
+
+
+def prepare_table(path: str | os.PathLike, schema: pa.Schema, options: dict[str, Any]):
+    """Open the table at ``path`` (creating it from ``schema`` when absent) and validate a load into it."""
+    load = parse_write(options)
+    table, created = CarbonTable.open_or_create(
+        path,
+        schema,
+        sort_columns=load.sort_columns,
+        properties=load.table_properties(),
+        long_string_columns=load.long_string_columns,
+    )
+    if not created:
+        for key, current in (("sort_columns", table.sort_columns), ("long_string_columns", _longs(table))):
+            given = getattr(load, key)
+            if given is not None and [c.lower() for c in given] != [c.lower() for c in current]:
+                raise CarbonOptionError(
+                    f"option {key}={','.join(given)!r} differs from table {table.uri}'s "
+                    f"{key}={','.join(current)!r}; table settings are fixed when the table is created"
+                )
+    check_schema(table.schema, schema, f"table {table.uri}")
+    return table, load
+
+
+def _longs(table: CarbonTable) -> list[str]:
+    return split_list(table.properties.get("long_string_columns"))
+
+
+def write_table(data: Any, path: str | os.PathLike, mode: str = "append", **options: Any) -> str:
+    """Append ``data`` to the table at ``path`` as one new segment (creating the table on first write),
+    or replace the table's rows with ``mode="overwrite"``. Returns the new segment id."""
+    if mode not in MODES:
+        raise CarbonOptionError(f"mode must be one of {', '.join(MODES)}, found {mode!r}")
+    normalize(options)
+    schema, batches = _as_reader(data)
+    table, load = prepare_table(path, schema, options)
+    reservation = commit.reserve(table, overwrite=mode == "overwrite")
+    try:
+        result = commit.write_task(table, reservation, 0, batches, load)
+        commit.commit(table, reservation, [result])
+    except BaseException:
+        commit.abort(table, reservation)
+        raise
+    return reservation.segment_id

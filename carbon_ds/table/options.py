@@ -1,0 +1,122 @@
+"""Read/write options as users give them (Spark passes strings, keys case-insensitive)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from carbon_ds.errors import CarbonOptionError
+
+COMPRESSORS = ("snappy", "zstd", "gzip")
+# Options that describe the table itself: they become tableProperties when a write creates the table.
+TABLE_OPTIONS = (
+    "sort_columns",
+    "long_string_columns",
+    "table_blocksize",
+    "table_blocklet_size",
+    "local_dictionary_enable",
+    "local_dictionary_threshold",
+)
+WRITE_OPTIONS = ("compressor", "blocklet_size", *TABLE_OPTIONS)
+READ_OPTIONS = ("segments", "filter")
+# Spark adds these itself; a temporary view passes one option set to both its reader and its writer,
+# so either side accepts the other's keys.
+SPARK_OPTIONS = ("path", "paths")
+VALID = (*READ_OPTIONS, *WRITE_OPTIONS)
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, (list, tuple)):
+        return ",".join(str(v) for v in value)
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def normalize(options: Mapping[str, Any] | None) -> dict[str, str]:
+    """Lower-cased keys, string values; unknown keys raise CarbonOptionError listing the valid ones."""
+    out: dict[str, str] = {}
+    for key, value in (options or {}).items():
+        k = key.lower()
+        if k in SPARK_OPTIONS or value is None:
+            continue
+        if k not in VALID:
+            raise CarbonOptionError(f"unknown option {key!r}; valid options: {', '.join(sorted(VALID))}")
+        out[k] = _text(value)
+    return out
+
+
+def split_list(text: str | None) -> list[str]:
+    return [p.strip() for p in (text or "").split(",") if p.strip()]
+
+
+def _positive_int(opts: dict[str, str], key: str) -> int | None:
+    if key not in opts:
+        return None
+    try:
+        value = int(opts[key])
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise CarbonOptionError(f"option {key!r} must be a positive integer, found {opts[key]!r}")
+    return value
+
+
+def _bool(opts: dict[str, str], key: str) -> bool | None:
+    if key not in opts:
+        return None
+    v = opts[key].strip().lower()
+    if v not in ("true", "false"):
+        raise CarbonOptionError(f"option {key!r} must be 'true' or 'false', found {opts[key]!r}")
+    return v == "true"
+
+
+@dataclass
+class LoadOptions:
+    """Validated write options: what the table is created with, and what this load uses."""
+
+    sort_columns: list[str] | None = None
+    long_string_columns: list[str] | None = None
+    compressor: str | None = None
+    table_blocksize_mb: int | None = None
+    blocklet_size_mb: int | None = None
+    local_dictionary_enable: bool | None = None
+    local_dictionary_threshold: int | None = None
+    given: dict[str, str] = field(default_factory=dict)
+
+    def table_properties(self) -> dict[str, str]:
+        """tableProperties for a table created by this write, spelled as CarbonData spells them."""
+        props = {
+            "table_blocksize": str(self.table_blocksize_mb or 1024),
+            "table_blocklet_size": str(self.blocklet_size_mb or 64),
+            "local_dictionary_enable": "true" if self.local_dictionary_enable in (None, True) else "false",
+            "local_dictionary_threshold": str(self.local_dictionary_threshold or 10000),
+        }
+        if self.compressor:
+            props["carbon.column.compressor"] = self.compressor
+        return props
+
+
+def parse_write(options: Mapping[str, Any] | None) -> LoadOptions:
+    opts = normalize(options)
+    compressor = opts.get("compressor")
+    if compressor is not None:
+        compressor = compressor.strip().lower()
+        if compressor not in COMPRESSORS:
+            raise CarbonOptionError(
+                f"option 'compressor' must be one of {', '.join(COMPRESSORS)}, found {compressor!r}"
+            )
+    blocklet = _positive_int(opts, "blocklet_size")
+    if blocklet is None:
+        blocklet = _positive_int(opts, "table_blocklet_size")
+    return LoadOptions(
+        sort_columns=split_list(opts["sort_columns"]) if "sort_columns" in opts else None,
+        long_string_columns=split_list(opts["long_string_columns"]) if "long_string_columns" in opts else None,
+        compressor=compressor,
+        table_blocksize_mb=_positive_int(opts, "table_blocksize"),
+        blocklet_size_mb=blocklet,
+        local_dictionary_enable=_bool(opts, "local_dictionary_enable"),
+        local_dictionary_threshold=_positive_int(opts, "local_dictionary_threshold"),
+        given=opts,
+    )

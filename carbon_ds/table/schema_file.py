@@ -1,0 +1,85 @@
+"""``Metadata/schema``: the table's TableInfo in compact thrift, as Apache CarbonData writes it.
+
+A new table gets a uuid table id, a uuid per column (column_id == columnReferenceId), one schema
+evolution entry stamped with the creation time, and its settings as ``tableProperties`` (lower-case keys
+and values such as ``sort_columns``, ``table_blocksize``, ``local_dictionary_enable``).
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+
+import pyarrow as pa
+
+from carbon_ds.errors import CarbonFormatError
+from carbon_ds.format.schema import arrow_schema, columns_for
+from carbon_ds.format.structs import ColumnSchema, SchemaEvolution, SchemaEvolutionEntry, TableInfo, TableSchema
+from carbon_ds.fs import Storage
+
+
+def build_table_info(
+    schema: pa.Schema,
+    sort_columns: list[str] | None = None,
+    long_string_columns: list[str] | None = None,
+    properties: dict[str, str] | None = None,
+) -> TableInfo:
+    sort_columns = list(sort_columns or [])
+    long_strings = list(long_string_columns or [])
+    columns = columns_for(schema, sort_columns, long_strings)
+    props = {k.lower(): str(v) for k, v in (properties or {}).items()}
+    # CarbonData stores sort columns by their schema spelling, lower-cased, comma separated.
+    by_lower = {f.name.lower(): f.name for f in schema}
+    props["sort_columns"] = ",".join(by_lower[c.lower()].lower() for c in sort_columns)
+    props.setdefault("sort_scope", "local_sort" if sort_columns else "no_sort")
+    if long_strings:
+        props["long_string_columns"] = ",".join(c.lower() for c in long_strings)
+    fact = TableSchema(
+        table_id=str(uuid.uuid4()),
+        table_columns=columns,
+        schema_evolution=SchemaEvolution(
+            schema_evolution_history=[SchemaEvolutionEntry(time_stamp=time.time_ns() // 1_000_000)]
+        ),
+        tableProperties=props,
+    )
+    return TableInfo(fact_table=fact, aggregate_table_list=[])
+
+
+def parse(data: bytes, where: str) -> TableInfo:
+    info, used = TableInfo.from_bytes(data, path=where)
+    if used != len(data):
+        raise CarbonFormatError(f"schema file has {len(data) - used} trailing bytes after TableInfo", where)
+    if info.fact_table is None or not info.fact_table.table_columns:
+        raise CarbonFormatError("schema file has no fact table columns", where)
+    return info
+
+
+def read(storage: Storage, path: str) -> TableInfo:
+    return parse(storage.read_bytes(path), storage.uri(path))
+
+
+def write(storage: Storage, path: str, info: TableInfo) -> None:
+    storage.write_atomic(path, info.to_bytes())
+
+
+def table_columns(info: TableInfo) -> list[ColumnSchema]:
+    """Visible physical columns (CarbonData can hide helper columns with ``invisible``)."""
+    return [c for c in info.fact_table.table_columns if not c.invisible]
+
+
+def table_arrow_schema(info: TableInfo) -> pa.Schema:
+    return arrow_schema(table_columns(info))
+
+
+def properties(info: TableInfo) -> dict[str, str]:
+    return dict(info.fact_table.tableProperties or {})
+
+
+def sort_columns(info: TableInfo) -> list[str]:
+    text = properties(info).get("sort_columns", "")
+    return [c.strip() for c in text.split(",") if c.strip()]
+
+
+def long_string_columns(info: TableInfo) -> list[str]:
+    text = properties(info).get("long_string_columns", "")
+    return [c.strip() for c in text.split(",") if c.strip()]

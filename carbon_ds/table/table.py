@@ -1,0 +1,257 @@
+"""CarbonTable: a table folder with ``Metadata/schema``, ``Metadata/tablestatus`` and its segments."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from carbon_ds.errors import CarbonOptionError, CarbonSchemaError, CarbonTableError
+from carbon_ds.format.structs import ColumnSchema, TableInfo
+from carbon_ds.fs import Storage
+from carbon_ds.table import schema_file, tablestatus
+from carbon_ds.table.locks import TableLock
+from carbon_ds.table.tablestatus import LoadDetail
+
+COLUMNAR = "columnar_v3"
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    id: str
+    status: str
+    load_start: int | None  # epoch ms
+    load_end: int | None  # epoch ms
+    data_size: int | None
+    index_size: int | None
+    file_format: str
+    path: str | None  # external folder of an added segment, else None
+    segment_file: str | None
+    readable: bool
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A file the planner hands to a reader."""
+
+    path: str  # the file system's own path (see carbon_ds.fs)
+    size: int
+    segment_id: str
+    file_format: str = COLUMNAR
+
+
+def parse_segment_ids(segments_arg: str | list | tuple | None) -> list[str] | None:
+    if segments_arg is None:
+        return None
+    items = segments_arg.split(",") if isinstance(segments_arg, str) else [str(s) for s in segments_arg]
+    ids = [s.strip() for s in items if s.strip()]
+    if not ids or ids == ["*"]:
+        return None
+    return ids
+
+
+def resolve_columns(schema: pa.Schema, columns: list[str] | None, where: str) -> list[str] | None:
+    """Table spellings of the requested columns (matched case-insensitively), in the requested order."""
+    if columns is None:
+        return None
+    by_lower = {n.lower(): n for n in schema.names}
+    missing = [c for c in columns if c.lower() not in by_lower]
+    if missing:
+        raise CarbonSchemaError(
+            f"column(s) {', '.join(repr(c) for c in missing)} not in {where}; "
+            f"table columns are: {', '.join(schema.names)}"
+        )
+    return [by_lower[c.lower()] for c in columns]
+
+
+def _int(text: str | None) -> int | None:
+    return int(text) if text and text.lstrip("-").isdigit() else None
+
+
+class CarbonTable:
+    def __init__(self, storage: Storage, path: str, info: TableInfo):
+        self.storage = storage
+        self.path = path
+        self.info = info
+
+    # ------------------------------------------------------------------ paths
+    @staticmethod
+    def schema_path_of(path: str) -> str:
+        return Storage.join(path, "Metadata", "schema")
+
+    @property
+    def schema_path(self) -> str:
+        return self.schema_path_of(self.path)
+
+    @property
+    def tablestatus_path(self) -> str:
+        return Storage.join(self.path, "Metadata", "tablestatus")
+
+    @property
+    def uri(self) -> str:
+        return self.storage.uri(self.path)
+
+    def lock(self, **kwargs) -> TableLock:
+        return TableLock(self.storage, self.path, **kwargs)
+
+    # ------------------------------------------------------------------ construction
+    @staticmethod
+    def exists(path: str | os.PathLike) -> bool:
+        storage, fs_path = Storage.for_path(path)
+        return storage.exists(CarbonTable.schema_path_of(fs_path))
+
+    @classmethod
+    def open(cls, path: str | os.PathLike) -> CarbonTable:
+        storage, fs_path = Storage.for_path(path)
+        schema_path = cls.schema_path_of(fs_path)
+        if not storage.exists(schema_path):
+            raise CarbonTableError(
+                f"not a CarbonData table: {storage.uri(schema_path)} does not exist "
+                "(use carbon_ds.read_table for a bare folder of .carbondata files)"
+            )
+        return cls(storage, fs_path, schema_file.read(storage, schema_path))
+
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike,
+        schema: pa.Schema,
+        partition_by: list[str] | None = None,
+        sort_columns: list[str] | None = None,
+        properties: dict[str, str] | None = None,
+        long_string_columns: list[str] | None = None,
+    ) -> CarbonTable:
+        """Create an empty table; fails if one already exists at ``path``."""
+        table, created = cls._open_or_create(path, schema, partition_by, sort_columns, properties, long_string_columns)
+        if not created:
+            raise CarbonTableError(f"table already exists: {table.storage.uri(table.schema_path)}")
+        return table
+
+    @classmethod
+    def open_or_create(
+        cls,
+        path: str | os.PathLike,
+        schema: pa.Schema,
+        sort_columns: list[str] | None = None,
+        properties: dict[str, str] | None = None,
+        long_string_columns: list[str] | None = None,
+    ) -> tuple[CarbonTable, bool]:
+        return cls._open_or_create(path, schema, None, sort_columns, properties, long_string_columns)
+
+    @classmethod
+    def _open_or_create(cls, path, schema, partition_by, sort_columns, properties, long_string_columns):
+        if partition_by:
+            raise CarbonOptionError(f"partition_by={partition_by!r}: partitioned tables are not supported yet")
+        storage, fs_path = Storage.for_path(path)
+        schema_path = cls.schema_path_of(fs_path)
+        if storage.exists(schema_path):
+            return cls(storage, fs_path, schema_file.read(storage, schema_path)), False
+        info = schema_file.build_table_info(schema, sort_columns, long_string_columns, properties)
+        # The lock makes creation race-free: of two first writers, one creates, the other opens.
+        with TableLock(storage, fs_path):
+            if storage.exists(schema_path):
+                return cls(storage, fs_path, schema_file.read(storage, schema_path)), False
+            storage.mkdirs(Storage.join(fs_path, "Metadata"))
+            schema_file.write(storage, schema_path, info)
+        return cls(storage, fs_path, info), True
+
+    # ------------------------------------------------------------------ schema
+    @property
+    def schema(self) -> pa.Schema:
+        return schema_file.table_arrow_schema(self.info)
+
+    @property
+    def columns(self) -> list[ColumnSchema]:
+        return schema_file.table_columns(self.info)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        return schema_file.properties(self.info)
+
+    @property
+    def sort_columns(self) -> list[str]:
+        return schema_file.sort_columns(self.info)
+
+    @property
+    def table_id(self) -> str:
+        return self.info.fact_table.table_id
+
+    # ------------------------------------------------------------------ segments
+    def load_details(self) -> list[LoadDetail]:
+        return tablestatus.read(self.storage, self.tablestatus_path)
+
+    def segments(self) -> list[SegmentInfo]:
+        return [
+            SegmentInfo(
+                id=d.name,
+                status=d.status,
+                load_start=d.load_start_ms,
+                load_end=d.load_end_ms,
+                data_size=_int(d.data_size),
+                index_size=_int(d.index_size),
+                file_format=(d.file_format or COLUMNAR).lower(),
+                path=d.path,
+                segment_file=d.segment_file,
+                readable=d.readable,
+            )
+            for d in self.load_details()
+        ]
+
+    def show_segments(self) -> list[dict]:
+        """SHOW SEGMENTS rows, newest first."""
+        rows = []
+        for s in reversed(self.segments()):
+            taken = s.load_end - s.load_start if s.load_end is not None and s.load_start is not None else None
+            rows.append(
+                {
+                    "ID": s.id,
+                    "Status": s.status,
+                    "Load Start Time": s.load_start,
+                    "Load Time Taken": f"{taken / 1000:.3f}s" if taken is not None else "NA",
+                    "Partition": "NA",
+                    "Data Size": s.data_size,
+                    "Index Size": s.index_size if s.file_format == COLUMNAR else "NA",
+                    "File Format": s.file_format,
+                }
+            )
+        return rows
+
+    def _selected(self, segment_ids: str | list | None) -> list[LoadDetail]:
+        details = self.load_details()
+        readable = [d for d in details if d.readable]
+        wanted = parse_segment_ids(segment_ids)
+        if wanted is None:
+            return readable
+        by_id = {d.name: d for d in readable}
+        missing = [s for s in wanted if s not in by_id]
+        if missing:
+            raise CarbonOptionError(
+                f"segments {', '.join(missing)} are not readable segments of {self.uri}; "
+                f"readable segments: {', '.join(by_id) or 'none'}"
+            )
+        return [by_id[s] for s in dict.fromkeys(wanted)]
+
+    def files(self, segments: str | list | None = None) -> list[DataFile]:
+        """Data files of the readable (or the chosen) segments, in segment order."""
+        from carbon_ds.table.planning import segment_files
+
+        out: list[DataFile] = []
+        for detail in self._selected(segments):
+            out.extend(segment_files(self, detail))
+        return out
+
+    # ------------------------------------------------------------------ reading
+    def to_arrow(self, columns: list[str] | None = None, segments: str | list | None = None) -> pa.Table:
+        from carbon_ds.table.planning import read_file
+
+        schema = self.schema
+        names = resolve_columns(schema, columns, f"table {self.uri}")
+        target = pa.schema([schema.field(n) for n in names]) if names is not None else schema
+        tables = [read_file(self.storage, f, names, target) for f in self.files(segments)]
+        if not tables:
+            return target.empty_table()
+        return pa.concat_tables(tables)
+
+    def __repr__(self) -> str:
+        return f"CarbonTable({self.uri!r})"

@@ -1,0 +1,197 @@
+"""``Metadata/tablestatus``: the list of a table's segments (loads) and their states.
+
+The file is one JSON array of objects whose values are all strings. Keys and status names are the ones
+Apache CarbonData uses, so either implementation can read the other's file. Fields that are not set are
+left out rather than written as null, as CarbonData's Gson writer does. Unknown keys are kept so that a
+read-modify-write cycle never drops information another writer put there.
+
+Dates: since CarbonData 1.3 ``timestamp`` / ``loadStartTime`` / ``modificationOrDeletionTimestamp`` are
+epoch milliseconds; before, they were ``dd-MM-yyyy HH:mm:ss:SSS`` in the writer's local time zone. Both
+are read; the new form is always written.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from carbon_ds.errors import CarbonFormatError
+from carbon_ds.fs import Storage
+
+SUCCESS = "Success"
+FAILURE = "Failure"
+PARTIAL_SUCCESS = "Partial Success"
+MARKED_FOR_DELETE = "Marked for Delete"
+MARKED_FOR_UPDATE = "Marked for Update"
+COMPACTED = "Compacted"
+IN_PROGRESS = "In Progress"
+OVERWRITE_IN_PROGRESS = "Overwrite In Progress"
+STREAMING = "Streaming"
+STREAMING_FINISH = "Streaming Finish"
+
+STATUSES = (
+    SUCCESS,
+    FAILURE,
+    PARTIAL_SUCCESS,
+    MARKED_FOR_DELETE,
+    MARKED_FOR_UPDATE,
+    COMPACTED,
+    IN_PROGRESS,
+    OVERWRITE_IN_PROGRESS,
+    STREAMING,
+    STREAMING_FINISH,
+)
+# Segments whose data is part of the table. Streaming segments hold row-format files this project does
+# not write or read, so only the columnar states are listed.
+READABLE = frozenset({SUCCESS, MARKED_FOR_UPDATE, PARTIAL_SUCCESS})
+
+OLD_DATE_FORMAT = "%d-%m-%Y %H:%M:%S:%f"
+DATE_KEYS = ("timestamp", "loadStartTime", "modificationOrDeletionTimestamp")
+
+# Attribute name -> JSON key, in the order CarbonData's LoadMetadataDetails declares them.
+_KEYS = {
+    "timestamp": "timestamp",
+    "status": "loadStatus",
+    "name": "loadName",
+    "data_size": "dataSize",
+    "index_size": "indexSize",
+    "update_delta_start": "updateDeltaStartTimestamp",
+    "update_delta_end": "updateDeltaEndTimestamp",
+    "update_status_file": "updateStatusFileName",
+    "modification_time": "modificationOrDeletionTimestamp",
+    "load_start_time": "loadStartTime",
+    "merged_load_name": "mergedLoadName",
+    "visibility": "visibility",
+    "major_compacted": "majorCompacted",
+    "file_format": "fileFormat",
+    "path": "path",
+    "segment_file": "segmentFile",
+    "extra_info": "extraInfo",
+}
+_ATTRS = {v: k for k, v in _KEYS.items()}
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def parse_time(value: str | None) -> int | None:
+    """Epoch milliseconds of a tablestatus date in either form; None when absent or empty."""
+    if value is None or value == "":
+        return None
+    if value.lstrip("-").isdigit():
+        return int(value)
+    try:
+        # The 1.x writer formatted in the JVM's local zone; reading in ours is the best available guess.
+        return int(datetime.strptime(value, OLD_DATE_FORMAT).timestamp() * 1000)
+    except ValueError:
+        raise CarbonFormatError(
+            f"tablestatus date {value!r} is neither epoch milliseconds nor 'dd-MM-yyyy HH:mm:ss:SSS'"
+        ) from None
+
+
+@dataclass
+class LoadDetail:
+    """One tablestatus entry. Every field is the file's string, or None when the key is absent."""
+
+    name: str
+    status: str
+    timestamp: str | None = None
+    data_size: str | None = None
+    index_size: str | None = None
+    update_delta_start: str | None = None
+    update_delta_end: str | None = None
+    update_status_file: str | None = None
+    modification_time: str | None = None
+    load_start_time: str | None = None
+    merged_load_name: str | None = None
+    visibility: str | None = None
+    major_compacted: str | None = None
+    file_format: str | None = None
+    path: str | None = None
+    segment_file: str | None = None
+    extra_info: str | None = None
+    other: dict[str, str] = field(default_factory=dict)  # keys this version does not know, kept as read
+
+    @property
+    def readable(self) -> bool:
+        return self.status in READABLE and (self.visibility or "true").lower() != "false"
+
+    @property
+    def load_start_ms(self) -> int | None:
+        return parse_time(self.load_start_time)
+
+    @property
+    def load_end_ms(self) -> int | None:
+        return parse_time(self.timestamp)
+
+    @classmethod
+    def from_json(cls, obj: dict, where: str = "tablestatus") -> LoadDetail:
+        if not isinstance(obj, dict):
+            raise CarbonFormatError(f"tablestatus entry must be a JSON object, found {type(obj).__name__}", where)
+        if "loadName" not in obj or "loadStatus" not in obj:
+            raise CarbonFormatError(f"tablestatus entry lacks loadName/loadStatus: {obj}", where)
+        known: dict[str, str | None] = {}
+        other: dict[str, str] = {}
+        for key, value in obj.items():
+            text = value if isinstance(value, str) or value is None else str(value)
+            if key in _ATTRS:
+                known[_ATTRS[key]] = text
+            else:
+                other[key] = text
+        return cls(**known, other=other)  # type: ignore[arg-type]
+
+    def to_json(self) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for attr, key in _KEYS.items():
+            value = getattr(self, attr)
+            if value is not None:
+                out[key] = value
+        out.update(self.other)
+        return out
+
+
+def parse(text: str, where: str = "tablestatus") -> list[LoadDetail]:
+    if not text.strip():
+        return []
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CarbonFormatError(f"tablestatus is not valid JSON: {e.msg} at char {e.pos}", where) from None
+    if not isinstance(data, list):
+        raise CarbonFormatError(f"tablestatus must be a JSON array, found {type(data).__name__}", where)
+    return [LoadDetail.from_json(o, where) for o in data]
+
+
+def dumps(entries: list[LoadDetail]) -> str:
+    return json.dumps([e.to_json() for e in entries], separators=(",", ":"), ensure_ascii=False)
+
+
+def read(storage: Storage, path: str) -> list[LoadDetail]:
+    """Entries of the tablestatus file at ``path``; empty when the table has no loads yet."""
+    if not storage.exists(path):
+        return []
+    return parse(storage.read_text(path), storage.uri(path))
+
+
+def write(storage: Storage, path: str, entries: list[LoadDetail]) -> None:
+    """Replace the file in one step: a concurrent reader sees the old list or the new one, never a mix.
+
+    Callers hold the table's tablestatus lock, so no other writer's change is lost in between.
+    """
+    storage.write_atomic(path, dumps(entries).encode("utf-8"))
+
+
+def next_segment_id(entries: list[LoadDetail]) -> str:
+    """Max integral segment id + 1 (compaction results such as "0.1" do not count)."""
+    ids = [int(e.name) for e in entries if e.name.isdigit()]
+    return str(max(ids) + 1) if ids else "0"
+
+
+def find(entries: list[LoadDetail], segment_id: str) -> LoadDetail | None:
+    for e in entries:
+        if e.name == segment_id:
+            return e
+    return None
