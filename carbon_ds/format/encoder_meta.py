@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 from enum import IntEnum
 
 from carbon_ds.errors import CarbonFormatError
@@ -97,12 +97,19 @@ def _decimal_from_bytes(b: bytes) -> Decimal:
         return Decimal(0)
     scale = b[0]
     unscaled = int.from_bytes(b[1:], "big", signed=True) if len(b) > 1 else 0
-    return Decimal(unscaled).scaleb(-scale)
+    with localcontext() as ctx:
+        ctx.prec = 100
+        return Decimal(unscaled).scaleb(-scale)
 
 
 def decimal_to_bytes(value: Decimal | int, scale: int) -> bytes:
     """CarbonData's decimal bytes: one scale byte, then the big-endian two's complement unscaled value."""
-    unscaled = int(Decimal(value).scaleb(scale).to_integral_value()) if not isinstance(value, int) else value
+    if isinstance(value, int):
+        unscaled = value
+    else:
+        with localcontext() as ctx:  # the default 28 digits would round DECIMAL(38) values
+            ctx.prec = 100
+            unscaled = int(Decimal(value).scaleb(scale).to_integral_value())
     n = max(1, (unscaled.bit_length() + 8) // 8)
     return bytes([scale & 0xFF]) + unscaled.to_bytes(n, "big", signed=True)
 

@@ -1,0 +1,5 @@
+"""Writers of CarbonData files."""
+
+from carbon_ds.writers.carbondata import CarbonWriter, WriterOptions, WrittenFile, write_files
+
+__all__ = ["CarbonWriter", "WriterOptions", "WrittenFile", "write_files"]
