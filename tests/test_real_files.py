@@ -15,7 +15,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
+from carbon_ds.errors import CarbonSchemaError
 from carbon_ds.format.structs import BlockIndex, IndexHeader
 from carbon_ds.readers import CarbonDataFile, read_folder
 
@@ -25,7 +25,6 @@ if not CORPUS.is_dir():
 
 DATA_FILES = sorted(CORPUS.rglob("*.carbondata"))
 INDEX_FILES = sorted(CORPUS.rglob("*.carbonindex"))
-GLOBAL_DICT_COLUMNS = {"country", "name", "phonetype", "serialname"}
 
 
 def _rel(p: Path) -> str:
@@ -57,7 +56,8 @@ def test_corpus_is_complete():
 def test_every_readable_column_decodes_with_footer_row_count(path: Path):
     with CarbonDataFile(str(path)) as f:
         assert f.num_rows == int(f.footer.num_rows) == sum(f.blocklet_rows(i) for i in range(f.num_blocklets))
-        names = [n for n in f.schema.names if not ("global-dictionary" in str(path) and n in GLOBAL_DICT_COLUMNS)]
+        # every column, the 1.1 table's global-dictionary strings included (tests/test_global_dictionary.py)
+        names = f.schema.names
         table = f.read(names)
         assert table.num_rows == f.num_rows
         assert table.schema == pa.schema([f.schema.field(n) for n in names])
@@ -174,12 +174,6 @@ def test_table_11_measures_and_dates():
     assert all(s == 14999 + i for i, (_, s) in rows.items())
     dates = t.column("date").to_pylist()
     assert dates == sorted(dates)
-
-
-def test_table_11_global_dictionary_columns_fail_clearly():
-    f = _one("table-1.1-global-dictionary")
-    with pytest.raises(CarbonFormatError, match="country.*global dictionary"):
-        f.read(["country"])
 
 
 def test_projection_case_insensitive_and_unknown_column():

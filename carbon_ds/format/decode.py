@@ -441,7 +441,9 @@ def expand_runs(page: Page, data: np.ndarray, start: int) -> tuple[np.ndarray, i
     return np.repeat(keys, counts, axis=0).reshape(-1), width
 
 
-def decode_legacy_page(page: Page, dictionary: pa.Array | None) -> pa.Array:
+def decode_legacy_page(
+    page: Page, dictionary: pa.Array | None, global_dictionary: pa.Array | None = None
+) -> pa.Array:
     col = page.column
     encs = page.encodings
     dt = col.data_type
@@ -464,7 +466,14 @@ def decode_legacy_page(page: Page, dictionary: pa.Array | None) -> pa.Array:
         if width not in (1, 2, 3, 4) or data.shape[0] != width * page.rows:
             raise page.fail(f"dictionary page holds {data.shape[0]} bytes for {page.rows} keys")
         keys = be_uint(data, width)
-        if dt == DataType.DATE:
+        if global_dictionary is not None:
+            # surrogates into the table's Metadata/<column_id>.dict (loaded by the reader); 1 is null there
+            if keys.size and keys.max() >= len(global_dictionary):
+                raise page.fail(
+                    f"global dictionary key {int(keys.max())} outside the dictionary of {len(global_dictionary) - 1}"
+                )
+            arr = global_dictionary.take(pa.array(keys))
+        elif dt == DataType.DATE:
             arr = to_arrow(keys - DATE_OFFSET, pa.date32(), keys == 1)
         else:
             raise page.fail(
@@ -554,8 +563,13 @@ def _fit(v: int) -> int:
 # ------------------------------------------------------------------ entry points
 
 
-def decode_page(page: Page, dictionary: pa.Array | None = None) -> pa.Array:
-    """Decode a primitive column's page into ``page.rows`` values of the column's Arrow type."""
+def decode_page(
+    page: Page, dictionary: pa.Array | None = None, global_dictionary: pa.Array | None = None
+) -> pa.Array:
+    """Decode a primitive column's page into ``page.rows`` values of the column's Arrow type.
+
+    ``dictionary`` is the blocklet's local dictionary, ``global_dictionary`` the table's dictionary of a
+    global-dictionary column (see carbon_ds.format.dictionary), each indexed by surrogate key."""
     if not 0 <= page.rows <= MAX_PAGE_ROWS:
         raise page.fail(f"page row count {page.rows} is out of range")
     try:
@@ -565,7 +579,7 @@ def decode_page(page: Page, dictionary: pa.Array | None = None) -> pa.Array:
         elif E.DELTA in encs and not page.column.dimension:
             arr = _legacy_measure(page)
         else:
-            arr = decode_legacy_page(page, dictionary)
+            arr = decode_legacy_page(page, dictionary, global_dictionary)
     except CarbonFormatError:
         raise
     except (ValueError, IndexError, OverflowError, struct.error, pa.ArrowException) as e:

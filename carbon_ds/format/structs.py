@@ -287,3 +287,23 @@ class MergedBlockIndexHeader(Struct):
 
 class MergedBlockIndex(Struct):
     FIELDS = {1: ("fileData", ("list", "binary"), True)}
+
+
+# ---------------------------------------------------------------- dictionary(_meta).thrift (CarbonData < 2.0)
+# The table-level global dictionary: Metadata/<column_id>.dict holds ColumnDictionaryChunk structs back to
+# back (each load appends its chunks), Metadata/<column_id>.dictmeta one ColumnDictionaryChunkMeta per load.
+
+
+class ColumnDictionaryChunk(Struct):
+    FIELDS = {1: ("values", ("list", "binary"), False)}
+
+
+class ColumnDictionaryChunkMeta(Struct):
+    FIELDS = {
+        1: ("min_surrogate_key", "i32", True),
+        2: ("max_surrogate_key", "i32", True),
+        3: ("start_offset", "i64", True),
+        4: ("end_offset", "i64", True),
+        5: ("chunk_count", "i32", True),
+        6: ("segment_id", "i64", False),
+    }

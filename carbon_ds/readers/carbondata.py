@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format import compress
 from carbon_ds.format.decode import Page, decode_page, decode_parent_page, local_dictionary, null_mask
+from carbon_ds.format.dictionary import dictionary_path, is_global_dictionary, read_global_dictionary, table_root
 from carbon_ds.format.schema import ColumnNode, arrow_type, in_schema_order, nest
 from carbon_ds.format.structs import BlockletInfo3, ColumnSchema, DataChunk3, DataType, FileFooter3, FileHeader
 from carbon_ds.fs import Storage
@@ -36,6 +37,9 @@ class CarbonDataFile:
             inner = path
         self.path = str(path)
         self._storage = storage
+        self._inner = inner
+        # global dictionaries are table-wide and read whole: load each once per file object
+        self._global_dicts: dict[tuple[str, str], pa.Array] = {}
         try:
             self._file = storage.open(inner)
         except (OSError, pa.ArrowException) as e:
@@ -246,7 +250,41 @@ class CarbonDataFile:
             dictionary = local_dictionary(
                 chunk, node.schema, self.path, self._blocklet(b).column_data_chunks_offsets[c]
             )
-        return [decode_page(p, dictionary) for p in pages]
+        global_dict = None
+        if dictionary is None and is_global_dictionary(node.schema):
+            global_dict = self._global_dictionary(node.schema)
+        return [decode_page(p, dictionary, global_dict) for p in pages]
+
+    def _global_dictionary(self, col: ColumnSchema) -> pa.Array:
+        """The table-level dictionary of a global-dictionary column (CarbonData before 2.0)."""
+        name = col.column_name
+        if col.data_type not in (DataType.STRING, DataType.VARCHAR):
+            # the .dict file keeps every type's values as text; only strings are mapped so far
+            raise CarbonFormatError(
+                f"column {name!r}: global dictionary of data type {DataType(col.data_type).name} is not supported",
+                self.path,
+            )
+        root = table_root(self._inner)
+        if root is None:
+            raise CarbonFormatError(
+                f"column {name!r} holds global dictionary surrogate keys whose values live in "
+                f"<table>/Metadata/{col.column_id}.dict, but this file is not inside a table's "
+                "Fact/Part0/Segment_<n> folder",
+                self.path,
+            )
+        key = (root, col.column_id)
+        cached = self._global_dicts.get(key)
+        if cached is not None:
+            return cached
+        path = dictionary_path(root, col.column_id)
+        if not self._storage.exists(path):
+            raise CarbonFormatError(
+                f"column {name!r} holds global dictionary surrogate keys, but its dictionary file "
+                f"{self._storage.uri(path)} does not exist",
+                self.path,
+            )
+        self._global_dicts[key] = read_global_dictionary(self._storage, path, name)
+        return self._global_dicts[key]
 
     # ------------------------------------------------------------------ reading
     def read_blocklet(self, i: int, columns: list[str] | None = None) -> pa.RecordBatch:
