@@ -14,6 +14,7 @@ import json
 import os
 import platform
 import shutil
+import sys
 import tempfile
 import time
 
@@ -41,6 +42,7 @@ def main() -> None:
 
     from pyspark.sql import SparkSession
 
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this interpreter's packages
     spark = (
         SparkSession.builder.master("local[2]")
         .config("spark.ui.enabled", "false")

@@ -44,6 +44,8 @@ def spark_session():
         return None
     from pyspark.sql import SparkSession
 
+    # Spark's Python workers must run this interpreter, which has carbon-ds and pyarrow installed
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("carbon-ds-demo")
