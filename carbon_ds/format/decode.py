@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import Decimal, localcontext
 
 import numpy as np
 import pyarrow as pa
@@ -297,7 +297,8 @@ def decode_meta_page(page: Page, dictionary: pa.Array | None) -> pa.Array:
 def _int_meta(page: Page, v: object) -> int:
     if isinstance(v, Decimal):
         scale = page.column.scale if page.column.scale and page.column.scale > 0 else 0
-        return int(v.scaleb(scale))
+        with localcontext(prec=100):
+            return int(v.scaleb(scale))
     if v is None:
         raise page.fail("delta encoding without a max value in its meta")
     return int(v)  # type: ignore[call-overload]
@@ -342,8 +343,9 @@ def _complex_scalars(page: Page, raw: pa.Array, typ: pa.DataType) -> pa.Array:
     dt = page.column.data_type
     if dt == DataType.DECIMAL:
         out = []
-        for b in raw.to_pylist():
-            out.append(None if not b else Decimal(int.from_bytes(b[1:], "big", signed=True)).scaleb(-b[0]))
+        with localcontext(prec=100):
+            for b in raw.to_pylist():
+                out.append(None if not b else Decimal(int.from_bytes(b[1:], "big", signed=True)).scaleb(-b[0]))
         mask = null_mask(page)
         arr = pa.array(out, typ)
         return arr if mask is None else pc_if_null(arr, mask)
@@ -389,13 +391,10 @@ def _decimal_lv(page: Page, data: np.ndarray, typ: pa.DataType) -> pa.Array:
     length-value entries (int length) of a scale byte and the big-endian unscaled value."""
     width = min_bytes_for_precision(typ.precision)
     mask = null_mask(page)
+    if data.shape[0] == page.rows * width and width <= 16:
+        return _decimal128_from_big_endian(data.reshape(page.rows, width), typ, mask)
     out: list[Decimal | None] = []
-    if data.shape[0] == page.rows * width:
-        raw = data.tobytes()
-        for i in range(page.rows):  # rare and not vectorisable: arbitrary-width integers
-            unscaled = int.from_bytes(raw[i * width : (i + 1) * width], "big", signed=True)
-            out.append(None if mask is not None and mask[i] else Decimal(unscaled).scaleb(-typ.scale))
-    else:
+    with localcontext(prec=100):  # the default 28 digits would round DECIMAL(29..38) values
         for b in lv_array(page, data, 4, pa.binary(), page.rows).to_pylist():
             if not b:
                 out.append(None)
@@ -406,6 +405,20 @@ def _decimal_lv(page: Page, data: np.ndarray, typ: pa.DataType) -> pa.Array:
         return pa.array(out, typ)
     except (pa.ArrowInvalid, ValueError) as e:
         raise page.fail(f"decimal value does not fit {typ}: {e}") from None
+
+
+def _decimal128_from_big_endian(rows: np.ndarray, typ: pa.DataType, mask: np.ndarray | None) -> pa.Array:
+    """Fixed-width big-endian two's complement rows to an Arrow decimal128 array, without Python objects:
+    reverse each row to little-endian and sign-extend it to 16 bytes."""
+    n, width = rows.shape
+    out = np.zeros((n, 16), np.uint8)
+    out[rows[:, 0] >= 0x80] = 0xFF
+    out[:, :width] = rows[:, ::-1]
+    validity = None
+    if mask is not None and mask.any():
+        validity = pa.array(~mask).buffers()[1]
+        out[mask] = 0
+    return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(out.tobytes())])
 
 
 # ------------------------------------------------------------------ legacy dimension pages
