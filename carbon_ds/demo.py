@@ -6,6 +6,7 @@ Run with `bash scripts/demo.sh` (sets everything up first) or `python -m carbon_
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import os
 import shutil
 import sys
@@ -28,10 +29,24 @@ def step(title: str):
 
 def print_segments(path: str) -> None:
     table = carbon_ds.CarbonTable.open(path)
-    segs = table.segments()
-    print(f"   {'ID':<4} {'Status':<20} {'Rows/Size':>14}  Path")
-    for s in segs:
-        print(f"   {s.id:<4} {s.status:<20} {str(s.data_size):>14}  {s.path or '(table folder)'}")
+    print(f"   {'ID':<4} {'Status':<20} {'Load Start Time':<24} {'Data Size':>10}  {'Index Size':>10}  Format")
+    for s in sorted(table.segments(), key=lambda s: int(float(s.id)), reverse=True):
+        start = dt.datetime.fromtimestamp(int(s.load_start) / 1000).isoformat(" ", "milliseconds")
+        print(
+            f"   {s.id:<4} {s.status:<20} {start:<24} {_size(s.data_size):>10}  {_size(s.index_size):>10}  {s.file_format}"
+        )
+
+
+def _size(n: object) -> str:
+    try:
+        v = float(n)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return str(n)
+    for unit in ("B", "KB", "MB", "GB"):
+        if v < 1024 or unit == "GB":
+            return f"{v:.1f}{unit}" if unit != "B" else f"{int(v)}B"
+        v /= 1024
+    return str(n)
 
 
 def spark_session():
@@ -75,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
     if spark is not None:
         for i in (2, 3):
             with step(f"append #{i - 1} through Spark: df.write.format('carbondata').mode('append')"):
-                df = spark.createDataFrame(telemetry.table(args.rows, seed=i))
+                df = spark.createDataFrame(telemetry.table(args.rows, seed=i)).coalesce(2)
                 df.write.format("carbondata").mode("append").option("sort_columns", "vin,ts").save(path)
         with step("reading with Spark: spark.read.format('carbondata').load(path)"):
             df = spark.read.format("carbondata").load(path)
