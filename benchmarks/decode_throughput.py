@@ -1,6 +1,6 @@
 """Decode throughput of the carbondata reader against pyarrow reading the same data from Parquet.
 
-One column type at a time, single process, same data, same run. Prints a table of ratios
+One column type at a time, single thread on both sides (pyarrow with use_threads=False), same data, same run. Prints a table of ratios
 (carbon-ds time / pyarrow time; lower is better, goal <= 1.5) and saves JSON.
 
     python benchmarks/decode_throughput.py [--rows 2000000] [--repeat 3] [--out benchmarks/results]
@@ -8,17 +8,14 @@ One column type at a time, single process, same data, same run. Prints a table o
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import shutil
 import tempfile
-import time
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+from common import parser, save, timed
 
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.writers.carbondata import CarbonWriter, WriterOptions
@@ -41,21 +38,9 @@ def columns(rows: int) -> dict[str, pa.Array]:
     }
 
 
-def timed(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=2_000_000)
-    ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--out", default="benchmarks/results")
-    args = ap.parse_args()
+    args = parser(__doc__, rows=2_000_000, repeat=3).parse_args()
     work = tempfile.mkdtemp(prefix="carbon-bench-")
     results = []
     try:
@@ -70,7 +55,7 @@ def main() -> None:
             f = CarbonDataFile(files[0].path)
             assert f.read().column(0).equals(table.column(0)), f"{name}: carbon-ds read differs from the input"
             t_carbon = timed(lambda f=files[0].path: CarbonDataFile(f).read(), args.repeat)
-            t_arrow = timed(lambda p=ppath: pq.read_table(p), args.repeat)
+            t_arrow = timed(lambda p=ppath: pq.read_table(p, use_threads=False), args.repeat)
             row = {
                 "column": name,
                 "rows": args.rows,
@@ -84,11 +69,7 @@ def main() -> None:
             print(f"{name:<16} carbon {t_carbon:7.3f}s  parquet {t_arrow:7.3f}s  ratio {row['ratio']:5.2f}", flush=True)
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    os.makedirs(args.out, exist_ok=True)
-    out = os.path.join(args.out, "decode_throughput.json")
-    with open(out, "w") as fh:
-        json.dump({"machine": platform.platform(), "cpus": os.cpu_count(), "results": results}, fh, indent=2)
-    print(f"saved {out}")
+    save(args.out, "decode_throughput.json", {"results": results})
 
 
 if __name__ == "__main__":

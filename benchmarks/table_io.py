@@ -9,36 +9,20 @@ pyarrow.parquet.read_table. Prints ratios (carbon-ds / peer; lower is better) an
 
 from __future__ import annotations
 
-import argparse
-import json
 import os
-import platform
 import shutil
 import sys
 import tempfile
-import time
 
 import pyarrow.parquet as pq
+from common import parser, save, timed
 
 import carbon_ds
 from carbon_ds import telemetry
 
 
-def timed(fn, repeat: int) -> float:
-    best = float("inf")
-    for _ in range(repeat):
-        t0 = time.perf_counter()
-        fn()
-        best = min(best, time.perf_counter() - t0)
-    return best
-
-
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--rows", type=int, default=5_000_000)
-    ap.add_argument("--repeat", type=int, default=2)
-    ap.add_argument("--out", default="benchmarks/results")
-    args = ap.parse_args()
+    args = parser(__doc__, rows=5_000_000, repeat=2).parse_args()
 
     from pyspark.sql import SparkSession
 
@@ -98,12 +82,7 @@ def main() -> None:
         sizes = {
             k: sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(p) for f in fs) for k, p in paths.items()
         }
-        os.makedirs(args.out, exist_ok=True)
-        out = os.path.join(args.out, "table_io.json")
-        with open(out, "w") as fh:
-            json.dump({"machine": platform.platform(), "cpus": os.cpu_count(), "rows": args.rows,
-                       "seconds": res, "ratios": ratios, "bytes": sizes}, fh, indent=2)
-        print(f"saved {out}")
+        save(args.out, "table_io.json", {"rows": args.rows, "seconds": res, "ratios": ratios, "bytes": sizes})
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()

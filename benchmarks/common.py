@@ -1,0 +1,37 @@
+"""Shared pieces of the benchmark scripts: best-of-N timing, arguments, JSON results."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from collections.abc import Callable
+
+
+def timed(fn: Callable[[], object], repeat: int) -> float:
+    """Best wall time of ``repeat`` runs (the least disturbed by the rest of the machine)."""
+    best = float("inf")
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best
+
+
+def parser(doc: str | None, rows: int, repeat: int) -> argparse.ArgumentParser:
+    ap = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rows", type=int, default=rows)
+    ap.add_argument("--repeat", type=int, default=repeat)
+    ap.add_argument("--out", default="benchmarks/results")
+    return ap
+
+
+def save(out_dir: str, name: str, payload: dict) -> str:
+    os.makedirs(out_dir, exist_ok=True)
+    path = os.path.join(out_dir, name)
+    with open(path, "w") as fh:
+        json.dump({"machine": platform.platform(), "cpus": os.cpu_count(), **payload}, fh, indent=2)
+    print(f"saved {path}")
+    return path
