@@ -18,10 +18,27 @@ MODES = ("append", "overwrite")
 
 
 def register(spark: Any) -> None:
-    """Register the ``carbondata`` data source in ``spark`` (a SparkSession)."""
-    from carbon_ds.datasource import CarbonDataSource
+    """Register the ``carbondata`` data source in ``spark`` (a SparkSession).
 
-    spark.dataSource.register(CarbonDataSource)
+    Spark's pushed filters drive pruning only on a PySpark where that is safe (``pushdown_is_safe``: no
+    release yet); there this also turns ``spark.sql.python.filterPushdown.enabled`` on, which such a reader
+    needs. Everywhere else the registered reader does not implement pushFilters, so it works whatever that
+    setting is, and the ``filter`` option is the way to prune.
+    """
+    import pyspark
+
+    from carbon_ds.datasource import (
+        PUSHDOWN_CONF,
+        CarbonDataSource,
+        CarbonPushdownDataSource,
+        pushdown_is_safe,
+    )
+
+    if pushdown_is_safe(pyspark.__version__):
+        spark.conf.set(PUSHDOWN_CONF, "true")
+        spark.dataSource.register(CarbonPushdownDataSource)
+    else:
+        spark.dataSource.register(CarbonDataSource)
 
 
 def apply_filter(data: pa.Table, filter: str | None, columns: list[str] | None) -> pa.Table:
@@ -41,8 +58,14 @@ def read_table(
 ) -> pa.Table:
     """Read a CarbonData table folder (with ``Metadata/schema``) or a bare folder of .carbondata files.
 
-    ``filter`` is a SQL predicate ("a > 1 AND b = 'x'") applied to rows after reading.
+    ``filter`` is a SQL predicate ("a > 1 AND b = 'x'"), an expression from carbon_ds.expressions, or
+    (column, op, value) tuples. Segments, files, blocklets and pages whose min/max rule it out are never
+    read; the remaining rows are filtered exactly, so the result is exactly the matching rows.
     """
+    if filter is not None and not (isinstance(filter, str) and not filter.strip()):
+        from carbon_ds.table.scan import read
+
+        return read(path, columns, filter, segments)
     if CarbonTable.exists(path):
         table = CarbonTable.open(path)
         names = resolve_columns(table.schema, columns, f"table {table.uri}")
@@ -57,6 +80,44 @@ def read_table(
         return read_folder(os.fspath(path), columns=columns)
     data = read_folder(os.fspath(path))
     return apply_filter(data, filter, resolve_columns(data.schema, columns, f"folder {os.fspath(path)}"))
+
+
+def explain(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None) -> dict:
+    """Segments, files, blocklets, pages and rows a filtered read would read and skip (reads no data page)."""
+    from carbon_ds.table.scan import explain as _explain
+
+    return _explain(path, filter, segments)
+
+
+def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, filter: str | None = None,
+         segments: str | list | None = None) -> Any:
+    """A Spark DataFrame of ``columns`` of the table at ``path``, holding only rows where ``filter`` is TRUE.
+
+    The projection becomes the relation's schema and the filter its ``filter`` option, so Spark's Python
+    workers decode only those columns of the blocklets and pages that can match (the fastest way in).
+    """
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from carbon_ds.table.scan import open_source
+
+    text = os.fspath(path)
+    source = open_source(text, segments)
+    names = resolve_columns(source.schema, columns, source.uri)
+    if filter is not None and not isinstance(filter, str):
+        raise CarbonOptionError(f"read(): filter must be SQL text for Spark, found {type(filter).__name__}")
+    if filter:
+        from carbon_ds.table.pruning import as_expr
+
+        as_expr(filter, source.schema)  # fail here, on the driver, with the parser's message
+    reader = spark.read.format("carbondata")
+    if names is not None:
+        schema = pa.schema([source.schema.field(n) for n in names])
+        reader = reader.schema(from_arrow_schema(schema, prefer_timestamp_ntz=False))
+    if filter:
+        reader = reader.option("filter", filter)
+    if segments is not None:
+        reader = reader.option("segments", segments if isinstance(segments, str) else ",".join(map(str, segments)))
+    return reader.load(text)
 
 
 def _as_reader(data: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch | pa.Table]]:

@@ -17,6 +17,20 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0
 
 
+def _explain(args: argparse.Namespace) -> int:
+    import json
+
+    from carbon_ds.table.scan import explain, format_explain
+
+    report = explain(args.path, args.filter, args.segments)
+    if args.json:
+        print(json.dumps(report, indent=2))
+    else:
+        for line in format_explain(report):
+            print(line)
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="carbon-ds", description="Apache CarbonData tables without a JVM.")
     sub = p.add_subparsers(dest="command", required=True)
@@ -24,6 +38,15 @@ def build_parser() -> argparse.ArgumentParser:
     ins.add_argument("files", nargs="+", help=".carbondata, .carbonindex or .carbonindexmerge files")
     ins.add_argument("--no-pages", action="store_true", help="omit the per-page lines")
     ins.set_defaults(func=_inspect)
+    exp = sub.add_parser("explain", help="segments, files, blocklets and pages a filtered read reads and skips")
+    exp.add_argument("path", help="a table folder or a folder of .carbondata files")
+    exp.add_argument("--filter", default=None, help="SQL predicate, e.g. \"vin = 'X' AND ts >= '2021-11-20'\"")
+    exp.add_argument("--segments", default=None, help="comma-separated segment ids (default: all readable)")
+    exp.add_argument("--json", action="store_true", help="print the report as JSON")
+    exp.set_defaults(func=_explain)
+    from carbon_ds.segments_cli import add_commands
+
+    add_commands(sub)
     return p
 
 

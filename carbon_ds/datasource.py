@@ -28,13 +28,16 @@ from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.expressions import AlwaysTrue
 from carbon_ds.fs import Storage
-from carbon_ds.table import commit
+from carbon_ds.table import commit, pruning
 from carbon_ds.table.options import normalize
 from carbon_ds.table.planning import conform
 from carbon_ds.table.table import CarbonTable, resolve_columns
 
 SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several partitions
+PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
 
 def _path(options) -> str:
@@ -92,6 +95,14 @@ class CarbonDataSource(DataSource):
         return CarbonArrowWriter(_path(self.options), schema, overwrite, dict(self.options))
 
 
+class CarbonPushdownDataSource(CarbonDataSource):
+    """Registered by ``carbon_ds.register`` only where ``pushdown_is_safe`` (which also sets
+    ``spark.sql.python.filterPushdown.enabled``, without which a pushFilters reader fails every read)."""
+
+    def reader(self, schema: StructType) -> CarbonReader:
+        return CarbonPushdownReader(_path(self.options), schema, normalize(dict(self.options)))
+
+
 # ---------------------------------------------------------------------------------------------- reads
 
 
@@ -112,33 +123,45 @@ class CarbonPartition(InputPartition):
 
 
 class CarbonReader(DataSourceReader):
+    """The reader Spark gets on every PySpark release so far: it does NOT implement ``pushFilters``.
+
+    Pruning comes only from the relation's own ``filter`` option, which is fixed for the relation, so a
+    reused reader or partition list (the stale-reuse defect of PySpark 4.1-4.3, see
+    ``pushdown_is_safe``) can never carry another query's filter. Rows are filtered exactly here.
+    """
+
     def __init__(self, path: str, schema: StructType, options: dict[str, str]):
         self.path = path
         self.segments = options.get("segments")
-        self.filter = options.get("filter")
+        self.filter = options.get("filter") or None
         self.is_table = CarbonTable.exists(path)
         self.target = to_arrow_schema(schema, timezone="UTC")
-        source_schema = _arrow_schema_of(path)
+        self.source_schema = _arrow_schema_of(path)
         # Names in the source's spelling; a user-given schema may be any subset, any case.
-        self.columns = resolve_columns(source_schema, self.target.names, f"carbondata source {path}")
-        if self.filter and self.columns != source_schema.names:
-            self.read_columns = None  # the predicate may use columns outside the projection
-        else:
-            self.read_columns = self.columns
+        self.columns = resolve_columns(self.source_schema, self.target.names, f"carbondata source {path}")
         if self.segments and not self.is_table:
             raise CarbonOptionError(f"option segments={self.segments!r} needs a table, {path} has no Metadata/schema")
+        self._option_expr()  # a bad filter fails at planning time, naming the option
+
+    def _option_expr(self):
+        try:
+            return pruning.as_expr(self.filter, self.source_schema)
+        except CarbonOptionError as e:
+            raise CarbonOptionError(f"option filter={self.filter!r}: {e}") from None
+
+    def _prune_expr(self):
+        """The predicate that decides which units are read (the pushdown reader adds Spark's filters)."""
+        return self._option_expr()
 
     def _plan(self) -> tuple[Storage, list[tuple[str, tuple[int, ...] | None]], str | None]:
-        if self.is_table:
-            table = CarbonTable.open(self.path)
-            fingerprint = _fingerprint(table)
-            storage = table.storage
-            files = [(f.path, f.size) for f in table.files(self.segments)]
-        else:
-            fingerprint = None
-            storage, files = _bare_files(self.path)
-        pieces = [p for fpath, size in files for p in _split(storage, fpath, size)]
-        return storage, pieces, fingerprint
+        from carbon_ds.table.scan import open_source
+
+        fingerprint = _fingerprint(CarbonTable.open(self.path)) if self.is_table else None
+        source = open_source(self.path, self.segments)
+        sizes = dict(_sizes(source))
+        plan = pruning.plan_files(source.storage, source.files, self._prune_expr(), use_index=self.is_table)
+        pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
+        return source.storage, pieces, fingerprint
 
     def partitions(self) -> list[InputPartition]:
         _storage, pieces, fingerprint = self._plan()
@@ -152,25 +175,71 @@ class CarbonReader(DataSourceReader):
                 _s, fresh, _f = self._plan()
                 pieces = tuple(fresh[partition.index :: partition.count])
         storage, _ = Storage.for_path(self.path)
-        for path, blocklets in pieces:
-            yield from self._read_piece(storage, path, blocklets)
+        planned = [pruning.Piece(path, blocklets) for path, blocklets in pieces]
+        # exact filtering by the option only: pushed filters are Spark's to evaluate
+        tables = pruning.read_pieces(
+            storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr()
+        )
+        for table in tables:
+            for b in table.to_batches():
+                yield conform(b, self.target)
 
-    def _read_piece(self, storage: Storage, path: str, blocklets) -> Iterator[pa.RecordBatch]:
-        from carbon_ds.readers.carbondata import CarbonDataFile
 
-        data = CarbonDataFile(path, storage=storage)
+class CarbonPushdownReader(CarbonReader):
+    """Adds ``pushFilters`` for PySpark releases without the stale-reuse defect (none released yet).
+
+    Every pushed filter is handed back to Spark, which evaluates it on every row, so Spark's filters only
+    ever prune by min/max (never drop rows themselves).
+    """
+
+    def __init__(self, path: str, schema: StructType, options: dict[str, str]):
+        super().__init__(path, schema, options)
+        self.pushed = AlwaysTrue()
+
+    def pushFilters(self, filters):  # noqa: N802 - Spark's name
+        from carbon_ds.expressions import and_, bind
+        from carbon_ds.expressions.spark import from_spark_filter
+
+        parts = []
+        for f in filters:
+            e = from_spark_filter(f)
+            if e is not None:
+                try:
+                    parts.append(bind(e, self.source_schema))
+                except CarbonOptionError:
+                    pass  # a filter we cannot type: Spark still applies it
+            yield f  # always returned: Spark re-evaluates every filter
+        self.pushed = and_(*parts)
+
+    def _prune_expr(self):
+        from carbon_ds.expressions import and_
+
+        return and_(self._option_expr(), self.pushed)
+
+
+def pushdown_is_safe(version: str) -> bool:
+    """Whether Spark's pushed filters may drive pruning on this PySpark.
+
+    PySpark 4.1-4.3 cache the pushed reader and its partitions on the relation and reuse them for a later
+    query on the same DataFrame or temporary view that pushes nothing (measured: 10 rows, then 5). Any
+    pruning driven by ``pushFilters`` would then lose rows, and returning the filters to Spark does not
+    help. The fix (per-scan read info) is targeted at Spark 5.0.
+    """
+    nums = []
+    for part in version.split(".")[:2]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        nums.append(int(digits) if digits else 0)
+    return tuple(nums) >= PUSHDOWN_SAFE_FROM
+
+
+def _sizes(source) -> list[tuple[str, int]]:
+    out = []
+    for path, _seg in source.files:
         try:
-            for batch in data.iter_batches(columns=self.read_columns, blocklets=blocklets):
-                if self.filter:
-                    from carbon_ds.api import apply_filter
-
-                    table = apply_filter(pa.Table.from_batches([batch]), self.filter, self.columns)
-                    for b in table.to_batches():
-                        yield conform(b, self.target)
-                else:
-                    yield conform(batch, self.target)
-        finally:
-            data.close()
+            out.append((path, source.storage.size(path)))
+        except Exception:
+            out.append((path, 0))
+    return out
 
 
 def _fingerprint(table: CarbonTable) -> str:
@@ -178,17 +247,21 @@ def _fingerprint(table: CarbonTable) -> str:
     return "|".join(f"{d.name}:{d.status}:{d.segment_file}" for d in table.load_details())
 
 
-def _split(storage: Storage, path: str, size: int) -> list[tuple[str, tuple[int, ...] | None]]:
+def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[tuple[str, tuple[int, ...] | None]]:
+    """A large file's blocklets in groups of about SPLIT_BYTES, one Spark partition each."""
     if size <= SPLIT_BYTES:
-        return [(path, None)]
-    from carbon_ds.readers.carbondata import CarbonDataFile
+        return [(piece.path, piece.blocklets)]
+    blocklets = piece.blocklets
+    if blocklets is None:
+        from carbon_ds.readers.carbondata import CarbonDataFile
 
-    f = CarbonDataFile(path, storage=storage)
-    n = f.num_blocklets
-    f.close()
+        f = CarbonDataFile(piece.path, storage=storage)
+        blocklets = tuple(range(f.num_blocklets))
+        f.close()
+    n = len(blocklets)
     groups = max(1, min(n, -(-size // SPLIT_BYTES)))
     per = -(-n // groups)
-    return [(path, tuple(range(i, min(i + per, n)))) for i in range(0, n, per)]
+    return [(piece.path, tuple(blocklets[i : i + per])) for i in range(0, n, per)]
 
 
 # ---------------------------------------------------------------------------------------------- writes

@@ -33,6 +33,6 @@ want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo ">> installing carbon-ds and its dependencies into .venv (first run takes a minute or two)"
     .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e ".[spark,test]"
+    .venv/bin/python -m pip install --quiet -e ".[spark,test,bench]"
     echo "$want" > "$stamp"
 fi

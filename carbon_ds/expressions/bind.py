@@ -129,8 +129,9 @@ def bind(e: Expr, schema: pa.Schema) -> Expr:
 
 
 def _scalar(value: Any, t: pa.DataType) -> pa.Scalar | Any:
-    if isinstance(value, Decimal) and pa.types.is_integer(t):
-        return float(value)  # compare an int column with a fractional literal in floating point
+    if isinstance(value, Decimal | float) and pa.types.is_integer(t):
+        # a fractional literal on an int column compares in floating point (pa.scalar(2.5, int32) is 2)
+        return float(value)
     if pa.types.is_timestamp(t) and isinstance(value, dt.datetime):
         return pa.scalar(value, pa.timestamp("us", tz="UTC")).cast(t) if t.tz else pa.scalar(
             value.astimezone(dt.UTC).replace(tzinfo=None), pa.timestamp("us")).cast(t)
@@ -140,6 +141,23 @@ def _scalar(value: Any, t: pa.DataType) -> pa.Scalar | Any:
         return pa.scalar(value, t)
     except (pa.ArrowInvalid, pa.ArrowTypeError, InvalidOperation, OverflowError):
         return pa.scalar(value)
+
+
+def _value_set(values: tuple, t: pa.DataType) -> pa.Array:
+    """The IN list as an array of the column's type. A value that is not exactly representable in that
+    type (2.5 for an int column, 1.234 for DECIMAL(10,2), out of range) equals no value of the column,
+    so it is left out; that is right for IN and for NOT IN alike."""
+    out = []
+    for v in values:
+        try:
+            s = _scalar(v, t)
+            s = (s if isinstance(s, pa.Scalar) else pa.scalar(s)).cast(t, safe=True)
+            if s.as_py() == v:  # pyarrow may round silently; only exact values can be equal
+                out.append(s.as_py())
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, InvalidOperation,
+                OverflowError, TypeError, ValueError):
+            continue
+    return pa.array(out, t)
 
 
 def to_arrow(e: Expr, schema: pa.Schema) -> pc.Expression:
@@ -165,8 +183,7 @@ def to_arrow(e: Expr, schema: pa.Schema) -> pc.Expression:
             return pc.starts_with(pc.field(x.column), pattern=x.prefix)
         t = types[x.column]  # type: ignore[attr-defined]
         if isinstance(x, In | NotIn):
-            values = pa.array([_scalar(v, t) for v in x.values]) if x.values else pa.array([], t)
-            inside = pc.is_in(pc.field(x.column), value_set=values.cast(t) if values.type != t else values)
+            inside = pc.is_in(pc.field(x.column), value_set=_value_set(x.values, t))
             # is_in says False for a null input; SQL says NULL, which matters once the result is negated
             inside = pc.if_else(pc.field(x.column).is_valid(), inside, pc.scalar(pa.scalar(None, pa.bool_())))
             return inside if isinstance(x, In) else ~inside

@@ -8,9 +8,11 @@ size before it is used, so a corrupt file raises CarbonFormatError instead of re
 from __future__ import annotations
 
 import bisect
+import os
 import posixpath
 import struct
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pyarrow as pa
@@ -18,13 +20,21 @@ import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format import compress
-from carbon_ds.format.decode import Page, decode_page, decode_parent_page, local_dictionary, null_mask
+from carbon_ds.format.decode import (
+    Page,
+    decode_page,
+    decode_pages,
+    decode_parent_page,
+    local_dictionary,
+    null_mask,
+)
 from carbon_ds.format.dictionary import dictionary_path, is_global_dictionary, read_global_dictionary, table_root
 from carbon_ds.format.schema import ColumnNode, arrow_type, in_schema_order, nest
 from carbon_ds.format.structs import BlockletInfo3, ColumnSchema, DataChunk3, DataType, FileFooter3, FileHeader
 from carbon_ds.fs import Storage
 
 DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
+READ_THREADS = os.cpu_count() or 1  # threads one ``read`` of a whole file may use
 
 
 class CarbonDataFile:
@@ -212,7 +222,10 @@ class CarbonDataFile:
             pages.append(Page(col, dc2, buf[lo : lo + plen], int(rows), self.path, start + lo))
         return chunk, pages
 
-    def _decode(self, b: int, node: ColumnNode, expected: list[int] | None) -> list[pa.Array]:
+    def _decode(
+        self, b: int, node: ColumnNode, expected: list[int] | None, keep: set[int] | None = None
+    ) -> list[pa.Array | None]:
+        """One array per page; with ``keep`` pages outside it are None (plain columns skip decoding them)."""
         c = self._index[id(node.schema)]
         chunk, pages = self._pages(b, c, expected)
         dt = node.data_type
@@ -253,7 +266,11 @@ class CarbonDataFile:
         global_dict = None
         if dictionary is None and is_global_dictionary(node.schema):
             global_dict = self._global_dictionary(node.schema)
-        return [decode_page(p, dictionary, global_dict) for p in pages]
+        if keep is None and expected is None and len(pages) > 1:
+            # the whole chunk as one array: decoded into a single buffer, no concatenation afterwards
+            return [decode_pages(pages, dictionary, global_dict)]
+        return [decode_page(p, dictionary, global_dict) if keep is None or j in keep else None
+                for j, p in enumerate(pages)]
 
     def _global_dictionary(self, col: ColumnSchema) -> pa.Array:
         """The table-level dictionary of a global-dictionary column (CarbonData before 2.0)."""
@@ -287,12 +304,21 @@ class CarbonDataFile:
         return self._global_dicts[key]
 
     # ------------------------------------------------------------------ reading
-    def read_blocklet(self, i: int, columns: list[str] | None = None) -> pa.RecordBatch:
+    def read_blocklet(
+        self, i: int, columns: list[str] | None = None, pages: list[int] | None = None
+    ) -> pa.RecordBatch:
+        """Blocklet ``i``; with ``pages`` only those pages' rows (every column shares page boundaries)."""
         nodes = self._resolve(columns)
         rows = self.blocklet_rows(i)
+        keep = set(pages) if pages is not None else None
         arrays = []
         for node in nodes:
-            parts = self._decode(i, node, None)
+            parts = self._decode(i, node, None, keep)
+            if keep is not None:
+                if any(j >= len(parts) for j in keep):
+                    raise IndexError(f"page out of range in blocklet {i} of {self.path}: {sorted(keep)}")
+                parts = [parts[j] for j in sorted(keep)]
+                rows = sum(len(p) for p in parts) if not arrays else rows
             arr = pa.concat_arrays(parts) if len(parts) != 1 else parts[0]
             if len(arr) != rows:
                 raise CarbonFormatError(
@@ -313,8 +339,20 @@ class CarbonDataFile:
             yield self.read_blocklet(i, columns)
 
     def read(self, columns: list[str] | None = None) -> pa.Table:
-        schema = pa.schema([self.schema.field(n.name) for n in self._resolve(columns)])
-        return pa.Table.from_batches(list(self.iter_batches(columns)), schema=schema)
+        nodes = self._resolve(columns)
+        schema = pa.schema([self.schema.field(n.name) for n in nodes])
+        threads = min(READ_THREADS, self.num_blocklets * len(nodes))
+        if threads < 2:
+            return pa.Table.from_batches(list(self.iter_batches(columns)), schema=schema)
+        # column chunks decode independently and the heavy work (decompression, numba kernels, Arrow
+        # take) releases the GIL: spread (blocklet, column) pieces over threads
+        names = [n.name for n in nodes]
+        pieces = [(b, name) for b in range(self.num_blocklets) for name in names]
+        with ThreadPoolExecutor(threads) as pool:
+            arrays = list(pool.map(lambda piece: self.read_blocklet(piece[0], [piece[1]]).column(0), pieces))
+        k = len(names)
+        batches = [pa.RecordBatch.from_arrays(arrays[i : i + k], schema=schema) for i in range(0, len(arrays), k)]
+        return pa.Table.from_batches(batches, schema=schema)
 
 
 def _at(values: list[int] | None, j: int) -> int | None:

@@ -85,8 +85,16 @@ def writer_options(table: CarbonTable, load: LoadOptions):
         long_string_columns=[c for c in props.get("long_string_columns", "").split(",") if c],
         local_dictionary_enable=props.get("local_dictionary_enable", "true").lower() == "true",
         local_dictionary_threshold=int(props.get("local_dictionary_threshold", "10000")),
-        is_sort=bool(sort_cols),
+        is_sort=bool(sort_cols) and sort_scope(table, load) == "local_sort",
     )
+
+
+def sort_scope(table: CarbonTable, load: LoadOptions) -> str:
+    """This load's sort scope: the write option, else the table property, else CarbonData's default."""
+    scope = load.sort_scope or table.properties.get("sort_scope", "").strip().lower()
+    if scope not in ("no_sort", "local_sort"):
+        scope = "local_sort" if table.sort_columns else "no_sort"
+    return scope
 
 
 def sort_for_load(data: pa.Table, sort_columns: list[str]) -> pa.Table:

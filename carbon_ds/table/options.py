@@ -9,9 +9,11 @@ from typing import Any
 from carbon_ds.errors import CarbonOptionError
 
 COMPRESSORS = ("snappy", "zstd", "gzip")
+SORT_SCOPES = ("no_sort", "local_sort")  # CarbonData's GLOBAL_SORT needs a shuffle across tasks
 # Options that describe the table itself: they become tableProperties when a write creates the table.
 TABLE_OPTIONS = (
     "sort_columns",
+    "sort_scope",
     "long_string_columns",
     "table_blocksize",
     "table_blocklet_size",
@@ -77,6 +79,7 @@ class LoadOptions:
     """Validated write options: what the table is created with, and what this load uses."""
 
     sort_columns: list[str] | None = None
+    sort_scope: str | None = None  # no_sort | local_sort; None: the table's (local_sort with sort columns)
     long_string_columns: list[str] | None = None
     compressor: str | None = None
     table_blocksize_mb: int | None = None
@@ -95,6 +98,8 @@ class LoadOptions:
         }
         if self.compressor:
             props["carbon.column.compressor"] = self.compressor
+        if self.sort_scope:
+            props["sort_scope"] = self.sort_scope
         return props
 
 
@@ -107,11 +112,19 @@ def parse_write(options: Mapping[str, Any] | None) -> LoadOptions:
             raise CarbonOptionError(
                 f"option 'compressor' must be one of {', '.join(COMPRESSORS)}, found {compressor!r}"
             )
+    sort_scope = opts.get("sort_scope")
+    if sort_scope is not None:
+        sort_scope = sort_scope.strip().lower()
+        if sort_scope not in SORT_SCOPES:
+            raise CarbonOptionError(
+                f"option 'sort_scope' must be one of {', '.join(SORT_SCOPES)} (any case), found {opts['sort_scope']!r}"
+            )
     blocklet = _positive_int(opts, "blocklet_size")
     if blocklet is None:
         blocklet = _positive_int(opts, "table_blocklet_size")
     return LoadOptions(
         sort_columns=split_list(opts["sort_columns"]) if "sort_columns" in opts else None,
+        sort_scope=sort_scope,
         long_string_columns=split_list(opts["long_string_columns"]) if "long_string_columns" in opts else None,
         compressor=compressor,
         table_blocksize_mb=_positive_int(opts, "table_blocksize"),

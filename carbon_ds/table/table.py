@@ -198,24 +198,35 @@ class CarbonTable:
             for d in self.load_details()
         ]
 
-    def show_segments(self) -> list[dict]:
-        """SHOW SEGMENTS rows, newest first."""
-        rows = []
-        for s in reversed(self.segments()):
-            taken = s.load_end - s.load_start if s.load_end is not None and s.load_start is not None else None
-            rows.append(
-                {
-                    "ID": s.id,
-                    "Status": s.status,
-                    "Load Start Time": s.load_start,
-                    "Load Time Taken": f"{taken / 1000:.3f}s" if taken is not None else "NA",
-                    "Partition": "NA",
-                    "Data Size": s.data_size,
-                    "Index Size": s.index_size if s.file_format == COLUMNAR else "NA",
-                    "File Format": s.file_format,
-                }
-            )
-        return rows
+    def segment_rows(self, limit: int | None = None) -> list[dict[str, str]]:
+        """SHOW SEGMENTS rows (newest first), values as strings; see carbon_ds.table.manage."""
+        from carbon_ds.table import manage
+
+        return manage.segment_rows(self, limit)
+
+    def show_segments(self, limit: int | None = None) -> str:
+        """SHOW SEGMENTS as a text table, newest first (rows: ``segment_rows()``)."""
+        from carbon_ds.table import manage
+
+        return manage.show_segments(self, limit)
+
+    def delete_segments(self, ids) -> list[str]:
+        """Mark segments "Marked for Delete" (all or nothing); CLEAN FILES removes their files later."""
+        from carbon_ds.table import manage
+
+        return manage.delete_segments(self, ids)
+
+    def delete_segments_before(self, when) -> list[str]:
+        """Mark segments whose load started before ``when`` ('yyyy-MM-dd HH:mm:ss', local time)."""
+        from carbon_ds.table import manage
+
+        return manage.delete_segments_before(self, when)
+
+    def clean_files(self, force: bool = False, retention_days: float | None = None):
+        """Move files of deleted/compacted segments to ``.Trash`` and expire old trash; see manage.clean_files."""
+        from carbon_ds.table import manage
+
+        return manage.clean_files(self, force=force, retention=retention_days)
 
     def _selected(self, segment_ids: str | list | None) -> list[LoadDetail]:
         details = self.load_details()
@@ -252,6 +263,13 @@ class CarbonTable:
         if not tables:
             return target.empty_table()
         return pa.concat_tables(tables)
+
+    def count(self, filter=None, segments: str | list | None = None) -> int:
+        """Rows where ``filter`` (SQL text, expression or tuples) is TRUE; without a filter from the index
+        files' row counts alone (see carbon_ds.table.scan.count)."""
+        from carbon_ds.table.scan import count
+
+        return count(self.path if self.storage.is_local else self.uri, filter, segments)
 
     def __repr__(self) -> str:
         return f"CarbonTable({self.uri!r})"
