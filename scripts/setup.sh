@@ -32,7 +32,12 @@ stamp=.venv/.carbon-ds-installed
 want=$(sha256sum pyproject.toml | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo ">> installing carbon-ds and its dependencies into .venv (first run takes a minute or two)"
-    .venv/bin/python -m pip install --quiet --upgrade pip
-    .venv/bin/python -m pip install --quiet -e ".[spark,test,bench]"
+    log=.venv/install.log
+    # the build backend is chatty about editable installs: keep its output for when something fails
+    if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[spark,test,bench]"; } >"$log" 2>&1; then
+        tail -n 40 "$log" >&2
+        echo "installing carbon-ds failed; the full log is $root/$log" >&2
+        exit 1
+    fi
     echo "$want" > "$stamp"
 fi
