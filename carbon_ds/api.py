@@ -90,7 +90,7 @@ def explain(path: str | os.PathLike, filter: Any = None, segments: str | list | 
 
 
 def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, filter: str | None = None,
-         segments: str | list | None = None) -> Any:
+         segments: str | list | None = None, native: bool | None = None) -> Any:
     """A Spark DataFrame of ``columns`` of the table at ``path``, holding only rows where ``filter`` is TRUE.
 
     The projection becomes the relation's schema and the filter its ``filter`` option, so Spark's Python
@@ -109,6 +109,12 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
         from carbon_ds.table.pruning import as_expr
 
         as_expr(filter, source.schema)  # fail here, on the driver, with the parser's message
+    if native and source.external:
+        # Spark's own scans of the Parquet/ORC/CSV/JSON segments, unioned with the carbondata ones
+        # (carbon_ds.readers.spark_native); off by default, see docs/segments.md "Adding external data"
+        from carbon_ds.readers import spark_native
+
+        return spark_native.read(spark, text, source.table, names, filter, segments)
     reader = spark.read.format("carbondata")
     if names is not None:
         schema = pa.schema([source.schema.field(n) for n in names])
@@ -142,15 +148,22 @@ def prepare_table(path: str | os.PathLike, schema: pa.Schema, options: dict[str,
         sort_columns=load.sort_columns,
         properties=load.table_properties(),
         long_string_columns=load.long_string_columns,
+        partition_by=load.partition_by,
     )
     if not created:
-        for key, current in (("sort_columns", table.sort_columns), ("long_string_columns", _longs(table))):
+        for key, current in (("sort_columns", table.sort_columns), ("long_string_columns", _longs(table)),
+                             ("partition_by", table.partition_columns)):
             given = getattr(load, key)
             if given is not None and [c.lower() for c in given] != [c.lower() for c in current]:
                 raise CarbonOptionError(
                     f"option {key}={','.join(given)!r} differs from table {table.uri}'s "
                     f"{key}={','.join(current)!r}; table settings are fixed when the table is created"
                 )
+    if load.partition:
+        # A static partition's columns may be absent from the data: they come from the spec.
+        given = {c.lower() for c in load.partition}
+        schema = pa.schema([f for f in schema if f.name.lower() not in given] +
+                           [table.schema.field(c) for c in table.partition_columns if c.lower() in given])
     check_schema(table.schema, schema, f"table {table.uri}")
     return table, load
 
@@ -167,7 +180,8 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", **opti
     normalize(options)
     schema, batches = _as_reader(data)
     table, load = prepare_table(path, schema, options)
-    reservation = commit.reserve(table, overwrite=mode == "overwrite")
+    reservation = commit.reserve(table, overwrite=mode == "overwrite", partition=load.partition,
+                                 dynamic=mode == "overwrite" and load.partition_overwrite_mode == "dynamic")
     try:
         result = commit.write_task(table, reservation, 0, batches, load)
         commit.commit(table, reservation, [result])

@@ -159,7 +159,11 @@ class CarbonReader(DataSourceReader):
         fingerprint = _fingerprint(CarbonTable.open(self.path)) if self.is_table else None
         source = open_source(self.path, self.segments)
         sizes = dict(_sizes(source))
-        plan = pruning.plan_files(source.storage, source.files, self._prune_expr(), use_index=self.is_table)
+        from carbon_ds.table.scan import partition_pruned
+
+        expr = self._prune_expr()
+        plan = pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=self.is_table,
+                                  external=source.external, schema=source.schema)
         pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
         return source.storage, pieces, fingerprint
 
@@ -175,10 +179,14 @@ class CarbonReader(DataSourceReader):
                 _s, fresh, _f = self._plan()
                 pieces = tuple(fresh[partition.index :: partition.count])
         storage, _ = Storage.for_path(self.path)
-        planned = [pruning.Piece(path, blocklets) for path, blocklets in pieces]
+        # a third element routes a non-carbondata file to its reader (readers.external.ExternalRef)
+        planned = [pruning.Piece(p[0], p[1], external=p[2] if len(p) > 2 else None) for p in pieces]
         # exact filtering by the option only: pushed filters are Spark's to evaluate
+        # committed delete deltas, read here on the executor (the status file name is the cache key)
+        deletes = CarbonTable.open(self.path).deletes() if self.is_table else None
         tables = pruning.read_pieces(
-            storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr()
+            storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
+            deletes=deletes,
         )
         for table in tables:
             for b in table.to_batches():
@@ -249,6 +257,8 @@ def _fingerprint(table: CarbonTable) -> str:
 
 def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[tuple[str, tuple[int, ...] | None]]:
     """A large file's blocklets in groups of about SPLIT_BYTES, one Spark partition each."""
+    if piece.external is not None:  # an external file is one partition (its units as planned)
+        return [(piece.path, piece.blocklets, piece.external)]
     if size <= SPLIT_BYTES:
         return [(piece.path, piece.blocklets)]
     blocklets = piece.blocklets
@@ -280,7 +290,8 @@ class CarbonArrowWriter(DataSourceArrowWriter):
         incoming = to_arrow_schema(schema, timezone="UTC")
         table, self.load = prepare_table(path, incoming, options)
         self.table_path = path
-        self.reservation = commit.reserve(table, overwrite=overwrite)
+        self.reservation = commit.reserve(table, overwrite=overwrite, partition=self.load.partition,
+                                          dynamic=overwrite and self.load.partition_overwrite_mode == "dynamic")
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> CarbonCommitMessage:
         from pyspark import TaskContext

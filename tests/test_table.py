@@ -161,8 +161,8 @@ def test_create_and_open_errors(tmp_path):
         CarbonTable.create(tmp_path / "t", schema)
     with pytest.raises(CarbonTableError, match="not a CarbonData table: .*Metadata/schema does not exist"):
         CarbonTable.open(tmp_path / "missing")
-    with pytest.raises(CarbonOptionError, match="partitioned tables are not supported yet"):
-        CarbonTable.create(tmp_path / "p", schema, partition_by=["a"])
+    with pytest.raises(CarbonSchemaError, match="partition column 'nope' is not a table column"):
+        CarbonTable.create(tmp_path / "p", schema, partition_by=["nope"])
 
 
 def test_real_carbondata_1_1_table(corpus):

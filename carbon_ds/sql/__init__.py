@@ -11,11 +11,13 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.sql import catalog
 from carbon_ds.sql.parser import (
     AddSegment,
+    AlterPartition,
     CleanFiles,
     CreateTable,
     DeleteSegments,
     DropTable,
     Insert,
+    ShowPartitions,
     ShowSegments,
     parse,
 )
@@ -185,8 +187,72 @@ def _insert(spark: Any, stmt: Insert, text: str):
     if entry is None:
         return None
     entry = catalog.ensure(spark, stmt.table)
+    if stmt.partition is not None:
+        return _insert_partition(spark, stmt, text, entry.path)
     start, end = stmt.span
     return spark.sql(text[:start] + catalog.quote(entry.name) + text[end:])
+
+
+def _insert_partition(spark: Any, stmt: Insert, text: str, path: str):
+    """INSERT INTO|OVERWRITE t PARTITION (c = v, d) SELECT ...: Spark runs the SELECT (its columns: the
+    non-static columns, dynamic partition columns last, matched by position), the rows are written with
+    the static values through the data source's ``partition`` option. An overwrite replaces the folders
+    inside the static spec; with no static value, only the partitions the query writes (dynamic)."""
+    import json
+
+    import pyarrow as pa
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    from carbon_ds.table.table import CarbonTable
+
+    table = CarbonTable.open(path)
+    pcols = table.partition_columns
+    if not pcols:
+        raise CarbonTableError(f"INSERT ... PARTITION: table {stmt.table} at {path} is not partitioned")
+    by_lower = {c.lower(): c for c in pcols}
+    unknown = [c for c in stmt.partition if c.lower() not in by_lower]
+    if unknown:
+        raise CarbonTableError(f"INSERT ... PARTITION names {', '.join(unknown)}; partition columns: {', '.join(pcols)}")
+    static = {by_lower[k.lower()]: v for k, v in stmt.partition.items() if v is not ...}
+    plower = {c.lower() for c in pcols}
+    names = [n for n in table.schema.names if n.lower() not in plower] + [c for c in pcols if c not in static]
+    df = spark.sql(text[stmt.query_start:])
+    if len(df.columns) != len(names):
+        raise CarbonTableError(
+            f"INSERT ... PARTITION into {stmt.table}: the query gives {len(df.columns)} columns, expected "
+            f"{len(names)} ({', '.join(names)})"
+        )
+    struct = from_arrow_schema(pa.schema([table.schema.field(n) for n in names]), prefer_timestamp_ntz=False)
+    df = df.toDF(*names).select([F.col(f"`{f.name}`").cast(f.dataType) for f in struct.fields])
+    writer = df.write.format("carbondata").mode("overwrite" if stmt.overwrite else "append")
+    if static:
+        writer = writer.option("partition", json.dumps(static))
+    elif stmt.overwrite:
+        writer = writer.option("partition_overwrite_mode", "dynamic")
+    writer.save(path)
+    return _empty(spark)
+
+
+def _show_partitions(spark: Any, stmt: ShowPartitions):
+    from carbon_ds.table.partitions import show_partitions
+    from carbon_ds.table.table import CarbonTable
+
+    entry = catalog.ensure(spark, stmt.table)
+    return _strings(spark, ["partition"], [(p,) for p in show_partitions(CarbonTable.open(entry.path))])
+
+
+def _alter_partition(spark: Any, stmt: AlterPartition):
+    from carbon_ds.table.partitions import drop_partitions
+    from carbon_ds.table.table import CarbonTable
+
+    entry = catalog.ensure(spark, stmt.table)
+    if stmt.action != "drop":
+        raise CarbonOptionError("ALTER TABLE ... ADD PARTITION is not supported yet (DROP PARTITION is)")
+    if any(v is ... for v in stmt.spec.values()):
+        raise CarbonOptionError(f"DROP PARTITION needs a value for every column it names, found {stmt.spec!r}")
+    drop_partitions(CarbonTable.open(entry.path), stmt.spec, if_exists=stmt.if_exists)
+    return _empty(spark)
 
 
 def sql(spark: Any, text: str):
@@ -217,6 +283,10 @@ def sql(spark: Any, text: str):
         return _delete(spark, stmt)
     if isinstance(stmt, CleanFiles):
         return _clean(spark, stmt)
+    if isinstance(stmt, ShowPartitions):
+        return _show_partitions(spark, stmt)
+    if isinstance(stmt, AlterPartition):
+        return _alter_partition(spark, stmt)
     if isinstance(stmt, Insert):
         out = _insert(spark, stmt, text)
         return spark.sql(text) if out is None else out

@@ -135,6 +135,21 @@ class Insert:
     table: TableName
     overwrite: bool
     span: tuple[int, int]  # where the table name sits in the statement text, to point it at the view
+    partition: dict[str, str | None] | None = None  # PARTITION (c = v, ...): static values (None: dynamic col)
+    query_start: int | None = None  # with a PARTITION clause: where the SELECT begins
+
+
+@dataclass
+class ShowPartitions:
+    table: TableName
+
+
+@dataclass
+class AlterPartition:
+    table: TableName
+    action: str  # "drop" or "add"
+    spec: dict[str, str | None]
+    if_exists: bool = False
 
 
 class _Parser:
@@ -397,6 +412,34 @@ _INSERT = re.compile(
 )
 
 
+_PARTITION_CLAUSE = re.compile(r"\s*PARTITION\s*\((?P<body>(?:'[^']*'|\"[^\"]*\"|[^()'\"])*)\)", re.IGNORECASE)
+_SPEC_ITEM = re.compile(
+    r"\s*(?P<col>`[^`]+`|[A-Za-z_][\w$]*)\s*(?:=\s*(?P<val>'(?:[^']|'')*'|\"[^\"]*\"|[^,\s]+))?\s*(?:,|$)")
+
+
+def partition_spec(body: str, statement: str) -> dict[str, str | None]:
+    """``day = 1, hour = '02'`` as {column: value text}; a column without ``= value`` maps to ... (dynamic)."""
+    out: dict[str, str | None] = {}
+    pos = 0
+    body = body.strip()
+    while pos < len(body):
+        m = _SPEC_ITEM.match(body, pos)
+        if m is None or m.end() == pos:
+            raise CarbonOptionError(f"{statement}: cannot parse partition spec ({body}) near {body[pos:pos + 20]!r}")
+        col = m.group("col").strip("`")
+        val = m.group("val")
+        if val is None:
+            out[col] = ...  # type: ignore[assignment]
+        elif val.upper() == "NULL":
+            out[col] = None
+        elif val[0] in "'\"":
+            out[col] = val[1:-1].replace("''", "'")
+        else:
+            out[col] = val
+        pos = m.end()
+    return out
+
+
 def _leading_words(text: str, n: int) -> list[str]:
     return [w.upper() for w in re.findall(r"[A-Za-z_]+", text[:200])[:n]]
 
@@ -419,6 +462,21 @@ def parse(text: str):
         return _Parser(text, tokenize(text), "SHOW SEGMENTS").show_segments()
     if words[:3] == ["DELETE", "FROM", "TABLE"]:
         return _Parser(text, tokenize(text), "DELETE FROM TABLE ... WHERE SEGMENT").delete_segments()
+    if words[:2] == ["SHOW", "PARTITIONS"]:
+        m = re.match(r"^\s*SHOW\s+PARTITIONS\s+(?P<name>\S+)\s*$", text, re.IGNORECASE)
+        if m is None:
+            raise CarbonOptionError(f"SHOW PARTITIONS: expected SHOW PARTITIONS <table>, found {text!r}")
+        return ShowPartitions(_table_name(m.group("name")))
+    if head == "ALTER":
+        m = re.match(r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<act>DROP|ADD)\s+(?P<ie>IF\s+(?:NOT\s+)?EXISTS\s+)?"
+                     r"(?=PARTITION)", text, re.IGNORECASE)
+        if m is not None:
+            clause = _PARTITION_CLAUSE.match(text, m.end())
+            if clause is None or text[clause.end():].strip():
+                raise CarbonOptionError(f"ALTER TABLE ... {m.group('act').upper()} PARTITION: expected "
+                                        f"PARTITION (col = value, ...) and nothing after, found {text[m.end():]!r}")
+            spec = partition_spec(clause.group("body"), "ALTER TABLE ... PARTITION")
+            return AlterPartition(_table_name(m.group("name")), m.group("act").lower(), spec, bool(m.group("ie")))
     if words[:2] == ["CLEAN", "FILES"]:
         return _Parser(text, tokenize(text), "CLEAN FILES").clean_files()
     if head == "INSERT":
@@ -427,5 +485,14 @@ def parse(text: str):
             return None
         parts = [p.strip().strip("`") for p in re.split(r"\.(?=(?:[^`]*`[^`]*`)*[^`]*$)", m.group("name"))]
         name = TableName(parts[0], parts[1]) if len(parts) == 2 else TableName(None, parts[0])
+        clause = _PARTITION_CLAUSE.match(text, m.end())
+        if clause is not None:
+            spec = partition_spec(clause.group("body"), "INSERT ... PARTITION")
+            return Insert(name, m.group("kind").upper() == "OVERWRITE", m.span("name"), spec, clause.end())
         return Insert(name, m.group("kind").upper() == "OVERWRITE", m.span("name"))
     return None
+
+
+def _table_name(text: str) -> TableName:
+    parts = [p.strip().strip("`") for p in re.split(r"\.(?=(?:[^`]*`[^`]*`)*[^`]*$)", text)]
+    return TableName(parts[0], parts[1]) if len(parts) == 2 else TableName(None, parts[0])

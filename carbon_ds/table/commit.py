@@ -39,6 +39,11 @@ class Reservation:
     segment_id: str
     load_start_ms: int
     overwrite: bool
+    # Partitioned tables: a static partition spec ((column, value text or None), ...) whose values every
+    # row gets; with ``overwrite`` only folders inside it are replaced. ``dynamic``: an overwrite replaces
+    # only the partition folders this load writes.
+    partition_spec: tuple[tuple[str, str | None], ...] = ()
+    dynamic: bool = False
 
 
 @dataclass
@@ -55,7 +60,18 @@ class TaskResult:
         return sum(r for _n, _s, r in self.data_files)
 
 
-def reserve(table: CarbonTable, overwrite: bool = False) -> Reservation:
+def reserve(table: CarbonTable, overwrite: bool = False, partition: dict | None = None,
+            dynamic: bool = False) -> Reservation:
+    pcols = table.partition_columns
+    spec: tuple = ()
+    if partition:
+        if not pcols:
+            raise CarbonTableError(f"partition={partition!r} given, but table {table.uri} is not partitioned")
+        from carbon_ds.table.partitions import normalize_spec
+
+        spec = tuple(normalize_spec(partition, table.schema, pcols).items())
+    if dynamic and not pcols:
+        raise CarbonTableError(f"dynamic partition overwrite asked, but table {table.uri} is not partitioned")
     start = ts.now_ms()
     with table.lock():
         entries = table.load_details()
@@ -69,7 +85,7 @@ def reserve(table: CarbonTable, overwrite: bool = False) -> Reservation:
             )
         )
         ts.write(table.storage, table.tablestatus_path, entries)
-    return Reservation(table.uri, seg, start, overwrite)
+    return Reservation(table.uri, seg, start, overwrite, spec, dynamic)
 
 
 def writer_options(table: CarbonTable, load: LoadOptions):
@@ -125,6 +141,10 @@ def write_task(
     """
     from carbon_ds.writers.carbondata import CarbonWriter
 
+    if table.partition_columns:
+        from carbon_ds.table import partitioned_write
+
+        return partitioned_write.write_task(table, reservation, task_no, batches, load)
     schema = table.schema
     options = writer_options(table, load)
     folder = segfiles.segment_dir(table.path, reservation.segment_id)
@@ -161,6 +181,10 @@ def write_task(
 
 def commit(table: CarbonTable, reservation: Reservation, results: Iterable[TaskResult | None]) -> LoadDetail:
     results = [r for r in results if r is not None]
+    if table.partition_columns:
+        from carbon_ds.table import partitioned_write
+
+        return partitioned_write.commit(table, reservation, results)
     seg = reservation.segment_id
     index_names = [n for r in results for n, _s in r.index_files]
     data_size = sum(s for r in results for _n, s, _r in r.data_files)
@@ -196,6 +220,10 @@ def commit(table: CarbonTable, reservation: Reservation, results: Iterable[TaskR
 def abort(table: CarbonTable, reservation: Reservation) -> None:
     """Remove everything the load wrote and mark it "Failure"; safe to call more than once."""
     table.storage.delete_dir(segfiles.segment_dir(table.path, reservation.segment_id))
+    if table.partition_columns:
+        from carbon_ds.table import partitioned_write
+
+        partitioned_write.remove_load_files(table, reservation.segment_id, reservation.load_start_ms)
     with table.lock():
         entries = table.load_details()
         entry = ts.find(entries, reservation.segment_id)

@@ -20,7 +20,10 @@ TABLE_OPTIONS = (
     "local_dictionary_enable",
     "local_dictionary_threshold",
 )
-WRITE_OPTIONS = ("compressor", "blocklet_size", *TABLE_OPTIONS)
+# partition_by: the table's Hive partition columns (Spark refuses partitionBy() for Python sources);
+# partition: a static partition spec ("day=1,hour=2" or JSON); partition_overwrite_mode: static|dynamic.
+PARTITION_OPTIONS = ("partition_by", "partition", "partition_overwrite_mode")
+WRITE_OPTIONS = ("compressor", "blocklet_size", *TABLE_OPTIONS, *PARTITION_OPTIONS)
 READ_OPTIONS = ("segments", "filter")
 # Spark adds these itself; a temporary view passes one option set to both its reader and its writer,
 # so either side accepts the other's keys.
@@ -29,6 +32,10 @@ VALID = (*READ_OPTIONS, *WRITE_OPTIONS)
 
 
 def _text(value: Any) -> str:
+    if isinstance(value, Mapping):
+        import json
+
+        return json.dumps({str(k): v for k, v in value.items()}, default=str)
     if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
     if isinstance(value, bool):
@@ -86,6 +93,9 @@ class LoadOptions:
     blocklet_size_mb: int | None = None
     local_dictionary_enable: bool | None = None
     local_dictionary_threshold: int | None = None
+    partition_by: list[str] | None = None
+    partition: dict[str, Any] | None = None  # static partition spec {column: value}
+    partition_overwrite_mode: str = "static"
     given: dict[str, str] = field(default_factory=dict)
 
     def table_properties(self) -> dict[str, str]:
@@ -131,5 +141,38 @@ def parse_write(options: Mapping[str, Any] | None) -> LoadOptions:
         blocklet_size_mb=blocklet,
         local_dictionary_enable=_bool(opts, "local_dictionary_enable"),
         local_dictionary_threshold=_positive_int(opts, "local_dictionary_threshold"),
+        partition_by=split_list(opts["partition_by"]) if "partition_by" in opts else None,
+        partition=_partition_spec(opts.get("partition")),
+        partition_overwrite_mode=_overwrite_mode(opts.get("partition_overwrite_mode")),
         given=opts,
     )
+
+
+def _partition_spec(text: str | None) -> dict[str, Any] | None:
+    """``{"day": 1}`` JSON or ``day=1,hour=2`` text (values as text; null/empty spelled ``null``)."""
+    if text is None or not text.strip():
+        return None
+    text = text.strip()
+    if text.startswith("{"):
+        import json
+
+        try:
+            spec = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise CarbonOptionError(f"option 'partition' is not valid JSON: {e.msg}; found {text!r}") from None
+        return spec
+    out: dict[str, Any] = {}
+    for item in text.split(","):
+        if "=" not in item:
+            raise CarbonOptionError(f"option 'partition' must be 'col=value,...' or JSON, found {text!r}")
+        k, v = item.split("=", 1)
+        v = v.strip().strip("'\"")
+        out[k.strip()] = None if v.lower() == "null" else v
+    return out
+
+
+def _overwrite_mode(text: str | None) -> str:
+    mode = (text or "static").strip().lower()
+    if mode not in ("static", "dynamic"):
+        raise CarbonOptionError(f"option 'partition_overwrite_mode' must be static or dynamic, found {text!r}")
+    return mode

@@ -53,6 +53,7 @@ def segment_files(table: CarbonTable, detail: LoadDetail) -> list[DataFile]:
     storage = table.storage
     fmt = (detail.file_format or COLUMNAR).lower()
     found: list[tuple[str, int]] = []
+    refs: dict[str, object] = {}  # non-carbondata files: how to read them
     if detail.segment_file:
         seg = segfiles.read(storage, table.path, detail.segment_file)
         for folder, details in seg.folders(table.path):
@@ -63,11 +64,15 @@ def segment_files(table: CarbonTable, detail: LoadDetail) -> list[DataFile]:
                 for name in details.files:
                     path = Storage.join(folder, name) if "/" not in name else name
                     found.append((path, storage.size(path)))
+                    if fmt != COLUMNAR:
+                        refs[path] = _external_ref(fmt, details.partitions, seg.options)
                 continue
             indexes = [f for f in details.files if f.endswith(INDEX_EXT)]
             found.extend(_data_files_in_folder(storage, folder, indexes, details.merge_file_name))
     elif detail.path:
         found = [(f.path, f.size) for f in storage.list(detail.path, recursive=True) if _is_data(f.path, fmt)]
+        if fmt != COLUMNAR:
+            refs = {p: _external_ref(fmt, [], {}) for p, _s in found}
     else:
         folder = segfiles.segment_dir(table.path, detail.name)
         if not storage.is_dir(folder):
@@ -76,7 +81,29 @@ def segment_files(table: CarbonTable, detail: LoadDetail) -> list[DataFile]:
                 f"{storage.uri(folder)} does not exist"
             )
         found = _data_files_in_folder(storage, folder, None, None)
-    return [DataFile(p, s, detail.name, fmt) for p, s in sorted(found)]
+    return [DataFile(p, s, detail.name, fmt, refs.get(p)) for p, s in sorted(found)]
+
+
+def _external_ref(fmt: str, partitions: list[str], options: dict):
+    """How to read a file of an external segment: its format, the folder's partition values
+    (``["day=20211123", ...]``) and the ADD SEGMENT options (CSV/JSON settings)."""
+    from carbon_ds.readers.external import ExternalRef
+
+    parts = tuple((k, v) for k, _sep, v in (p.partition("=") for p in partitions))
+    opts = tuple(sorted((str(k).lower(), str(v)) for k, v in (options or {}).items()))
+    return ExternalRef(fmt, parts, opts)
+
+
+def read_external(storage: Storage, path: str, ref, columns: list[str] | None, target: pa.Schema,
+                  units=None) -> pa.Table:
+    """Rows of one external file (chosen statistics units, None: all) as exactly ``target``."""
+    from carbon_ds.readers.external import open_reader, partition_scalar, to_table_schema
+
+    f = open_reader(storage, path, ref.format, ref.options_dict, target)
+    by_lower = {n.lower(): n for n in target.names}
+    parts = {k: partition_scalar(v, target.field(by_lower[k.lower()]).type)
+             for k, v in ref.partitions if k.lower() in by_lower}
+    return to_table_schema(f.read(columns if columns is not None else target.names, units), target, parts)
 
 
 def _is_data(path: str, fmt: str) -> bool:
@@ -103,10 +130,11 @@ def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, 
     from carbon_ds.readers.carbondata import CarbonDataFile
 
     if data_file.file_format != "columnar_v3":
-        raise CarbonTableError(
-            f"segment {data_file.segment_id} has format {data_file.file_format!r}; "
-            "reading non-carbondata segments is not wired into this reader"
-        )
+        if data_file.external is None:
+            raise CarbonTableError(
+                f"segment {data_file.segment_id} has format {data_file.file_format!r} but no reading details"
+            )
+        return read_external(storage, data_file.path, data_file.external, columns, target)
     f = CarbonDataFile(data_file.path, storage=storage)
     try:
         return conform(f.read(columns=columns), target)

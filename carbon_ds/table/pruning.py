@@ -83,6 +83,7 @@ class Piece:
     blocklets: tuple[int, ...] | None
     segment_id: str | None = None
     rows: int | None = None  # rows of those blocklets when the index says so
+    external: object | None = None  # non-carbondata file: readers.external.ExternalRef; blocklets = its units
 
 
 @dataclass
@@ -100,6 +101,7 @@ class FileEntry:
     blocklets: list[S.Stats]
     rows: list[int | None]
     pages: list[int] = field(default_factory=list)
+    external: object | None = None  # set for a non-carbondata file (units: row groups / stripes)
 
 
 _CACHE: dict[tuple[str, int, int | None], dict[str, FileEntry]] = {}
@@ -193,7 +195,7 @@ def _prune_file(path: str, entry: FileEntry, expr: Expr, segment_id: str | None,
     if plan.exact_rows is not None:
         plan.exact_rows = None if n is None else plan.exact_rows + n
     blocklets = None if len(keep) == len(entry.blocklets) else tuple(keep)
-    plan.pieces.append(Piece(path, blocklets, segment_id, n))
+    plan.pieces.append(Piece(path, blocklets, segment_id, n, entry.external))
     return True
 
 
@@ -204,9 +206,31 @@ def _count_all(entry: FileEntry, counts: Counts) -> None:
     counts.pages_total += sum(entry.pages)
 
 
+def _external_entry(storage: Storage, path: str, ref, schema: pa.Schema | None) -> FileEntry:
+    """Statistics units of a non-carbondata file (Parquet row groups, ORC stripes; CSV/JSON: one unit
+    without statistics, not even opened), each also knowing the segment's partition values."""
+    from carbon_ds.expressions.minmax import ColumnStats
+    from carbon_ds.readers.external import open_reader, partition_scalar
+
+    part: S.Stats = {}
+    by_lower = {n.lower(): n for n in (schema.names if schema is not None else [])}
+    for k, v in ref.partitions:
+        if k.lower() in by_lower:
+            value = partition_scalar(v, schema.field(by_lower[k.lower()]).type).as_py()  # type: ignore[union-attr]
+            part[k.lower()] = ColumnStats(min=value, max=value, null_count=0 if value is not None else None)
+    if ref.format in ("csv", "json"):
+        return FileEntry([dict(part)], [None], [], ref)
+    f = open_reader(storage, path, ref.format, ref.options_dict, schema)
+    units = [{**u.stats, **part} for u in f.units] or [dict(part)]
+    rows = [u.rows for u in f.units] or [0]
+    return FileEntry(units, rows, [], ref)
+
+
 def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr,
-               use_index: bool = True) -> Plan:
-    """Prune (segment, file, blocklet) for ``files`` = [(path, segment id or None), ...]."""
+               use_index: bool = True, external: dict | None = None, schema: pa.Schema | None = None) -> Plan:
+    """Prune (segment, file, blocklet) for ``files`` = [(path, segment id or None), ...]; files in
+    ``external`` (path -> ExternalRef) are pruned by their own units' statistics (row groups, stripes)."""
+    external = external or {}
     plan = Plan()
     counts = plan.counts
     by_segment: dict[str | None, list[str]] = {}
@@ -217,6 +241,9 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
         entries = []
         for path in paths:
             entry = None
+            if path in external:
+                entries.append((path, _external_entry(storage, path, external[path], schema)))
+                continue
             if use_index:
                 folder = posixpath.dirname(path.replace("\\", "/"))
                 if folder not in folders:
@@ -290,10 +317,12 @@ def read_pieces(
     schema: pa.Schema,
     exact: bool | Expr = True,
     counts: Counts | None = None,
+    deletes=None,
 ) -> Iterator[pa.Table]:
     """Tables of ``columns`` (all when None) in ``schema``'s spelling and types, pruned by ``expr``; with
     ``exact=True`` only rows where ``expr`` is TRUE, with an expression only rows where that one is TRUE
-    (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema."""
+    (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema. ``deletes``
+    (carbon_ds.table.deltas.Deletes) drops rows removed by committed delete deltas."""
     keep_rows = expr if exact is True else exact if isinstance(exact, Expr) else None
     if isinstance(keep_rows, AlwaysTrue):
         keep_rows = None
@@ -306,6 +335,19 @@ def read_pieces(
     need = list(dict.fromkeys(out_names + sorted(filter_cols)))
     need_schema = pa.schema([schema.field(n) for n in need])
     for piece in pieces:
+        if piece.external is not None:
+            from carbon_ds.table.planning import read_external
+
+            table = read_external(storage, piece.path, piece.external, need, need_schema, piece.blocklets)
+            if counts is not None:
+                counts.rows_read += table.num_rows
+            if keep_rows is not None:
+                table = filter_table(table, keep_rows)
+            yield table.select(out_names) if need != out_names else table
+            continue
+        fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
+        if fd is not None and fd.marked:
+            continue
         f = CarbonDataFile(piece.path, storage=storage)
         try:
             blocklets = piece.blocklets if piece.blocklets is not None else range(f.num_blocklets)
@@ -324,6 +366,14 @@ def read_pieces(
                 batch = f.read_blocklet(b, need, pages=keep) if keep is not None else f.read_blocklet(b, need)
                 if counts is not None:
                     counts.rows_read += batch.num_rows
+                if fd is not None and fd.blocklet_has(b):
+                    from carbon_ds.table.deltas import page_rows
+
+                    sizes = page_rows(f, b)
+                    mask = fd.keep_mask(b, keep if keep is not None else list(range(len(sizes))),
+                                        [sizes[j] for j in keep] if keep is not None else sizes)
+                    if mask is not None:
+                        batch = batch.filter(pa.array(mask))
                 table = conform(pa.Table.from_batches([batch]), need_schema)
                 if keep_rows is not None:
                     table = filter_table(table, keep_rows)
@@ -337,6 +387,9 @@ def count_pages(storage: Storage, pieces: list[Piece], expr: Expr, counts: Count
     from carbon_ds.readers.carbondata import CarbonDataFile
 
     for piece in pieces:
+        if piece.external is not None:
+            counts.rows_read += piece.rows or 0  # no pages: a unit is read whole
+            continue
         f = CarbonDataFile(piece.path, storage=storage)
         try:
             for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):

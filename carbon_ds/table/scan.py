@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow as pa
 
@@ -21,6 +21,7 @@ class Source:
     files: list[tuple[str, str | None]]  # (path, segment id or None for a bare folder)
     uri: str
     table: CarbonTable | None = None
+    external: dict = field(default_factory=dict)  # path -> readers.external.ExternalRef (non-carbondata files)
 
 
 def bare_files(path: str) -> tuple[Storage, list[tuple[str, int]]]:
@@ -39,13 +40,13 @@ def open_source(path: str | os.PathLike, segments=None) -> Source:
         table = CarbonTable.open(text)
         found = table.files(segments)
         for f in found:
-            if f.file_format != "columnar_v3":
+            if f.file_format != "columnar_v3" and f.external is None:
                 raise CarbonTableError(
-                    f"segment {f.segment_id} has format {f.file_format!r}; "
-                    "reading non-carbondata segments is not wired into this reader"
+                    f"segment {f.segment_id} has format {f.file_format!r} but no reading details"
                 )
         files = [(f.path, f.segment_id) for f in found]
-        return Source(table.storage, table.schema, files, table.uri, table)
+        external = {f.path: f.external for f in found if f.external is not None}
+        return Source(table.storage, table.schema, files, table.uri, table, external)
     if segments is not None:
         raise CarbonOptionError(f"segments={segments!r} given, but {text} has no Metadata/tablestatus")
     storage, files = bare_files(text)
@@ -59,7 +60,17 @@ def open_source(path: str | os.PathLike, segments=None) -> Source:
 
 
 def plan(source: Source, expr: Expr) -> pruning.Plan:
-    return pruning.plan_files(source.storage, source.files, expr, use_index=source.table is not None)
+    return pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=source.table is not None,
+                              external=source.external, schema=source.schema)
+
+
+def partition_pruned(source: Source, expr: Expr) -> list[tuple[str, str | None]]:
+    """The source's files less those whose Hive partition folder values rule ``expr`` out (none opened)."""
+    if source.table is None or not source.table.partition_columns:
+        return source.files
+    from carbon_ds.table.partitions import prune_files
+
+    return prune_files(source.table.path, source.schema, source.files, expr)
 
 
 def read(path, columns: list[str] | None = None, filter=None, segments=None,
@@ -72,7 +83,8 @@ def read(path, columns: list[str] | None = None, filter=None, segments=None,
     if counts is not None:
         counts.add(p.counts)
     target = pa.schema([source.schema.field(n) for n in (names if names is not None else source.schema.names)])
-    tables = list(pruning.read_pieces(source.storage, p.pieces, expr, names, source.schema, True, counts))
+    tables = list(pruning.read_pieces(source.storage, p.pieces, expr, names, source.schema, True, counts,
+                                      deletes=_deletes(source)))
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables).cast(target) if tables[0].schema != target else pa.concat_tables(tables)
@@ -84,15 +96,24 @@ def count(path, filter=None, segments=None) -> int:
     source = open_source(path, segments)
     expr = pruning.as_expr(filter, source.schema)
     p = plan(source, expr)
+    deletes = _deletes(source)
     if isinstance(expr, AlwaysTrue) and p.exact_rows is not None:
-        return p.exact_rows
+        # metadata only: the index row counts less each block's committed deleted rows
+        return p.exact_rows - (sum(deletes.deleted_rows(pc.path, pc.segment_id) for pc in p.pieces)
+                               if deletes is not None else 0)
     if not p.pieces:
         return 0
     cols = sorted(expr.columns())[:1] if not isinstance(expr, AlwaysTrue) else []
     if not cols:  # no filter column to read: count rows of every surviving blocklet from the footer
         return sum(t.num_rows for t in pruning.read_pieces(
-            source.storage, p.pieces, expr, [source.schema.names[0]], source.schema, True))
-    return sum(t.num_rows for t in pruning.read_pieces(source.storage, p.pieces, expr, cols, source.schema, True))
+            source.storage, p.pieces, expr, [source.schema.names[0]], source.schema, True, deletes=deletes))
+    return sum(t.num_rows for t in pruning.read_pieces(source.storage, p.pieces, expr, cols, source.schema, True,
+                                                       deletes=deletes))
+
+
+def _deletes(source: Source):
+    """The table's committed delete deltas (None for a bare folder or a table nothing was deleted from)."""
+    return source.table.deletes() if source.table is not None else None
 
 
 def explain(path, filter=None, segments=None) -> dict:
