@@ -252,7 +252,7 @@ def _sizes(source) -> list[tuple[str, int]]:
 
 def _fingerprint(table: CarbonTable) -> str:
     """Identifies one version of the table's segment list."""
-    return "|".join(f"{d.name}:{d.status}:{d.segment_file}" for d in table.load_details())
+    return "|".join(f"{d.name}:{d.status}:{d.segment_file}:{d.update_status_file}" for d in table.load_details())
 
 
 def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[tuple[str, tuple[int, ...] | None]]:

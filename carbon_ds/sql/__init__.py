@@ -287,6 +287,14 @@ def sql(spark: Any, text: str):
         return _show_partitions(spark, stmt)
     if isinstance(stmt, AlterPartition):
         return _alter_partition(spark, stmt)
+    from carbon_ds.table import dml
+
+    if isinstance(stmt, (dml.DeleteRows, dml.UpdateRows)):
+        from carbon_ds.table.table import CarbonTable
+
+        # matched by our predicate model on this driver (not distributed on Spark); see docs/dml.md
+        n = dml.run_sql(CarbonTable.open(catalog.ensure(spark, stmt.table).path), stmt)
+        return spark.createDataFrame([(n,)], "num_affected_rows long")
     if isinstance(stmt, Insert):
         out = _insert(spark, stmt, text)
         return spark.sql(text) if out is None else out

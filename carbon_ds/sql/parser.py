@@ -462,6 +462,10 @@ def parse(text: str):
         return _Parser(text, tokenize(text), "SHOW SEGMENTS").show_segments()
     if words[:3] == ["DELETE", "FROM", "TABLE"]:
         return _Parser(text, tokenize(text), "DELETE FROM TABLE ... WHERE SEGMENT").delete_segments()
+    if words[:2] == ["DELETE", "FROM"] or head == "UPDATE":
+        from carbon_ds.table.dml import parse_sql  # row DELETE / UPDATE through delete deltas
+
+        return parse_sql(text)
     if words[:2] == ["SHOW", "PARTITIONS"]:
         m = re.match(r"^\s*SHOW\s+PARTITIONS\s+(?P<name>\S+)\s*$", text, re.IGNORECASE)
         if m is None:

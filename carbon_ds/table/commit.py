@@ -179,12 +179,15 @@ def write_task(
     return result
 
 
-def commit(table: CarbonTable, reservation: Reservation, results: Iterable[TaskResult | None]) -> LoadDetail:
+def commit(table: CarbonTable, reservation: Reservation, results: Iterable[TaskResult | None],
+           on_commit=None) -> LoadDetail:
+    """``on_commit(entries)`` may change other entries inside the same locked tablestatus write (UPDATE
+    commits its delete deltas there, so old rows vanish and new rows appear in one step)."""
     results = [r for r in results if r is not None]
     if table.partition_columns:
         from carbon_ds.table import partitioned_write
 
-        return partitioned_write.commit(table, reservation, results)
+        return partitioned_write.commit(table, reservation, results, on_commit=on_commit)
     seg = reservation.segment_id
     index_names = [n for r in results for n, _s in r.index_files]
     data_size = sum(s for r in results for _n, s, _r in r.data_files)
@@ -213,6 +216,8 @@ def commit(table: CarbonTable, reservation: Reservation, results: Iterable[TaskR
                 if other is not entry and other.status in ts.READABLE:
                     other.status = ts.MARKED_FOR_DELETE
                     other.modification_time = str(end)
+        if on_commit is not None:
+            on_commit(entries)
         ts.write(table.storage, table.tablestatus_path, entries)
     return entry
 

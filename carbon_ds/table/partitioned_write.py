@@ -103,7 +103,7 @@ def write_task(table: CarbonTable, reservation: Reservation, task_no: int,
     return result
 
 
-def commit(table: CarbonTable, reservation: Reservation, results: list[TaskResult]) -> LoadDetail:
+def commit(table: CarbonTable, reservation: Reservation, results: list[TaskResult], on_commit=None) -> LoadDetail:
     storage = table.storage
     seg = reservation.segment_id
     tmp = tmp_name(reservation.load_start_ms)
@@ -160,6 +160,8 @@ def commit(table: CarbonTable, reservation: Reservation, results: list[TaskResul
             for other in entries:
                 if other is not entry and other.status in ts.READABLE:
                     drop_folders(table, other, replaced, end)
+        if on_commit is not None:  # see commit.commit
+            on_commit(entries)
         ts.write(storage, table.tablestatus_path, entries)
     _step("committed")
     return entry

@@ -39,6 +39,8 @@ class DataFile:
     size: int
     segment_id: str
     file_format: str = COLUMNAR
+    # how to read a non-carbondata file (format, partition values, options): readers.external.ExternalRef
+    external: object | None = None
 
 
 def parse_segment_ids(segments_arg: str | list | tuple | None) -> list[str] | None:
@@ -136,18 +138,30 @@ class CarbonTable:
         sort_columns: list[str] | None = None,
         properties: dict[str, str] | None = None,
         long_string_columns: list[str] | None = None,
+        partition_by: list[str] | None = None,
     ) -> tuple[CarbonTable, bool]:
-        return cls._open_or_create(path, schema, None, sort_columns, properties, long_string_columns)
+        return cls._open_or_create(path, schema, partition_by, sort_columns, properties, long_string_columns)
 
     @classmethod
     def _open_or_create(cls, path, schema, partition_by, sort_columns, properties, long_string_columns):
-        if partition_by:
-            raise CarbonOptionError(f"partition_by={partition_by!r}: partitioned tables are not supported yet")
         storage, fs_path = Storage.for_path(path)
+        if partition_by and not storage.exists(cls.schema_path_of(fs_path)):
+            from carbon_ds.table.partitions import check_partition_columns
+
+            partition_by = check_partition_columns(schema, list(partition_by))
         schema_path = cls.schema_path_of(fs_path)
         if storage.exists(schema_path):
             return cls(storage, fs_path, schema_file.read(storage, schema_path)), False
         info = schema_file.build_table_info(schema, sort_columns, long_string_columns, properties)
+        if partition_by:
+            from carbon_ds.format.structs import PartitionInfo, PartitionType
+
+            # CarbonData's standard (Hive) partition table: the columns stay table columns too.
+            by_name = {c.column_name.lower(): c for c in info.fact_table.table_columns}
+            info.fact_table.partitionInfo = PartitionInfo(
+                partition_columns=[by_name[c.lower()] for c in partition_by],
+                partition_type=PartitionType.NATIVE_HIVE,
+            )
         # The lock makes creation race-free: of two first writers, one creates, the other opens.
         with TableLock(storage, fs_path):
             if storage.exists(schema_path):
@@ -172,6 +186,17 @@ class CarbonTable:
     @property
     def sort_columns(self) -> list[str]:
         return schema_file.sort_columns(self.info)
+
+    @property
+    def partition_columns(self) -> list[str]:
+        """Hive-style (NATIVE_HIVE) partition columns in folder order, table spelling; [] when unpartitioned."""
+        from carbon_ds.format.structs import PartitionType
+
+        pinfo = self.info.fact_table.partitionInfo
+        if pinfo is None or pinfo.partition_type != PartitionType.NATIVE_HIVE:
+            return []
+        by_lower = {n.lower(): n for n in self.schema.names}
+        return [by_lower.get(c.column_name.lower(), c.column_name) for c in pinfo.partition_columns or []]
 
     @property
     def table_id(self) -> str:
@@ -228,6 +253,32 @@ class CarbonTable:
 
         return manage.clean_files(self, force=force, retention=retention_days)
 
+    def add_segment(self, path: str, format: str | None = "carbondata", partition: str | None = None,
+                    options: dict[str, str] | None = None, dry_run: bool = False):
+        """Register an existing carbondata/Parquet/ORC/CSV/JSON folder as segment(s) without converting it;
+        returns the new ids, or with ``dry_run`` the validation report. See carbon_ds.table.add_segment."""
+        from carbon_ds.table import add_segment
+
+        return add_segment.add_segment(self, path, format, partition, options, dry_run)
+
+    def require_all_carbondata(self, operation: str) -> None:
+        """Raise CarbonTableError when the table holds non-carbondata segments (UPDATE/DELETE refuse them)."""
+        from carbon_ds.table import add_segment
+
+        add_segment.require_all_carbondata(self, operation)
+
+    def delete(self, where=None, **kwargs) -> int:
+        """Delete the rows where ``where`` is TRUE through delete deltas; returns rows deleted (see dml)."""
+        from carbon_ds.table import dml
+
+        return dml.delete(self, where, **kwargs)
+
+    def update(self, assignments: dict, where=None, **kwargs) -> int:
+        """Set columns of the rows where ``where`` is TRUE; returns rows updated (see carbon_ds.table.dml)."""
+        from carbon_ds.table import dml
+
+        return dml.update(self, assignments, where, **kwargs)
+
     def _selected(self, segment_ids: str | list | None) -> list[LoadDetail]:
         details = self.load_details()
         readable = [d for d in details if d.readable]
@@ -250,7 +301,16 @@ class CarbonTable:
         out: list[DataFile] = []
         for detail in self._selected(segments):
             out.extend(segment_files(self, detail))
+        deletes = self.deletes()
+        if deletes is not None:  # a block whose every row is deleted is marked, not rewritten: skip it
+            out = [f for f in out if not deletes.is_marked(f.path, f.segment_id)]
         return out
+
+    def deletes(self, entries: list[LoadDetail] | None = None):
+        """Committed delete deltas (carbon_ds.table.deltas.Deletes), or None when nothing was deleted."""
+        from carbon_ds.table import deltas
+
+        return deltas.for_table(self.storage, self.path, entries if entries is not None else self.load_details())
 
     # ------------------------------------------------------------------ reading
     def to_arrow(self, columns: list[str] | None = None, segments: str | list | None = None) -> pa.Table:
@@ -259,7 +319,13 @@ class CarbonTable:
         schema = self.schema
         names = resolve_columns(schema, columns, f"table {self.uri}")
         target = pa.schema([schema.field(n) for n in names]) if names is not None else schema
-        tables = [read_file(self.storage, f, names, target) for f in self.files(segments)]
+        deletes = self.deletes()
+        found = self.files(segments)
+        tables = [read_file(self.storage, f, names, target) for f in found]
+        if deletes is not None:
+            from carbon_ds.table.deltas import drop_deleted
+
+            tables = [drop_deleted(self.storage, deletes, f, t) for f, t in zip(found, tables, strict=True)]
         if not tables:
             return target.empty_table()
         return pa.concat_tables(tables)
