@@ -6,7 +6,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-import os
 from pathlib import Path
 
 import pyarrow as pa
