@@ -37,8 +37,13 @@ def compress(name: str, data: bytes | memoryview | np.ndarray) -> bytes:
     raise CarbonFormatError(f"unsupported compressor {name!r}; expected one of {', '.join(COMPRESSORS)}")
 
 
-def decompress(name: str, data: bytes | memoryview, limit: int = DEFAULT_LIMIT) -> np.ndarray:
-    """Decompress to a uint8 array of at most ``limit`` bytes; raises CarbonFormatError when corrupt."""
+def decompress(
+    name: str, data: bytes | memoryview, limit: int = DEFAULT_LIMIT, into: np.ndarray | None = None
+) -> np.ndarray:
+    """Decompress to a uint8 array of at most ``limit`` bytes; raises CarbonFormatError when corrupt.
+
+    ``into`` (a uint8 array) receives the data when the stream declares exactly its size, saving a copy.
+    """
     try:
         if name == "snappy":
             n = cramjam.snappy.decompress_raw_len(data)
@@ -46,7 +51,7 @@ def decompress(name: str, data: bytes | memoryview, limit: int = DEFAULT_LIMIT) 
                 raise CarbonFormatError(
                     f"snappy block declares {n} bytes from {len(data)} compressed (limit {limit})"
                 )
-            out = np.empty(n, np.uint8)
+            out = into if into is not None and into.shape[0] == n else np.empty(n, np.uint8)
             got = cramjam.snappy.decompress_raw_into(data, out)
             return out[:got]
         if name == "zstd":
@@ -54,7 +59,7 @@ def decompress(name: str, data: bytes | memoryview, limit: int = DEFAULT_LIMIT) 
             if n is not None and n > limit:
                 raise CarbonFormatError(f"zstd frame declares {n} bytes (limit {limit})")
             if n is not None:
-                out = np.empty(n, np.uint8)
+                out = into if into is not None and into.shape[0] == n else np.empty(n, np.uint8)
                 got = cramjam.zstd.decompress_into(data, out)
                 return out[:got]
             return _bounded_zstd(data, limit)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
+from functools import cached_property
 
 import numpy as np
 import pyarrow as pa
@@ -57,15 +58,18 @@ class Page:
     rows: int
     path: str
     offset: int
+    # where decode_pages wants this page's values (a slice of the whole chunk's buffer); decoders that can
+    # write there directly do, the others return their own array and decode_pages copies it in
+    out: np.ndarray | None = None
 
     def fail(self, what: str, at: int = 0) -> CarbonFormatError:
         return CarbonFormatError(f"column {self.column.column_name!r}: {what}", self.path, self.offset + at)
 
-    @property
+    @cached_property
     def encodings(self) -> set[int]:
         return set(self.chunk.encoders or [])
 
-    @property
+    @cached_property
     def compressor(self) -> str:
         return compress.normalize(self.chunk.chunk_meta.compressor_name)
 
@@ -75,10 +79,11 @@ class Page:
             raise self.fail(f"page section {start}+{n} exceeds the page of {len(self.raw)} bytes", start)
         return self.raw[start : start + n]
 
-    def data(self, limit: int) -> np.ndarray:
+    def data(self, limit: int, into: np.ndarray | None = None) -> np.ndarray:
+        """The decompressed data section; into ``into`` (a uint8 array) when its size is exactly right."""
         comp = self.section(0, self.chunk.data_page_length)
         try:
-            return compress.decompress(self.compressor, comp, limit)
+            return compress.decompress(self.compressor, comp, limit, into)
         except CarbonFormatError as e:
             raise self.fail(str(e)) from None
 
@@ -111,6 +116,8 @@ def null_mask(page: Page) -> np.ndarray | None:
     pres = page.chunk.presence
     if pres is None or not pres.present_bit_stream:
         return None
+    if pres.present_bit_stream == b"\x00" and page.compressor == "snappy":
+        return None  # the snappy block of an empty BitSet (a page without nulls)
     try:
         bits = compress.decompress(page.compressor, bytes(pres.present_bit_stream), page.rows // 8 + 64)
     except CarbonFormatError as e:
@@ -131,10 +138,10 @@ def bitset_positions(bits: np.ndarray) -> np.ndarray:
 
 def be_uint(data: np.ndarray, width: int) -> np.ndarray:
     """Unsigned big-endian integers of ``width`` bytes (1-4) packed back to back."""
-    m = data.reshape(-1, width).astype(np.int64)
-    out = m[:, 0].copy()
-    for k in range(1, width):
-        out = (out << 8) | m[:, k]
+    if data.shape[0] % width:
+        raise ValueError(f"{data.shape[0]} bytes are not a whole number of {width}-byte values")
+    out = np.empty(data.shape[0] // width, np.int64)
+    kernels.be_unsigned(data, width, out)
     return out
 
 
@@ -150,6 +157,114 @@ def stored_integers(page: Page, data: np.ndarray, store: int) -> np.ndarray:
         return np.where(v >= 1 << 23, v - (1 << 24), v)
     dtype = {1: "<i1", 2: "<i2", 4: "<i4", 8: "<i8"}[width]
     return data.view(dtype).astype(np.int64)
+
+
+def _stored_view(page: Page, data: np.ndarray, store: int) -> tuple[np.ndarray, int]:
+    """The stored integral values of an adaptive page as a little-endian view (3-byte SHORT_INT stays
+    raw bytes), and their width."""
+    width = STORE_WIDTH.get(store)  # type: ignore[call-overload]
+    if width is None:
+        raise page.fail(f"stored type {store} is not integral")
+    if data.shape[0] != page.rows * width:
+        raise page.fail(f"page holds {data.shape[0]} bytes, expected {page.rows} x {width}")
+    if width == 3:
+        return data, 3
+    return data.view(_LE_INT[width]), width
+
+
+_LE_INT = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<i4"), 8: np.dtype("<i8")}
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _integer_dtype(typ: pa.DataType) -> np.dtype | None:
+    """The numpy type of the values buffer of a column whose values are integers, else None."""
+    try:
+        return _INTEGER_DTYPES[typ]
+    except KeyError:
+        pass
+    if pa.types.is_integer(typ):
+        dtype: np.dtype | None = np.dtype(typ.to_pandas_dtype())
+    elif pa.types.is_timestamp(typ):
+        dtype = np.dtype(np.int64)
+    elif pa.types.is_date32(typ):
+        dtype = np.dtype(np.int32)
+    else:
+        dtype = None
+    _INTEGER_DTYPES[typ] = dtype
+    return dtype
+
+
+_INTEGER_DTYPES: dict[pa.DataType, np.dtype | None] = {}  # asked once per page: remembered per type
+
+
+def _integral_page(
+    page: Page, data: np.ndarray, store: int, base: int | None, typ: pa.DataType, mask: np.ndarray | None
+) -> pa.Array:
+    """An integral adaptive page in one pass: widen the stored values, undo the delta against ``base``
+    (when given), scale timestamps from milliseconds and narrow to the column's type."""
+    src, width = _stored_view(page, data, store)
+    out_dtype = _integer_dtype(typ)
+    if base is not None and not _INT64_MIN <= base <= _INT64_MAX or out_dtype is None:
+        stored = src.astype(np.int64) if width != 3 else stored_integers(page, data, store)
+        if base is not None:
+            stored = base - stored
+        return _finish_numeric(page, stored, typ, mask)
+    mul = 1000 if pa.types.is_timestamp(typ) else 1  # CarbonData keeps epoch milliseconds
+    if base is None and mul == 1 and src.dtype.itemsize == out_dtype.itemsize and width != 3:
+        values = src.view(out_dtype)  # stored as is: no copy
+    else:
+        values = _values_buffer(page, out_dtype)
+        if width == 3:
+            kernels.integral_be3(src, base or 0, base is not None, mul, values)
+        else:
+            kernels.integral(src, base or 0, base is not None, mul, values)
+    return _fixed_width(typ, values, mask)
+
+
+def _values_buffer(page: Page, dtype: np.dtype) -> np.ndarray:
+    """The array a page's values go to: the slot decode_pages gave it, else a new one."""
+    out = page.out
+    if out is not None and out.dtype == dtype and out.shape[0] == page.rows:
+        return out
+    return pooled(page.rows, dtype)
+
+
+def pooled(n: int, dtype: np.dtype | type) -> np.ndarray:
+    """An uninitialised array in Arrow's memory pool. The pool keeps freed memory for the next read;
+    big arrays from numpy come as fresh pages from the OS, each paying a page fault on first write
+    (milliseconds per 16 MB, far more in a VM)."""
+    dt = np.dtype(dtype)
+    if n <= 0:
+        return np.empty(0, dt)
+    return np.frombuffer(pa.allocate_buffer(n * dt.itemsize), dt)
+
+
+def _direct_target(page: Page, store: int, typ: pa.DataType) -> np.ndarray | None:
+    """The bytes of ``page.out`` when the page stores its values exactly as the column's type lays them
+    out (same width, no delta, no scaling), so they can be decompressed straight into place."""
+    out = page.out
+    if out is None or out.shape[0] != page.rows or pa.types.is_timestamp(typ):
+        return None
+    encs = page.encodings
+    if encs & {E.ADAPTIVE_DELTA_INTEGRAL, E.ADAPTIVE_FLOATING, E.ADAPTIVE_DELTA_FLOATING, E.RLE_INTEGRAL}:
+        return None
+    if store == MetaType.DOUBLE:
+        ok = out.dtype == np.float64
+    elif store == MetaType.FLOAT:
+        ok = out.dtype == np.float32
+    else:
+        width = STORE_WIDTH.get(store)  # type: ignore[call-overload]
+        ok = out.dtype.kind == "i" and width == out.dtype.itemsize and _integer_dtype(typ) == out.dtype
+    return out.view(np.uint8) if ok else None
+
+
+def _fixed_width(typ: pa.DataType, values: np.ndarray, mask: np.ndarray | None) -> pa.Array:
+    """A primitive Arrow array over ``values`` (already of the type's width) without copying them."""
+    if mask is not None and not mask.any():
+        mask = None
+    return pa.Array.from_buffers(typ, len(values), [_validity(mask), pa.py_buffer(values)])
 
 
 def to_arrow(values: np.ndarray, typ: pa.DataType, mask: np.ndarray | None) -> pa.Array:
@@ -177,22 +292,66 @@ def _validity(mask: np.ndarray | None) -> pa.Buffer | None:
 def lv_array(page: Page, data: np.ndarray, width: int, typ: pa.DataType, rows: int | None) -> pa.Array:
     """A length-value page as a string/binary array; ``@NU#LL$!`` values become nulls."""
     limit = rows if rows is not None else MAX_PAGE_ROWS
-    n, total, bad = kernels.lv_scan(data, width, limit)
+    if data.shape[0] >= 1 << 31:
+        raise page.fail(f"page holds {data.shape[0]} bytes, more than an Arrow array can")
+    arena = page.out if isinstance(page.out, _Arena) and rows == page.rows else None
+    if arena is not None and arena.reserve(data.shape[0]):
+        offsets, values, valid, row0, out0 = arena.offsets, arena.values, arena.valid, arena.rows, arena.used
+    else:
+        cap = min(limit, data.shape[0] // width)
+        offsets, values, valid = pooled(cap + 1, np.int32), pooled(data.shape[0], np.uint8), np.ones(cap, np.bool_)
+        offsets[0] = row0 = out0 = 0
+        arena = None
+    n, end, nulls, bad, high = kernels.lv_decode(
+        data, width, limit, kernels.NULL_MARKER, True, offsets, row0, values, out0, valid
+    )
     if bad >= 0:
         raise page.fail(f"length-value entry at byte {bad} of the decompressed page runs past its end or row count")
     if rows is not None and n != rows:
         raise page.fail(f"page holds {n} values, expected {rows}")
-    if total >= 1 << 31:
-        raise page.fail(f"page holds {total} value bytes, more than an Arrow array can")
-    offsets, values, valid = kernels.lv_split(data, width, n, total, kernels.NULL_MARKER, True)
-    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
-    arr = pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(offsets.astype(np.int32)), pa.py_buffer(values)])
-    if pa.types.is_string(typ):
+    validity = pa.py_buffer(np.packbits(valid[row0 : row0 + n], bitorder="little")) if nulls else None
+    offsets_buf = pa.py_buffer(offsets[row0 : row0 + n + 1])
+    if arena is not None:
+        arena.appended(n, end, nulls)
+    # in an arena the offsets are the chunk's (starting at out0) over the values of every page so far
+    arr = pa.Array.from_buffers(typ, n, [validity, offsets_buf, pa.py_buffer(values[:end])])
+    if pa.types.is_string(typ) and high >= 0x80:  # pure ASCII is valid UTF-8, the offsets are ours
         try:
             arr.validate(full=True)
         except pa.ArrowInvalid as e:
             raise page.fail(f"string data is not valid UTF-8: {e}") from None
     return arr
+
+
+class _Arena:
+    """The offsets, values and validity that the length-value pages of one chunk are decoded into
+    (see decode_pages), so they form one array without concatenating page arrays."""
+
+    def __init__(self, rows: int, capacity: int):
+        self.offsets = pooled(rows + 1, np.int32)
+        self.offsets[0] = 0
+        self.values = pooled(capacity, np.uint8)
+        self.valid = np.ones(rows, np.bool_)
+        self.rows = 0
+        self.used = 0
+        self.nulls = 0
+
+    def reserve(self, nbytes: int) -> bool:
+        """Room for a page of ``nbytes`` decompressed bytes (its values take fewer); False when the chunk
+        would outgrow int32 offsets."""
+        need = self.used + nbytes
+        if need >= 1 << 31:
+            return False
+        if need > self.values.shape[0]:
+            grown = pooled(min(max(need, 2 * self.values.shape[0]), (1 << 31) - 1), np.uint8)
+            grown[: self.used] = self.values[: self.used]
+            self.values = grown
+        return True
+
+    def appended(self, rows: int, end: int, nulls: int) -> None:
+        self.rows += rows
+        self.used = end
+        self.nulls += nulls
 
 
 # ------------------------------------------------------------------ local dictionary
@@ -231,10 +390,15 @@ def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int) -> pa
     return values.take(pa.array(index, mask=index < 0))
 
 
-def _take_keys(page: Page, keys: np.ndarray, dictionary: pa.Array) -> pa.Array:
-    if keys.size and (keys.max() >= len(dictionary) or keys.min() < 0):
+def _take_key_bytes(page: Page, data: np.ndarray, dictionary: pa.Array) -> pa.Array:
+    """Look up a page of 3-byte big-endian local dictionary keys."""
+    if data.shape[0] != page.rows * 3:
+        raise page.fail(f"local dictionary page holds {data.shape[0]} bytes, expected {page.rows} x 3")
+    keys = np.empty(page.rows, np.int32)  # 3-byte keys always fit
+    kernels.be_unsigned(data, 3, keys)
+    if keys.size and keys.max() >= len(dictionary):
         raise page.fail(f"local dictionary key {int(keys.max())} outside the dictionary of {len(dictionary)}")
-    return dictionary.take(pa.array(keys, pa.int32()))
+    return dictionary.take(pa.Array.from_buffers(pa.int32(), len(keys), [None, pa.py_buffer(keys)]))
 
 
 # ------------------------------------------------------------------ meta-encoded pages
@@ -271,8 +435,8 @@ def decode_meta_page(page: Page, dictionary: pa.Array | None) -> pa.Array:
         if n != rows:
             raise page.fail(f"RLE_INTEGRAL page holds {n} values, expected {rows}")
         return _finish_numeric(page, kernels.rle_integral_expand(data, width, rows), typ, mask)
-    data = page.data(rows * 8 + 64)
     store = meta.store_type
+    data = page.data(rows * 8 + 64, _direct_target(page, store, typ))
     if E.DIRECT_COMPRESS in encs and store in (MetaType.DOUBLE, MetaType.FLOAT):
         dtype = "<f8" if store == MetaType.DOUBLE else "<f4"
         if data.shape[0] != rows * np.dtype(dtype).itemsize:
@@ -280,18 +444,31 @@ def decode_meta_page(page: Page, dictionary: pa.Array | None) -> pa.Array:
         return to_arrow(data.view(dtype), typ, mask)
     if store == MetaType.BOOLEAN:
         store = MetaType.BYTE
-    stored = stored_integers(page, data, store)
-    if E.ADAPTIVE_DELTA_INTEGRAL in encs:
-        stored = _int_meta(page, meta.max) - stored
-    elif E.ADAPTIVE_FLOATING in encs or E.ADAPTIVE_DELTA_FLOATING in encs:
-        factor = 10.0**meta.decimal_count
-        if E.ADAPTIVE_DELTA_FLOATING in encs:
-            top = int(float(meta.max) * int(10**meta.decimal_count))
-            vals = (top - stored) / factor
+    if E.ADAPTIVE_FLOATING in encs or E.ADAPTIVE_DELTA_FLOATING in encs:
+        return _floating_page(page, meta, data, store, typ, mask)
+    base = _int_meta(page, meta.max) if E.ADAPTIVE_DELTA_INTEGRAL in encs else None
+    return _integral_page(page, data, store, base, typ, mask)
+
+
+def _floating_page(page: Page, meta, data: np.ndarray, store: int, typ: pa.DataType, mask) -> pa.Array:
+    """ADAPTIVE_FLOATING stores round(v * 10^decimals); ADAPTIVE_DELTA_FLOATING stores max*f - v*f."""
+    encs = page.encodings
+    factor = 10.0**meta.decimal_count
+    negate = E.ADAPTIVE_DELTA_FLOATING in encs
+    top = int(float(meta.max) * int(10**meta.decimal_count)) if negate else 0
+    if pa.types.is_floating(typ) and _INT64_MIN <= top <= _INT64_MAX:
+        src, width = _stored_view(page, data, store)
+        values = _values_buffer(page, np.dtype(typ.to_pandas_dtype()))
+        if typ == pa.float32():
+            wide = np.empty(page.rows, np.float64)  # round through double, as Java does
+            (kernels.floating_be3 if width == 3 else kernels.floating)(src, top, negate, factor, wide)
+            values[:] = wide
         else:
-            vals = stored / factor
-        return to_arrow(vals, typ, mask)
-    return _finish_numeric(page, stored, typ, mask)
+            (kernels.floating_be3 if width == 3 else kernels.floating)(src, top, negate, factor, values)
+        return _fixed_width(typ, values, mask)
+    stored = stored_integers(page, data, store)
+    vals = (top - stored) / factor if negate else stored / factor
+    return to_arrow(vals, typ, mask)
 
 
 def _int_meta(page: Page, v: object) -> int:
@@ -319,10 +496,7 @@ def _meta_bytes_page(page: Page, meta, dictionary: pa.Array | None) -> pa.Array:
     typ = arrow_type_of(col)
     encs = page.encodings
     if dictionary is not None:
-        data = page.data(page.rows * 3 + 64)
-        if data.shape[0] != page.rows * 3:
-            raise page.fail(f"local dictionary page holds {data.shape[0]} bytes, expected {page.rows} x 3")
-        return _take_keys(page, be_uint(data, 3), dictionary)
+        return _take_key_bytes(page, page.data(page.rows * 3 + 64), dictionary)
     if col.data_type == DataType.DECIMAL:
         return _decimal_lv(page, page.data(MAX_VAR_PAGE), typ)
     wide = (
@@ -471,23 +645,27 @@ def decode_legacy_page(
     if E.RLE in encs and page.chunk.rle_page_length:
         data, width = expand_runs(page, data, pos)
     if dictionary is not None:
-        if data.shape[0] != page.rows * 3:
-            raise page.fail(f"local dictionary page holds {data.shape[0]} bytes, expected {page.rows} x 3")
-        arr = _take_keys(page, be_uint(data, 3), dictionary)
+        arr = _take_key_bytes(page, data, dictionary)
     elif E.DICTIONARY in encs or E.DIRECT_DICTIONARY in encs:
         width = width or (data.shape[0] // page.rows if page.rows else 4)
         if width not in (1, 2, 3, 4) or data.shape[0] != width * page.rows:
             raise page.fail(f"dictionary page holds {data.shape[0]} bytes for {page.rows} keys")
-        keys = be_uint(data, width)
         if global_dictionary is not None:
             # surrogates into the table's Metadata/<column_id>.dict (loaded by the reader); 1 is null there
+            keys = be_uint(data, width)
             if keys.size and keys.max() >= len(global_dictionary):
                 raise page.fail(
                     f"global dictionary key {int(keys.max())} outside the dictionary of {len(global_dictionary) - 1}"
                 )
             arr = global_dictionary.take(pa.array(keys))
         elif dt == DataType.DATE:
-            arr = to_arrow(keys - DATE_OFFSET, pa.date32(), keys == 1)
+            days = _values_buffer(page, np.dtype(np.int32))
+            validity = None
+            if kernels.date_surrogates(data, width, DATE_OFFSET, days):
+                valid = np.ones(page.rows, np.bool_)
+                kernels.date_nulls(data, width, valid)
+                validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+            arr = pa.Array.from_buffers(pa.date32(), page.rows, [validity, pa.py_buffer(days)])
         else:
             raise page.fail(
                 "values are global dictionary surrogate keys (encoding DICTIONARY); "
@@ -600,6 +778,102 @@ def decode_page(
     if len(arr) != page.rows:
         raise page.fail(f"decoded {len(arr)} values, expected {page.rows}")
     return arr
+
+
+class _KeysOnly:
+    """Stands in for a local dictionary so that dictionary pages decode to their int32 keys: the pages of
+    a chunk then need one lookup in the real dictionary instead of one each and a concatenation."""
+
+    def __init__(self, dictionary: pa.Array):
+        self.size = len(dictionary)
+
+    def __len__(self) -> int:
+        return self.size
+
+    def take(self, keys: pa.Array) -> pa.Array:
+        return keys
+
+
+def _buffer_dtype(typ: pa.DataType) -> np.dtype | None:
+    """The numpy type of a fixed-width column's values buffer (None for other layouts)."""
+    if pa.types.is_floating(typ):
+        return np.dtype(typ.to_pandas_dtype())
+    return _integer_dtype(typ)
+
+
+def decode_pages(
+    pages: list[Page], dictionary: pa.Array | None = None, global_dictionary: pa.Array | None = None
+) -> pa.Array:
+    """All pages of a primitive column's chunk as one array, the same as concatenating ``decode_page`` of
+    each, but fixed-width values are decoded straight into one buffer and dictionary pages share one
+    lookup."""
+    if len(pages) == 1:
+        return decode_page(pages[0], dictionary, global_dictionary)
+    if not pages:
+        raise ValueError("decode_pages needs at least one page")
+    typ = arrow_type_of(pages[0].column)
+    if dictionary is not None:
+        keys = [decode_page(p, _KeysOnly(dictionary), global_dictionary) for p in pages]  # type: ignore[arg-type]
+        if all(k.type == pa.int32() for k in keys):
+            return dictionary.take(pa.concat_arrays(keys))
+        return pa.concat_arrays([decode_page(p, dictionary, global_dictionary) for p in pages])
+    total = sum(p.rows for p in pages)
+    if pa.types.is_string(typ) or pa.types.is_binary(typ):
+        return _lv_pages(pages, typ, total, global_dictionary)
+    dtype = _buffer_dtype(typ)
+    if dtype is None:
+        return pa.concat_arrays([decode_page(p, dictionary, global_dictionary) for p in pages])
+    values = pooled(total, dtype)
+    address = values.ctypes.data
+    valid = None
+    pos = 0
+    for p in pages:
+        n = p.rows
+        slot = values[pos : pos + n]
+        p.out = slot
+        try:
+            arr = decode_page(p, dictionary, global_dictionary)
+        finally:
+            p.out = None
+        data = arr.buffers()[1]
+        if n and (arr.offset or data.address != address + pos * dtype.itemsize):
+            slot[:] = np.frombuffer(data, dtype, count=n, offset=arr.offset * dtype.itemsize)
+        if arr.null_count:
+            if valid is None:
+                valid = np.ones(total, np.bool_)
+            valid[pos : pos + n] = arr.is_valid().to_numpy(zero_copy_only=False)
+        pos += n
+    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if valid is not None else None
+    return pa.Array.from_buffers(typ, total, [validity, pa.py_buffer(values)])
+
+
+def _lv_pages(pages: list[Page], typ: pa.DataType, total: int, global_dictionary: pa.Array | None) -> pa.Array:
+    """String/binary pages into one arena; any page that decodes another way (or a chunk that outgrows it)
+    falls back to concatenating the page arrays."""
+    compressed = sum(p.chunk.data_page_length or 0 for p in pages)
+    hint = sum((p.chunk.chunk_meta.total_uncompressed_size or 0) for p in pages)
+    # the writer's uncompressed size when plausible, else a guess; the arena grows when short
+    capacity = hint if 0 < hint <= 8 * compressed + 4096 else 3 * compressed + 4096
+    arena = _Arena(total, min(capacity, (1 << 31) - 1))
+    parts = []
+    in_arena = True
+    for p in pages:
+        row0 = arena.rows
+        p.out = arena
+        try:
+            arr = decode_page(p, None, global_dictionary)
+        finally:
+            p.out = None
+        parts.append(arr)
+        in_arena = in_arena and arena.rows == row0 + p.rows and arr.offset == 0 and (
+            arr.buffers()[1].address == arena.offsets[row0:].ctypes.data
+        )
+    if not in_arena:
+        return pa.concat_arrays(parts)
+    validity = pa.py_buffer(np.packbits(arena.valid, bitorder="little")) if arena.nulls else None
+    return pa.Array.from_buffers(
+        typ, total, [validity, pa.py_buffer(arena.offsets), pa.py_buffer(arena.values[: arena.used])]
+    )
 
 
 def decode_parent_page(page: Page) -> tuple[np.ndarray, np.ndarray | None]:

@@ -119,8 +119,63 @@ def _decimal_meta_bytes(v: object) -> bytes:
     return decimal_to_bytes(d, max(0, -int(d.as_tuple().exponent)))
 
 
+_HEAD = struct.Struct(">bbiibib")
+_H = struct.Struct(">H")
+# schema type -> layout of (max, min, zero) for the fixed-width types a page meta usually carries
+_FIXED_VALUES = {
+    MetaType.BYTE: struct.Struct(">bbq"),
+    MetaType.BOOLEAN: struct.Struct(">bbq"),
+    MetaType.SHORT: struct.Struct(">hhq"),
+    MetaType.INT: struct.Struct(">iiq"),
+    MetaType.LONG: struct.Struct(">qqq"),
+    MetaType.TIMESTAMP: struct.Struct(">qqq"),
+    MetaType.LEGACY_LONG: struct.Struct(">qqq"),
+    MetaType.DOUBLE: struct.Struct(">ddd"),
+    MetaType.FLOAT: struct.Struct(">fff"),
+}
+
+
 def parse(data: bytes) -> EncoderMeta:
-    r = _In(bytes(data))
+    data = bytes(data)
+    fast = _parse_fixed(data)
+    return fast if fast is not None else _parse(data)
+
+
+def _parse_fixed(data: bytes) -> EncoderMeta | None:
+    """The common metas (fixed-width max/min, a compressor name after them) in a few unpacks, since every
+    page carries one; None sends anything else, and every error, to the general parser."""
+    try:
+        (n,) = _H.unpack_from(data, 0)
+        pos = 2 + n
+        schema_type, column_type, scale, precision, store, decimal_count, selected = _HEAD.unpack_from(data, pos)
+        values = _FIXED_VALUES.get(schema_type)  # type: ignore[call-overload]
+        if values is None:
+            return None
+        pos += _HEAD.size
+        vmax, vmin, _ = values.unpack_from(data, pos)
+        pos += values.size
+        (c,) = _H.unpack_from(data, pos)
+        if pos + 2 + c != len(data):
+            return None
+        return EncoderMeta(
+            data[2 : 2 + n].decode("utf-8", errors="replace"),
+            schema_type,
+            column_type,
+            scale,
+            precision,
+            store,
+            decimal_count,
+            selected,
+            vmax,
+            vmin,
+            data[pos + 2 :].decode("utf-8", errors="replace"),
+        )
+    except struct.error:
+        return None
+
+
+def _parse(data: bytes) -> EncoderMeta:
+    r = _In(data)
     name = r.utf()
     schema_type, column_type = r.unpack("bb")
     scale, precision = r.unpack("ii")

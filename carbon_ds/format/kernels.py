@@ -1,7 +1,8 @@
 """Compiled loops for the page layouts that numpy cannot vectorise.
 
 Every kernel validates lengths against its input and reports problems with a negative status instead of
-raising, so callers can turn them into a CarbonFormatError that names the file and offset.
+raising, so callers can turn them into a CarbonFormatError that names the file and offset. Kernels release
+the GIL (``nogil``), so pages of different columns or files decode in parallel threads.
 """
 
 from __future__ import annotations
@@ -13,81 +14,7 @@ from numba import njit
 NULL_MARKER = np.frombuffer(b"@NU#LL$!", np.uint8)
 
 
-@njit(cache=True)
-def lv_scan(data, width, limit):
-    """Count the values of a length-value page and the bytes they hold.
-
-    ``width`` is 2 or 4 (big-endian length prefix). Returns (rows, value_bytes, bad_pos) where
-    bad_pos >= 0 is the offset of a length running past the page, or of a row beyond ``limit``.
-    """
-    n = data.shape[0]
-    pos = 0
-    rows = 0
-    total = 0
-    while pos < n:
-        if pos + width > n or rows >= limit:
-            return rows, total, pos
-        if width == 2:
-            ln = (np.int64(data[pos]) << 8) | np.int64(data[pos + 1])
-        else:
-            ln = (
-                (np.int64(data[pos]) << 24)
-                | (np.int64(data[pos + 1]) << 16)
-                | (np.int64(data[pos + 2]) << 8)
-                | np.int64(data[pos + 3])
-            )
-            if ln >= 0x80000000:  # Java int: a negative length is corrupt
-                return rows, total, pos
-        if pos + width + ln > n:
-            return rows, total, pos
-        pos += width + ln
-        total += ln
-        rows += 1
-    return rows, total, -1
-
-
-@njit(cache=True)
-def lv_split(data, width, rows, total, marker, check_marker):
-    """Split a length-value page (already checked by ``lv_scan``) into Arrow offsets, values and validity.
-
-    Values equal to ``marker`` become nulls (their bytes are dropped) when ``check_marker`` is set.
-    """
-    offsets = np.empty(rows + 1, np.int64)
-    values = np.empty(total, np.uint8)
-    valid = np.ones(rows, np.bool_)
-    pos = 0
-    out = 0
-    mlen = marker.shape[0]
-    offsets[0] = 0
-    for r in range(rows):
-        if width == 2:
-            ln = (np.int64(data[pos]) << 8) | np.int64(data[pos + 1])
-        else:
-            ln = (
-                (np.int64(data[pos]) << 24)
-                | (np.int64(data[pos + 1]) << 16)
-                | (np.int64(data[pos + 2]) << 8)
-                | np.int64(data[pos + 3])
-            )
-        pos += width
-        is_null = False
-        if check_marker and ln == mlen:
-            is_null = True
-            for k in range(mlen):
-                if data[pos + k] != marker[k]:
-                    is_null = False
-                    break
-        if is_null:
-            valid[r] = False
-        else:
-            values[out : out + ln] = data[pos : pos + ln]
-            out += ln
-        pos += ln
-        offsets[r + 1] = out
-    return offsets, values[:out], valid
-
-
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rle_integral_scan(data, width, limit):
     """Row count of a RLE_INTEGRAL page: runs of (short BE header, values); -1 - pos when corrupt."""
     n = data.shape[0]
@@ -107,7 +34,7 @@ def rle_integral_scan(data, width, limit):
     return rows
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def rle_integral_expand(data, width, rows):
     """Expand a RLE_INTEGRAL page checked by ``rle_integral_scan`` into big-endian signed int64 values."""
     out = np.empty(rows, np.int64)
@@ -135,7 +62,7 @@ def rle_integral_expand(data, width, rows):
     return out
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def expand_row_ids(index_data, index_map, limit):
     """CarbonData's compressed row-id list: ``index_map`` names positions in ``index_data`` where an
     inclusive range (start, end) is stored instead of two single ids. Returns an empty array when corrupt."""
@@ -170,3 +97,166 @@ def expand_row_ids(index_data, index_map, limit):
     if k != total:
         return np.empty(0, np.int64)
     return out
+
+
+@njit(cache=True, nogil=True)
+def lv_decode(data, width, limit, marker, check_marker, offsets, row0, values, out0, valid):
+    """Split a length-value page into Arrow int32 offsets, values and validity in one pass.
+
+    ``width`` is 2 or 4 (big-endian length prefix); values equal to ``marker`` become nulls (their bytes
+    are dropped) when ``check_marker`` is set. Entries go to ``offsets[row0 + 1:]`` (``offsets[row0]``
+    must hold ``out0``), ``values[out0:]`` and ``valid[row0:]``; the caller sizes them for at least
+    ``min(limit, len(data) // width)`` rows and ``len(data)`` bytes (the output never exceeds the input).
+    Returns (rows, end of the values written, nulls, bad_pos, or of all value bytes): bad_pos >= 0 is the
+    offset of a length running past the page, or of a row beyond ``limit``; the output is then unusable.
+    The or of all bytes tells whether any value needs UTF-8 validation (>= 0x80).
+    """
+    n = data.shape[0]
+    cap = min(limit, n // width)
+    mlen = marker.shape[0]
+    pos = 0
+    out = out0
+    rows = 0
+    nulls = 0
+    hi = 0
+    while pos < n:
+        if pos + width > n or rows >= cap:
+            return rows, out, nulls, pos, hi
+        if width == 2:
+            ln = (np.int64(data[pos]) << 8) | np.int64(data[pos + 1])
+        else:
+            ln = (
+                (np.int64(data[pos]) << 24)
+                | (np.int64(data[pos + 1]) << 16)
+                | (np.int64(data[pos + 2]) << 8)
+                | np.int64(data[pos + 3])
+            )
+            if ln >= 0x80000000:  # Java int: a negative length is corrupt
+                return rows, out, nulls, pos, hi
+        start = pos + width
+        end = start + ln
+        if end > n:
+            return rows, out, nulls, pos, hi
+        is_null = False
+        if check_marker and ln == mlen:
+            is_null = True
+            for k in range(mlen):
+                if data[start + k] != marker[k]:
+                    is_null = False
+                    break
+        if is_null:
+            valid[row0 + rows] = False
+            nulls += 1
+        else:
+            for k in range(start, end):
+                b = data[k]
+                hi |= b
+                values[out] = b
+                out += 1
+        pos = end
+        rows += 1
+        offsets[row0 + rows] = out
+    return rows, out, nulls, -1, hi
+
+
+@njit(cache=True, nogil=True)
+def be_unsigned(data, width, out):
+    """Unsigned big-endian integers of ``width`` bytes (1-4) packed back to back, into ``out``."""
+    if width == 3:  # local dictionary keys: the common case gets a loop of its own
+        for i in range(out.shape[0]):
+            p = 3 * i
+            out[i] = (np.int64(data[p]) << 16) | (np.int64(data[p + 1]) << 8) | np.int64(data[p + 2])
+        return
+    for i in range(out.shape[0]):
+        p = i * width
+        v = np.int64(0)
+        for k in range(width):
+            v = (v << 8) | np.int64(data[p + k])
+        out[i] = v
+
+
+@njit(cache=True, nogil=True)
+def date_surrogates(data, width, offset, out):
+    """Big-endian DATE surrogates (``width`` bytes each) to days since the epoch (key - ``offset``) in
+    ``out``; key 1 is null. Returns the null count (``date_nulls`` then marks them)."""
+    nulls = 0
+    null_value = 1 - offset
+    if width == 4:  # the usual layout gets a loop the compiler can vectorise
+        for i in range(out.shape[0]):
+            p = 4 * i
+            v = (
+                (np.int64(data[p]) << 24)
+                | (np.int64(data[p + 1]) << 16)
+                | (np.int64(data[p + 2]) << 8)
+                | np.int64(data[p + 3])
+            ) - offset
+            out[i] = v
+            nulls += v == null_value
+        return nulls
+    for i in range(out.shape[0]):
+        p = i * width
+        v = np.int64(0)
+        for k in range(width):
+            v = (v << 8) | np.int64(data[p + k])
+        out[i] = v - offset
+        nulls += v == 1
+    return nulls
+
+
+@njit(cache=True, nogil=True)
+def date_nulls(data, width, valid):
+    """Clear ``valid`` where the big-endian DATE surrogate is 1 (null)."""
+    for i in range(valid.shape[0]):
+        p = i * width
+        v = np.int64(0)
+        for k in range(width):
+            v = (v << 8) | np.int64(data[p + k])
+        if v == 1:
+            valid[i] = False
+
+
+@njit(cache=True, nogil=True)
+def integral(src, base, negate, mul, out):
+    """Stored integers (any integer view) to the column's values: ``(base - v if negate else v) * mul``,
+    with int64 wrap-around, narrowed into ``out`` (as numpy's astype would)."""
+    for i in range(src.shape[0]):
+        v = np.int64(src[i])
+        if negate:
+            v = base - v
+        out[i] = v * mul
+
+
+@njit(cache=True, nogil=True)
+def integral_be3(data, base, negate, mul, out):
+    """Like ``integral`` for CarbonData's SHORT_INT: 3-byte big-endian signed values."""
+    for i in range(out.shape[0]):
+        p = 3 * i
+        v = (np.int64(data[p]) << 16) | (np.int64(data[p + 1]) << 8) | np.int64(data[p + 2])
+        if v >= 0x800000:
+            v -= 0x1000000
+        if negate:
+            v = base - v
+        out[i] = v * mul
+
+
+@njit(cache=True, nogil=True)
+def floating(src, top, negate, factor, out):
+    """ADAPTIVE_(DELTA_)FLOATING: ``(top - v if negate else v) / factor`` in double, narrowed into ``out``."""
+    for i in range(src.shape[0]):
+        v = np.int64(src[i])
+        if negate:
+            v = top - v
+        out[i] = np.float64(v) / factor
+
+
+@njit(cache=True, nogil=True)
+def floating_be3(data, top, negate, factor, out):
+    """Like ``floating`` for 3-byte big-endian stored values."""
+    for i in range(out.shape[0]):
+        p = 3 * i
+        v = (np.int64(data[p]) << 16) | (np.int64(data[p + 1]) << 8) | np.int64(data[p + 2])
+        if v >= 0x800000:
+            v -= 0x1000000
+        if negate:
+            v = top - v
+        out[i] = np.float64(v) / factor

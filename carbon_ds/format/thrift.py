@@ -42,6 +42,24 @@ def _wire_type(t: Any) -> int:
     return STRUCT
 
 
+# per struct class: {field id: (name, type, wire type)}, the names of all fields, the required ones
+_Compiled = tuple[dict[int, tuple[str, Any, int]], tuple[str, ...], tuple[str, ...]]
+_COMPILED: dict[type, _Compiled] = {}
+
+
+def _compiled(cls: type) -> _Compiled:
+    c = _COMPILED.get(cls)
+    if c is None:
+        fields = cls.FIELDS  # type: ignore[attr-defined]
+        c = (
+            {fid: (name, t, _wire_type(t)) for fid, (name, t, _r) in fields.items()},
+            tuple(name for name, _t, _r in fields.values()),
+            tuple(name for name, _t, r in fields.values() if r),
+        )
+        _COMPILED[cls] = c
+    return c
+
+
 class Struct:
     """Base of all thrift structs: attributes named after fields, ``None`` when absent."""
 
@@ -100,6 +118,12 @@ class CompactReader:
         return b
 
     def varint(self) -> int:
+        pos = self.pos
+        if pos < len(self.data):
+            b = self.data[pos]
+            if b < 0x80:  # most metadata numbers fit one byte
+                self.pos = pos + 1
+                return b
         result = shift = 0
         while True:
             b = self.byte()
@@ -120,6 +144,16 @@ class CompactReader:
         self.pos += n
         return out
 
+    def binary(self) -> bytes:
+        """A length-prefixed byte string."""
+        n = self.varint()
+        pos = self.pos
+        end = pos + n
+        if end > len(self.data):
+            raise self._fail(f"binary of {n} elements exceeds the {len(self.data) - pos} bytes left")
+        self.pos = end
+        return bytes(self.data[pos:end])
+
     def _size(self, what: str, min_elem_bytes: int = 1) -> int:
         n = self.varint()
         # every element takes at least one byte, so a larger count than bytes left is corrupt
@@ -138,8 +172,7 @@ class CompactReader:
         if wire == DOUBLE:
             return _DOUBLE.unpack(self.raw(8))[0]
         if wire == BINARY:
-            n = self._size("binary")
-            b = self.raw(n)
+            b = self.binary()
             if t == "string":
                 try:
                     return b.decode("utf-8")
@@ -155,6 +188,12 @@ class CompactReader:
                 raise self._fail("list longer than the data left")
             et = t[1] if isinstance(t, tuple) and t[0] in ("list", "set") else None
             self._check_wire(ew, et)
+            if ew in (I16, I32, I64):
+                zigzag = self.zigzag
+                return [zigzag() for _ in range(n)]
+            if ew == BINARY and et != "string":
+                binary = self.binary
+                return [binary() for _ in range(n)]
             return [self.read_value(ew, et) for _ in range(n)]
         if wire == MAP:
             n = self._size("map", 2)
@@ -214,20 +253,26 @@ class CompactReader:
     def read_struct(self, cls: type[Struct]) -> Struct:
         self._enter()
         obj = cls.__new__(cls)
-        for name, _t, _r in cls.FIELDS.values():
-            setattr(obj, name, None)
-        fields = cls.FIELDS
+        specs, names, required = _compiled(cls)
+        attrs = obj.__dict__
+        for name in names:
+            attrs[name] = None
+        data = self.data
         last = 0
         while True:
-            head = self.byte()
+            pos = self.pos
+            if pos >= len(data):
+                raise self._fail("unexpected end of data")
+            head = data[pos]
+            self.pos = pos + 1
             wire = head & 0x0F
             if wire == STOP:
                 break
             delta = head >> 4
             fid = last + delta if delta else self.zigzag()
             last = fid
-            spec = fields.get(fid)
-            if wire in (TRUE, FALSE):
+            spec = specs.get(fid)
+            if wire == TRUE or wire == FALSE:
                 value: Any = wire == TRUE
                 if spec is not None and spec[1] != "bool":
                     raise self._fail(f"{cls.__name__}.{spec[0]}: expected {spec[1]}, found bool")
@@ -236,12 +281,21 @@ class CompactReader:
                 self.read_value(wire, None)
                 continue
             else:
-                self._check_wire(wire, spec[1])
-                value = self.read_value(wire, spec[1])
+                name, t, expect = spec
+                if wire != expect:
+                    self._check_wire(wire, t)
+                if wire == I32 or wire == I64 or wire == I16:
+                    value = self.zigzag()
+                elif wire == STRUCT and expect == STRUCT:
+                    value = self.read_struct(t)
+                elif wire == BINARY and t == "binary":
+                    value = self.binary()
+                else:
+                    value = self.read_value(wire, t)
             if spec is not None:
-                setattr(obj, spec[0], value)
-        for name, _t, required in fields.values():
-            if required and getattr(obj, name) is None:
+                attrs[spec[0]] = value
+        for name in required:
+            if attrs[name] is None:
                 raise self._fail(f"{cls.__name__} is missing required field {name!r}")
         self.depth -= 1
         return obj
