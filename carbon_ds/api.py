@@ -180,12 +180,22 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", **opti
     normalize(options)
     schema, batches = _as_reader(data)
     table, load = prepare_table(path, schema, options)
-    reservation = commit.reserve(table, overwrite=mode == "overwrite", partition=load.partition,
-                                 dynamic=mode == "overwrite" and load.partition_overwrite_mode == "dynamic")
+    lock = None
+    if mode == "overwrite":
+        from carbon_ds.table.dml import update_lock
+
+        # serialised with UPDATE/DELETE: their deltas must never be based on rows an overwrite replaces
+        lock = update_lock(table, "INSERT OVERWRITE" + (" PARTITION" if load.partition else ""))
     try:
-        result = commit.write_task(table, reservation, 0, batches, load)
-        commit.commit(table, reservation, [result])
-    except BaseException:
-        commit.abort(table, reservation)
-        raise
+        reservation = commit.reserve(table, overwrite=mode == "overwrite", partition=load.partition,
+                                     dynamic=mode == "overwrite" and load.partition_overwrite_mode == "dynamic")
+        try:
+            result = commit.write_task(table, reservation, 0, batches, load)
+            commit.commit(table, reservation, [result])
+        except BaseException:
+            commit.abort(table, reservation)
+            raise
+    finally:
+        if lock is not None:
+            lock.release()
     return reservation.segment_id

@@ -86,13 +86,27 @@ class CarbonDataSource(DataSource):
         normalize(dict(options))  # unknown options fail here, before any work
 
     def schema(self) -> StructType:
-        return from_arrow_schema(_arrow_schema_of(_path(self.options)), prefer_timestamp_ntz=False)
+        schema = _arrow_schema_of(_path(self.options))
+        if _positions(self.options):
+            from carbon_ds.table.dml import POSITION_FIELDS
+
+            schema = pa.schema([*schema, *POSITION_FIELDS])
+        return from_arrow_schema(schema, prefer_timestamp_ntz=False)
 
     def reader(self, schema: StructType) -> CarbonReader:
         return CarbonReader(_path(self.options), schema, normalize(dict(self.options)))
 
     def writer(self, schema: StructType, overwrite: bool) -> CarbonArrowWriter:
         return CarbonArrowWriter(_path(self.options), schema, overwrite, dict(self.options))
+
+
+def _positions(options) -> bool:
+    """Option with_row_positions: append dml.POSITION_FIELDS (file, blocklet, page, row in page) to every
+    row, for DELETE/UPDATE evaluated by Spark (carbon_ds.table.dml.spark_delete)."""
+    value = str(options.get("with_row_positions", "false")).strip().lower()
+    if value not in ("true", "false"):
+        raise CarbonOptionError(f"option with_row_positions must be true or false, found {value!r}")
+    return value == "true"
 
 
 class CarbonPushdownDataSource(CarbonDataSource):
@@ -137,8 +151,12 @@ class CarbonReader(DataSourceReader):
         self.is_table = CarbonTable.exists(path)
         self.target = to_arrow_schema(schema, timezone="UTC")
         self.source_schema = _arrow_schema_of(path)
+        self.positions = _positions(options)
+        from carbon_ds.table.dml import POSITION_NAMES
+
         # Names in the source's spelling; a user-given schema may be any subset, any case.
-        self.columns = resolve_columns(self.source_schema, self.target.names, f"carbondata source {path}")
+        data_names = [n for n in self.target.names if not (self.positions and n in POSITION_NAMES)]
+        self.columns = resolve_columns(self.source_schema, data_names, f"carbondata source {path}")
         if self.segments and not self.is_table:
             raise CarbonOptionError(f"option segments={self.segments!r} needs a table, {path} has no Metadata/schema")
         self._option_expr()  # a bad filter fails at planning time, naming the option
@@ -184,6 +202,14 @@ class CarbonReader(DataSourceReader):
         # exact filtering by the option only: pushed filters are Spark's to evaluate
         # committed delete deltas, read here on the executor (the status file name is the cache key)
         deletes = CarbonTable.open(self.path).deletes() if self.is_table else None
+        if self.positions:
+            from carbon_ds.table.dml import position_tables
+
+            # every live row with where it lives; the DELETE/UPDATE predicate is Spark's to evaluate
+            for table in position_tables(storage, planned, self.columns or [], self.source_schema, deletes):
+                for b in table.to_batches():
+                    yield conform(b, self.target)
+            return
         tables = pruning.read_pieces(
             storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
             deletes=deletes,
@@ -290,8 +316,27 @@ class CarbonArrowWriter(DataSourceArrowWriter):
         incoming = to_arrow_schema(schema, timezone="UTC")
         table, self.load = prepare_table(path, incoming, options)
         self.table_path = path
-        self.reservation = commit.reserve(table, overwrite=overwrite, partition=self.load.partition,
-                                          dynamic=overwrite and self.load.partition_overwrite_mode == "dynamic")
+        # An overwrite holds LockFiles/update.lock from here (driver) until commit()/abort(), which run in
+        # another Python worker: the file lock's owner token travels in this pickled writer.
+        self.lock_token = None
+        if overwrite:
+            from carbon_ds.table.dml import update_lock
+
+            lock = update_lock(table, "INSERT OVERWRITE" + (" PARTITION" if self.load.partition else "") +
+                               " (Spark)")
+            self.lock_token = lock.token
+        try:
+            self.reservation = commit.reserve(table, overwrite=overwrite, partition=self.load.partition,
+                                              dynamic=overwrite and self.load.partition_overwrite_mode == "dynamic")
+        except BaseException:
+            self._release(table)
+            raise
+
+    def _release(self, table: CarbonTable) -> None:
+        if self.lock_token is not None:
+            from carbon_ds.table.dml import release_update_lock
+
+            release_update_lock(table, self.lock_token)
 
     def write(self, iterator: Iterator[pa.RecordBatch]) -> CarbonCommitMessage:
         from pyspark import TaskContext
@@ -304,7 +349,14 @@ class CarbonArrowWriter(DataSourceArrowWriter):
 
     def commit(self, messages: list[CarbonCommitMessage | None]) -> None:
         table = CarbonTable.open(self.table_path)
-        commit.commit(table, self.reservation, [m.result for m in messages if m is not None])
+        try:
+            commit.commit(table, self.reservation, [m.result for m in messages if m is not None])
+        finally:
+            self._release(table)
 
     def abort(self, messages: list[CarbonCommitMessage | None]) -> None:
-        commit.abort(CarbonTable.open(self.table_path), self.reservation)
+        table = CarbonTable.open(self.table_path)
+        try:
+            commit.abort(table, self.reservation)
+        finally:
+            self._release(table)

@@ -243,14 +243,16 @@ def _show_partitions(spark: Any, stmt: ShowPartitions):
 
 
 def _alter_partition(spark: Any, stmt: AlterPartition):
-    from carbon_ds.table.partitions import drop_partitions
+    from carbon_ds.table.partitions import add_partition, drop_partitions
     from carbon_ds.table.table import CarbonTable
 
     entry = catalog.ensure(spark, stmt.table)
-    if stmt.action != "drop":
-        raise CarbonOptionError("ALTER TABLE ... ADD PARTITION is not supported yet (DROP PARTITION is)")
     if any(v is ... for v in stmt.spec.values()):
-        raise CarbonOptionError(f"DROP PARTITION needs a value for every column it names, found {stmt.spec!r}")
+        raise CarbonOptionError(f"{stmt.action.upper()} PARTITION needs a value for every column it names, "
+                                f"found {stmt.spec!r}")
+    if stmt.action == "add":
+        add_partition(CarbonTable.open(entry.path), stmt.spec, stmt.location, if_not_exists=stmt.if_exists)
+        return _empty(spark)
     drop_partitions(CarbonTable.open(entry.path), stmt.spec, if_exists=stmt.if_exists)
     return _empty(spark)
 
@@ -292,8 +294,8 @@ def sql(spark: Any, text: str):
     if isinstance(stmt, (dml.DeleteRows, dml.UpdateRows)):
         from carbon_ds.table.table import CarbonTable
 
-        # matched by our predicate model on this driver (not distributed on Spark); see docs/dml.md
-        n = dml.run_sql(CarbonTable.open(catalog.ensure(spark, stmt.table).path), stmt)
+        # the WHERE (and SET) are Spark's: any Spark SQL predicate; the deltas are written here (docs/dml.md)
+        n = dml.run_spark_sql(spark, CarbonTable.open(catalog.ensure(spark, stmt.table).path), stmt)
         return spark.createDataFrame([(n,)], "num_affected_rows long")
     if isinstance(stmt, Insert):
         out = _insert(spark, stmt, text)

@@ -150,6 +150,7 @@ class AlterPartition:
     action: str  # "drop" or "add"
     spec: dict[str, str | None]
     if_exists: bool = False
+    location: str | None = None  # ADD PARTITION ... LOCATION '<folder>'
 
 
 class _Parser:
@@ -476,11 +477,17 @@ def parse(text: str):
                      r"(?=PARTITION)", text, re.IGNORECASE)
         if m is not None:
             clause = _PARTITION_CLAUSE.match(text, m.end())
-            if clause is None or text[clause.end():].strip():
+            rest = text[clause.end():].strip() if clause is not None else ""
+            # ADD PARTITION may name the folder holding the partition's data (Hive's LOCATION)
+            loc = re.fullmatch(r"LOCATION\s+(?P<q>['\"])(?P<path>.*)(?P=q)", rest, re.IGNORECASE | re.S)
+            if clause is None or (rest and (loc is None or m.group("act").upper() != "ADD")):
+                after = "[LOCATION '<folder>'] and nothing after" if m.group("act").upper() == "ADD" \
+                    else "and nothing after"
                 raise CarbonOptionError(f"ALTER TABLE ... {m.group('act').upper()} PARTITION: expected "
-                                        f"PARTITION (col = value, ...) and nothing after, found {text[m.end():]!r}")
+                                        f"PARTITION (col = value, ...) {after}, found {text[m.end():]!r}")
             spec = partition_spec(clause.group("body"), "ALTER TABLE ... PARTITION")
-            return AlterPartition(_table_name(m.group("name")), m.group("act").lower(), spec, bool(m.group("ie")))
+            return AlterPartition(_table_name(m.group("name")), m.group("act").lower(), spec, bool(m.group("ie")),
+                                  loc.group("path") if loc else None)
     if words[:2] == ["CLEAN", "FILES"]:
         return _Parser(text, tokenize(text), "CLEAN FILES").clean_files()
     if head == "INSERT":

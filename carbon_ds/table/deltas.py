@@ -312,3 +312,30 @@ def drop_deleted(storage: Storage, deletes: Deletes, data_file, table):
     if fd is None or not fd.rows and not fd.marked:
         return table
     return table.filter(pa.array(file_keep_mask(storage, data_file.path, fd)))
+
+
+def superseded(storage: Storage, table_path: str, entries: list[LoadDetail], folders: list[str]) -> list[str]:
+    """Delete-delta files in ``folders`` and ``Metadata/tableupdatestatus-*`` files that the committed
+    update status no longer names: replaced by horizontal compaction, left by a failed or crashed
+    DELETE/UPDATE, or of blocks whose segment is gone. The caller holds ``LockFiles/update.lock`` (a
+    running DELETE/UPDATE writes its files before it commits them)."""
+    keep_status = {e.update_status_file for e in entries if e.update_status_file}
+    name = committed_status_name(entries)
+    keep: set[str] = set()
+    if name is not None:
+        for st in read_status(storage, table_path, name).values():
+            if "/" in st.actual:
+                folder = Storage.join(table_path, *posixpath.dirname(st.actual).split("/"))
+            else:
+                folder = Storage.join(table_path, "Fact", "Part0", f"Segment_{st.segment}")
+            keep.update(_norm(Storage.join(folder, delta_file_name(st.block, s))) for s in st.stamps)
+    out = []
+    for folder in folders:
+        for f in storage.list(folder):
+            if f.path.endswith(DELTA_EXT) and _norm(f.path) not in keep:
+                out.append(f.path)
+    for f in storage.list(Storage.join(table_path, "Metadata")):
+        base = posixpath.basename(_norm(f.path))
+        if base.startswith(STATUS_PREFIX) and base not in keep_status:
+            out.append(f.path)
+    return out

@@ -44,18 +44,36 @@ def require_all_carbondata(table: CarbonTable, operation: str) -> None:
     table.require_all_carbondata(operation)
 
 
+# A DELETE/UPDATE or overwrite can run for hours and does not refresh its lock, so only a lock this old is
+# taken for a crashed writer's and broken (the tablestatus lock's 60 s would break live writers' locks).
+UPDATE_LOCK_STALE_S = 6 * 3600.0
+
+
 def update_lock(table: CarbonTable, operation: str, timeout: float = 0.0) -> TableLock:
-    """Take ``LockFiles/update.lock`` or fail clearly: UPDATE, DELETE (and overwrites through
-    ``carbon_ds.table.dml``) never run concurrently on one table."""
-    lock = TableLock(table.storage, table.path, UPDATE_LOCK, timeout=timeout)
+    """Take ``LockFiles/update.lock`` or fail clearly: UPDATE, DELETE and overwrites (whole table or
+    partitions, Python and Spark) never run concurrently on one table. The error names the lock file and
+    the operation holding it."""
+    lock = TableLock(table.storage, table.path, UPDATE_LOCK, timeout=timeout, stale_after=UPDATE_LOCK_STALE_S,
+                     operation=operation)
     try:
         lock.acquire()
     except CarbonTableError as e:
+        holder = lock.holder()
         raise CarbonTableError(
-            f"{operation} on table {table.uri} refused: another UPDATE/DELETE/overwrite holds the update lock "
-            f"({e}); retry when it has finished"
+            f"{operation} on table {table.uri} refused: another UPDATE/DELETE/overwrite "
+            f"({holder or 'operation not recorded'}) holds the update lock {table.storage.uri(lock.path)} ({e}); "
+            "retry when it has finished"
         ) from None
     return lock
+
+
+def release_update_lock(table: CarbonTable, token: str) -> None:
+    """Release the update lock taken in another process (Spark: the driver-side writer() takes it, a
+    different Python worker commits or aborts): only when the file still holds ``token``."""
+    lock = TableLock(table.storage, table.path, UPDATE_LOCK, stale_after=UPDATE_LOCK_STALE_S)
+    lock.token = token
+    lock.held = True
+    lock.release()
 
 
 @dataclass
@@ -469,3 +487,181 @@ def run_sql(table: CarbonTable, stmt) -> int:
     if isinstance(stmt, DeleteRows):
         return delete(table, stmt.where)
     return update(table, {c: SqlExpr(v) for c, v in stmt.sets}, stmt.where)
+
+
+# ------------------------------------------------------------------------------------------ on Spark
+# Hidden columns the data source appends with option with_row_positions=true: where each row lives.
+POSITION_FIELDS = (
+    pa.field("__carbon_file", pa.string()),
+    pa.field("__carbon_blocklet", pa.int32()),
+    pa.field("__carbon_page", pa.int32()),
+    pa.field("__carbon_row", pa.int32()),  # offset in the page, as delete deltas record it
+)
+POSITION_NAMES = tuple(f.name for f in POSITION_FIELDS)
+
+
+def position_tables(storage: Storage, pieces, columns: list[str], schema: pa.Schema, deletes):
+    """Every live row of ``pieces`` (``columns`` of ``schema``) plus the position columns, one table per
+    blocklet. No row is filtered here: Spark evaluates the user's predicate on these rows."""
+    from carbon_ds.readers.carbondata import CarbonDataFile
+    from carbon_ds.table.planning import conform
+
+    cols = list(columns) or [schema.names[0]]
+    need = pa.schema([schema.field(n) for n in cols])
+    for piece in pieces:
+        if piece.external is not None:
+            raise CarbonTableError(f"with_row_positions: {piece.path} is not a carbondata file; row positions "
+                                   "exist only for carbondata segments")
+        fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
+        if fd is not None and fd.marked:
+            continue
+        f = CarbonDataFile(piece.path, storage=storage)
+        try:
+            for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
+                sizes = D.page_rows(f, b)
+                t = conform(pa.Table.from_batches([f.read_blocklet(b, cols)]), need)
+                ks = np.asarray(sizes, dtype=np.int64)
+                page_idx = np.repeat(np.arange(len(sizes), dtype=np.int64), ks)
+                row_idx = np.arange(len(page_idx), dtype=np.int64) - np.repeat(np.cumsum(ks) - ks, ks)
+                if t.num_rows != len(page_idx):
+                    raise CarbonTableError(f"{piece.path} blocklet {b}: pages hold {len(page_idx)} rows by the "
+                                           f"footer, but {t.num_rows} were decoded")
+                mask = fd.keep_mask(b, list(range(len(sizes))), sizes) if fd is not None else None
+                if mask is not None:
+                    t, page_idx, row_idx = t.filter(pa.array(mask)), page_idx[mask], row_idx[mask]
+                n = t.num_rows
+                t = t.select(list(columns)) if columns else t.select([])
+                for fld, arr in zip(POSITION_FIELDS, (pa.array([piece.path] * n, pa.string()),
+                                                      pa.array(np.full(n, b, dtype=np.int32)),
+                                                      pa.array(page_idx.astype(np.int32)),
+                                                      pa.array(row_idx.astype(np.int32))), strict=True):
+                    t = t.append_column(fld, arr)
+                yield t
+        finally:
+            f.close()
+
+
+def _matches_from_positions(table: CarbonTable, pos: pa.Table, data: pa.Table | None = None) -> list[Match]:
+    """``Match`` objects (what ``_stage`` writes deltas from) of collected position rows; ``data`` (same
+    row order) is kept for UPDATE's new rows."""
+    from carbon_ds.readers.carbondata import CarbonDataFile
+    from carbon_ds.table import scan
+
+    source = scan.open_source(table.path if table.storage.is_local else table.uri)
+    seg_of = {D._norm(p): s for p, s in source.files}
+    files = pos.column("__carbon_file").to_numpy(zero_copy_only=False)
+    b_ = pos.column("__carbon_blocklet").to_numpy()
+    p_ = pos.column("__carbon_page").to_numpy()
+    r_ = pos.column("__carbon_row").to_numpy()
+    out = []
+    for path in sorted(set(files)):
+        seg = seg_of.get(D._norm(path))
+        if seg is None:
+            raise CarbonTableError(f"row positions name {path}, which is no longer a file of a readable segment "
+                                   f"of {table.uri}; the table changed meanwhile, nothing was committed")
+        f = CarbonDataFile(path, storage=table.storage)
+        try:
+            total = sum(f.blocklet_rows(b) for b in range(f.num_blocklets))
+        finally:
+            f.close()
+        sel = files == path
+        m = Match(path, seg, total)
+        keys = np.stack([b_[sel], p_[sel]], axis=1)
+        rows = r_[sel]
+        for b, p in {(int(x), int(y)) for x, y in keys}:
+            m.rows[(b, p)] = np.unique(rows[(keys[:, 0] == b) & (keys[:, 1] == p)])
+        if data is not None:
+            m.data.append(data.filter(pa.array(sel)))
+        out.append(m)
+    return out
+
+
+def _spark_frame(spark, table: CarbonTable):
+    return (spark.read.format("carbondata").option("with_row_positions", "true")
+            .load(table.path if table.storage.is_local else table.uri))
+
+
+def spark_delete(spark, table: CarbonTable, where: str | None, threshold: int = DEFAULT_DELTA_THRESHOLD,
+                 lock_timeout: float = 0.0) -> int:
+    """DELETE with the predicate evaluated by Spark (any Spark SQL predicate): Spark filters the rows read
+    with their positions and collects only the positions; the driver writes the deltas and commits exactly
+    as ``delete`` does. The update lock is held from before the read to the commit."""
+    require_all_carbondata(table, "DELETE")
+    lock = update_lock(table, "DELETE", lock_timeout)
+    try:
+        df = _spark_frame(spark, table)
+        if where:
+            df = df.where(where)
+        pos = df.select(*POSITION_NAMES).toArrow()
+        if pos.num_rows == 0:
+            return 0
+        staged = _stage(table, _matches_from_positions(table, pos), threshold)
+        try:
+            _step("before_status")
+            with table.lock():
+                entries = table.load_details()
+                _apply(table, staged, entries, "DELETE")
+                ts.write(table.storage, table.tablestatus_path, entries)
+        except BaseException:
+            _remove(table, staged.written)
+            raise
+        return staged.deleted
+    finally:
+        lock.release()
+
+
+def spark_update(spark, table: CarbonTable, sets: dict[str, str], where: str | None,
+                 threshold: int = DEFAULT_DELTA_THRESHOLD, lock_timeout: float = 0.0) -> int:
+    """UPDATE with the predicate and the SET expressions (Spark SQL text) evaluated by Spark; the new rows
+    and the old rows' positions are collected, then committed as ``update`` does (deltas + new segment in
+    one tablestatus write)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.pandas.types import from_arrow_type
+
+    from carbon_ds.table import commit
+    from carbon_ds.table.options import LoadOptions
+    from carbon_ds.table.planning import conform
+    from carbon_ds.table.table import resolve_columns
+
+    require_all_carbondata(table, "UPDATE")
+    schema = table.schema
+    names = resolve_columns(schema, list(sets), f"table {table.uri}")
+    by_col = dict(zip(names, sets.values(), strict=True))
+    lock = update_lock(table, "UPDATE", lock_timeout)
+    try:
+        df = _spark_frame(spark, table)
+        if where:
+            df = df.where(where)
+        out_cols = []
+        for name in schema.names:
+            col = F.col(f"`{name}`")
+            if name in by_col:
+                col = F.expr(by_col[name]).cast(from_arrow_type(schema.field(name).type))
+            out_cols.append(col.alias(name))
+        got = df.select(*out_cols, *[F.col(n) for n in POSITION_NAMES]).toArrow()
+        if got.num_rows == 0:
+            return 0
+        new = conform(got.select(schema.names), schema)
+        matches = _matches_from_positions(table, got.select(list(POSITION_NAMES)))
+        staged = _stage(table, matches, threshold)
+        reservation = None
+        try:
+            reservation = commit.reserve(table)
+            result = commit.write_task(table, reservation, 0, [new], LoadOptions())
+            _step("before_status")
+            commit.commit(table, reservation, [result],
+                          on_commit=lambda entries: _apply(table, staged, entries, "UPDATE"))
+        except BaseException:
+            _remove(table, staged.written)
+            if reservation is not None:
+                commit.abort(table, reservation)
+            raise
+        return staged.deleted
+    finally:
+        lock.release()
+
+
+def run_spark_sql(spark, table: CarbonTable, stmt) -> int:
+    if isinstance(stmt, DeleteRows):
+        return spark_delete(spark, table, stmt.where)
+    return spark_update(spark, table, dict(stmt.sets), stmt.where)

@@ -42,6 +42,7 @@ class TableLock:
         name: str = TABLESTATUS_LOCK,
         timeout: float = DEFAULT_TIMEOUT_S,
         stale_after: float = DEFAULT_STALE_AFTER_S,
+        operation: str | None = None,
     ):
         self.storage = storage
         self.path = lock_path(storage, table_path, name)
@@ -49,9 +50,20 @@ class TableLock:
         self.stale_after = stale_after
         self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
         self.held = False
+        self.operation = operation  # recorded in the file, so a refused writer learns who holds the lock
 
     def _content(self) -> bytes:
-        return json.dumps({"owner": self.token, "time": time.time_ns() // 1_000_000}).encode()
+        info = {"owner": self.token, "time": time.time_ns() // 1_000_000}
+        if self.operation:
+            info["operation"] = self.operation
+        return json.dumps(info).encode()
+
+    def holder(self) -> str | None:
+        """The operation recorded by whoever holds the lock now (None: free, or not recorded)."""
+        try:
+            return str(json.loads(self.storage.read_text(self.path)).get("operation") or "") or None
+        except (FileNotFoundError, ValueError, AttributeError, OSError):
+            return None
 
     def _read_existing(self) -> tuple[str, int] | None:
         try:

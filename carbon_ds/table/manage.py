@@ -264,12 +264,18 @@ class CleanResult:
     kept_external: list[str] = field(default_factory=list)  # external segments: metadata only
     expired_trash: list[str] = field(default_factory=list)  # trash sub-folders deleted
     trash_folder: str | None = None  # where this run put files
+    # Leftovers outside any cleaned segment (relative to the table): stale .tmp folders, files of failed
+    # or never-committed loads and of dropped/overwritten partition folders, superseded delta/status files.
+    leftovers: list[str] = field(default_factory=list)
+    skipped: list[str] = field(default_factory=list)  # what was not swept, and why
 
     def rows(self) -> list[tuple[str, str]]:
         out = [(i, "moved to trash") for i in self.trashed]
         out += [(i, "deleted") for i in self.deleted]
         out += [(i, "external: files kept, metadata removed") for i in self.kept_external]
         out += [(f, "trash folder expired") for f in self.expired_trash]
+        out += [(f, "leftover removed") for f in self.leftovers]
+        out += [(f, "skipped") for f in self.skipped]
         return out
 
 
@@ -351,6 +357,7 @@ def clean_files(
     with table.lock():
         entries = table.load_details()
         victims = [e for e in entries if e.status in _CLEANABLE]
+        vacated: set[str] = set()  # folders files left: partition folders that end up empty go too
         # 1. Files first: the entries still say "Marked for Delete", so no reader looks at them.
         for e in victims:
             if _is_external(e):
@@ -359,6 +366,7 @@ def clean_files(
             files = _internal_files(table, e)
             if not files:
                 continue
+            vacated.update(posixpath.dirname(f.replace("\\", "/")) for f in files)
             for f in files:
                 if force:
                     storage.delete(f)
@@ -392,6 +400,8 @@ def clean_files(
                 if e.segment_file:
                     storage.delete(Storage.join(segfiles.segments_dir(table.path), e.segment_file))
         result.removed_entries = [e.name for e in removed]
+        # 2b. Leftovers no segment names any more (still under the lock: no load reserves or commits).
+        _sweep_leftovers(table, [e for e in entries if e not in removed], force, trash_run, result, vacated)
     # 3. The trash: expired sub-folders go (all of them with force); needs no lock, nothing reads it.
     for folder in storage.list_dirs(trash_dir(table)):
         name = posixpath.basename(folder.replace("\\", "/"))
@@ -402,6 +412,82 @@ def clean_files(
     if force:
         storage.delete_dir(trash_dir(table))
     return result
+
+
+def _dispose(table: CarbonTable, f: str, force: bool, trash_run: str) -> str:
+    """Delete ``f`` (force) or move it to ``trash_run`` under its path relative to the table; returns that
+    relative path."""
+    storage = table.storage
+    rel = f.replace("\\", "/")[len(table.path.replace("\\", "/").rstrip("/")) + 1 :]
+    if force:
+        storage.delete(f)
+    else:
+        dest = Storage.join(trash_run, *rel.split("/"))
+        storage.mkdirs(posixpath.dirname(dest.replace("\\", "/")))
+        storage.move(f, dest)
+    return rel
+
+
+def _sweep_leftovers(table: CarbonTable, entries: list[LoadDetail], force: bool, trash_run: str,
+                     result: CleanResult, vacated: set[str] = frozenset()) -> None:
+    """The insert/DML protocols' leftovers (partitioned_write.leftovers, deltas.superseded), trashed or
+    deleted like segment files. Only files inside the table folder, never in .Trash or an external folder;
+    an In Progress load's files and a running DELETE/UPDATE/overwrite's files are never touched."""
+    from carbon_ds.table import deltas
+    from carbon_ds.table import partitioned_write as pw
+    from carbon_ds.table.dml import UPDATE_LOCK, UPDATE_LOCK_STALE_S
+    from carbon_ds.table.locks import TableLock
+
+    storage = table.storage
+    safe = [trash_dir(table), *pw.external_folders(table, entries)]
+
+    def ok(path: str) -> bool:
+        return _under(path, table.path) and not any(_under(path, x) for x in safe)
+
+    files: list[str] = []
+    empty_dirs: list[tuple[str, bool]] = []
+    pdirs: list[str] = []
+    if table.partition_columns:
+        left = pw.leftovers(table, entries)
+        if left is None:
+            result.skipped.append("partition folders: a readable segment's file set is unknown "
+                                  "(unreadable segment file or a 1.x entry without one)")
+        else:
+            for d in left.tmp_dirs:
+                files += [f.path for f in storage.list(d, recursive=True)]
+            files += left.files
+            # a .tmp folder goes alone; an emptied dead partition folder also takes its empty parents
+            empty_dirs = [(d, False) for d in left.tmp_dirs] + [(d, True) for d in left.folders]
+        pdirs = pw.partition_dirs(table)
+        part_dirs = {d.replace("\\", "/").rstrip("/") for d in pdirs}
+        empty_dirs += [(d, True) for d in sorted(vacated) if d in part_dirs]
+    # Delta and update status files: only while no DELETE/UPDATE/overwrite runs (they write before they
+    # commit); a held update lock just postpones this part to the next CLEAN FILES.
+    lock = TableLock(storage, table.path, UPDATE_LOCK, timeout=0.0, stale_after=UPDATE_LOCK_STALE_S,
+                     operation="CLEAN FILES")
+    try:
+        lock.acquire()
+    except CarbonTableError as e:
+        result.skipped.append(f"delete deltas: update lock is held ({e})")
+    else:
+        try:
+            seg_dirs = storage.list_dirs(Storage.join(table.path, "Fact", "Part0"))
+            files += deltas.superseded(storage, table.path, entries, pdirs + seg_dirs)
+        finally:
+            lock.release()
+    for f in dict.fromkeys(files):
+        if ok(f):
+            result.leftovers.append(_dispose(table, f, force, trash_run))
+            if not force:
+                result.trash_folder = storage.uri(trash_run)
+    for d, climb in empty_dirs:
+        # emptied partition folders (and their empty parents) go, as Hive's DROP PARTITION removes them
+        while ok(d) and not _under(table.path, d) and storage.is_dir(d) and not storage.list(d, recursive=True) \
+                and not storage.list_dirs(d):
+            storage.delete_dir(d)
+            if not climb:
+                break
+            d = posixpath.dirname(d.replace("\\", "/"))
 
 
 def trash_contents(table: CarbonTable) -> dict[str, list[str]]:

@@ -319,3 +319,105 @@ def drop_partitions(table, spec: dict, if_exists: bool = False) -> list[str]:
             )
         ts.write(table.storage, table.tablestatus_path, entries)
     return sorted(set(dropped))
+
+
+def add_partition(table, spec: dict, location: str | None = None, if_not_exists: bool = False) -> str | None:
+    """ALTER TABLE ADD PARTITION (CarbonData's CarbonAlterTableAddHivePartitionCommand, Hive semantics).
+
+    ``spec`` gives a value for every partition column. Without ``location`` the empty folder
+    ``<table>/<col>=<value>/...`` is created and nothing is added to read (Hive's default partition
+    location). With ``location``, an existing folder of ``.carbondata`` files becomes one new segment whose
+    segment file lists that (absolute, ``isRelative`` false) folder, its data files and the partition values;
+    tablestatus ``path`` is the folder, as CarbonData sets it to mark an added partition. Its files are the
+    user's: DROP PARTITION / CLEAN FILES only drop the metadata. Every file is checked against the table
+    schema and must hold the spec's values in its partition columns.
+
+    An already existing partition is an error (Hive's), or nothing happens with ``if_not_exists``. Returns
+    the new segment id (None without ``location`` or when skipped)."""
+    import pyarrow.compute as pc
+
+    from carbon_ds.errors import CarbonTableError
+    from carbon_ds.expressions import AlwaysTrue
+    from carbon_ds.table import add_segment as AS
+    from carbon_ds.table import segments as segfiles
+    from carbon_ds.table import tablestatus as ts
+    from carbon_ds.table.pruning import Piece, read_pieces
+    from carbon_ds.table.tablestatus import LoadDetail
+
+    pcols = table.partition_columns
+    if not pcols:
+        raise CarbonTableError(f"ADD PARTITION: cannot add a partition to table {table.uri}: it is not partitioned")
+    norm = normalize_spec(spec, table.schema, pcols)
+    missing = [c for c in pcols if c not in norm]
+    if missing:
+        raise CarbonOptionError(f"ADD PARTITION needs a value for every partition column ({', '.join(pcols)}); "
+                                f"{', '.join(missing)} missing in {spec!r}")
+    comps = [component(c, norm[c]) for c in pcols]
+    rel = folder_of(comps)
+    if rel in show_partitions(table):
+        if if_not_exists:
+            return None
+        raise CarbonTableError(f"ADD PARTITION: partition {rel} already exists in table {table.uri}")
+    storage = table.storage
+    if location is None:
+        storage.mkdirs(table_folder(table.path, comps))
+        return None
+    loc_storage, root = Storage.for_path(str(location).strip())
+    if loc_storage.scheme != storage.scheme or type(loc_storage.fs) is not type(storage.fs):
+        raise CarbonOptionError(f"ADD PARTITION: location {location} is on another file system than table "
+                                f"{table.uri}; both must be on the same one")
+    root = root.rstrip("/") or root
+    if not storage.is_dir(root):
+        raise CarbonTableError(f"ADD PARTITION: location {storage.uri(root)} is not an existing folder")
+    inside = root.replace("\\", "/") + "/"
+    if (table.path.replace("\\", "/").rstrip("/") + "/").startswith(inside):
+        raise CarbonTableError(f"ADD PARTITION: location {storage.uri(root)} contains table {table.uri}; "
+                               "expected a folder of carbondata files")
+    files = AS._data_files(storage, root, "carbondata")
+    if not files:
+        raise CarbonTableError(f"ADD PARTITION: location {storage.uri(root)} holds no .carbondata file; "
+                               "omit LOCATION to create an empty partition folder")
+    problems = []
+    for path, size in files:
+        check = AS._check_file(storage, path, size, "carbondata", {}, table.schema, [], [])
+        problems += [f"{check.path}: {p}" for p in check.problems]
+        if check.problems:
+            continue
+        # carbondata files carry their partition columns; they must hold this partition's values only
+        data = pa.concat_tables(list(read_pieces(storage, [Piece(path, None)], AlwaysTrue(), pcols, table.schema)))
+        for c in pcols:
+            want = typed_value(norm[c], table.schema.field(c).type)
+            col = data.column(c)
+            if want is None:
+                bad = len(col) - col.null_count
+            else:
+                same = pc.sum(pc.fill_null(pc.equal(col, pa.scalar(want, col.type)), False)).as_py() or 0
+                bad = len(col) - same
+            if bad:
+                problems.append(f"{storage.uri(path)}: {bad} row(s) hold another {c} than {c}={norm[c]}")
+    if problems:
+        raise CarbonSchemaError(f"ADD PARTITION {rel} LOCATION {storage.uri(root)}: files do not fit table "
+                                f"{table.uri}:\n  " + "\n  ".join(problems))
+    uri = storage.uri(root)
+    start = ts.now_ms()
+    with table.lock():
+        entries = table.load_details()
+        dups = AS._duplicates(entries, [uri])
+        if dups:
+            raise AS._dup_error(dups[0])
+        seg = ts.next_segment_id(entries)
+        end = ts.now_ms()
+        names = [posixpath.relpath(p.replace("\\", "/"), root.replace("\\", "/")) for p, _s in files]
+        names = [n if "/" not in n else p for n, (p, _s) in zip(names, files, strict=True)]
+        seg_name = segfiles.segment_file_name(seg, end)
+        details = segfiles.FolderDetails(files=sorted(names), partitions=comps, is_relative=False)
+        segfiles.write(storage, table.path, seg_name, segfiles.SegmentFile(
+            {root: details}, {"path": uri, "format": "carbondata", "partition": rel}))
+        index_size = sum(f.size for f in storage.list(root, recursive=True)
+                         if f.path.endswith((".carbonindex", ".carbonindexmerge")))
+        entries.append(LoadDetail(
+            name=seg, status=ts.SUCCESS, timestamp=str(end), data_size=str(sum(s for _p, s in files)),
+            index_size=str(index_size), load_start_time=str(start), visibility="true", path=uri,
+            segment_file=seg_name))
+        ts.write(storage, table.tablestatus_path, entries)
+    return seg
