@@ -179,6 +179,26 @@ def write_task(
     return result
 
 
+def mark_success(table: CarbonTable, entries: list[LoadDetail], reservation: Reservation, end: int,
+                 seg_name: str, data_size: int, index_size: int) -> LoadDetail:
+    """Flip the reserved entry to "Success" (caller holds the tablestatus lock and writes ``entries``)."""
+    seg = reservation.segment_id
+    entry = ts.find(entries, seg)
+    if entry is None or entry.status not in (ts.IN_PROGRESS, ts.OVERWRITE_IN_PROGRESS):
+        found = "no entry" if entry is None else f"status {entry.status!r}"
+        raise CarbonTableError(
+            f"cannot commit segment {seg} of {table.uri}: expected it 'In Progress', found {found} "
+            "(was it cleaned or aborted meanwhile?)"
+        )
+    entry.status = ts.SUCCESS
+    entry.timestamp = str(end)
+    entry.data_size = str(data_size)
+    entry.index_size = str(index_size)
+    entry.segment_file = seg_name
+    entry.load_start_time = entry.load_start_time or str(reservation.load_start_ms)
+    return entry
+
+
 def commit(table: CarbonTable, reservation: Reservation, results: Iterable[TaskResult | None],
            on_commit=None) -> LoadDetail:
     """``on_commit(entries)`` may change other entries inside the same locked tablestatus write (UPDATE
@@ -198,19 +218,7 @@ def commit(table: CarbonTable, reservation: Reservation, results: Iterable[TaskR
     segfiles.write(table.storage, table.path, seg_name, segfiles.for_load(seg, index_names))
     with table.lock():
         entries = table.load_details()
-        entry = ts.find(entries, seg)
-        if entry is None or entry.status not in (ts.IN_PROGRESS, ts.OVERWRITE_IN_PROGRESS):
-            found = "no entry" if entry is None else f"status {entry.status!r}"
-            raise CarbonTableError(
-                f"cannot commit segment {seg} of {table.uri}: expected it 'In Progress', found {found} "
-                "(was it cleaned or aborted meanwhile?)"
-            )
-        entry.status = ts.SUCCESS
-        entry.timestamp = str(end)
-        entry.data_size = str(data_size)
-        entry.index_size = str(index_size)
-        entry.segment_file = seg_name
-        entry.load_start_time = entry.load_start_time or str(reservation.load_start_ms)
+        entry = mark_success(table, entries, reservation, end, seg_name, data_size, index_size)
         if reservation.overwrite:
             for other in entries:
                 if other is not entry and other.status in ts.READABLE:

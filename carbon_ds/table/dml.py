@@ -267,8 +267,6 @@ def update(table: CarbonTable, assignments: dict[str, Any], where=None,
     ``assignments`` maps a column to a Python value, or to ``SqlExpr("price * 2")`` (literals, columns,
     + - * / and parentheses, evaluated on the old row). Old rows are deleted through deltas, new rows
     written as a new segment (into the right partitions), committed in one tablestatus write."""
-    from carbon_ds.table import commit
-    from carbon_ds.table.options import LoadOptions
     from carbon_ds.table.table import resolve_columns
 
     require_all_carbondata(table, "UPDATE")
@@ -283,22 +281,30 @@ def update(table: CarbonTable, assignments: dict[str, Any], where=None,
             return 0
         old = pa.concat_tables([t for m in matches for t in m.data])
         new = apply_set(old, sets, schema)
-        staged = _stage(table, matches, threshold)
-        reservation = None
-        try:
-            reservation = commit.reserve(table)
-            result = commit.write_task(table, reservation, 0, [new], LoadOptions())
-            _step("before_status")
-            commit.commit(table, reservation, [result],
-                          on_commit=lambda entries: _apply(table, staged, entries, "UPDATE"))
-        except BaseException:
-            _remove(table, staged.written)
-            if reservation is not None:
-                commit.abort(table, reservation)
-            raise
-        return staged.deleted
+        return _commit_update(table, matches, new, threshold)
     finally:
         lock.release()
+
+
+def _commit_update(table: CarbonTable, matches, new: pa.Table, threshold: int) -> int:
+    """Deltas for the old rows and a new segment for the new ones, made visible by one tablestatus write."""
+    from carbon_ds.table import commit  # commit imports the table layer: import late, as the callers did
+    from carbon_ds.table.options import LoadOptions
+
+    staged = _stage(table, matches, threshold)
+    reservation = None
+    try:
+        reservation = commit.reserve(table)
+        result = commit.write_task(table, reservation, 0, [new], LoadOptions())
+        _step("before_status")
+        commit.commit(table, reservation, [result],
+                      on_commit=lambda entries: _apply(table, staged, entries, "UPDATE"))
+    except BaseException:
+        _remove(table, staged.written)
+        if reservation is not None:
+            commit.abort(table, reservation)
+        raise
+    return staged.deleted
 
 
 # ------------------------------------------------------------------------------------------ SET values
@@ -618,8 +624,6 @@ def spark_update(spark, table: CarbonTable, sets: dict[str, str], where: str | N
     from pyspark.sql import functions as F
     from pyspark.sql.pandas.types import from_arrow_type
 
-    from carbon_ds.table import commit
-    from carbon_ds.table.options import LoadOptions
     from carbon_ds.table.planning import conform
     from carbon_ds.table.table import resolve_columns
 
@@ -643,20 +647,7 @@ def spark_update(spark, table: CarbonTable, sets: dict[str, str], where: str | N
             return 0
         new = conform(got.select(schema.names), schema)
         matches = _matches_from_positions(table, got.select(list(POSITION_NAMES)))
-        staged = _stage(table, matches, threshold)
-        reservation = None
-        try:
-            reservation = commit.reserve(table)
-            result = commit.write_task(table, reservation, 0, [new], LoadOptions())
-            _step("before_status")
-            commit.commit(table, reservation, [result],
-                          on_commit=lambda entries: _apply(table, staged, entries, "UPDATE"))
-        except BaseException:
-            _remove(table, staged.written)
-            if reservation is not None:
-                commit.abort(table, reservation)
-            raise
-        return staged.deleted
+        return _commit_update(table, matches, new, threshold)
     finally:
         lock.release()
 

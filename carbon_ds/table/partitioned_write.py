@@ -22,12 +22,11 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from carbon_ds.errors import CarbonTableError
 from carbon_ds.fs import Storage
 from carbon_ds.table import partitions as P
 from carbon_ds.table import segments as segfiles
 from carbon_ds.table import tablestatus as ts
-from carbon_ds.table.commit import Reservation, TaskResult, sort_for_load, writer_options
+from carbon_ds.table.commit import Reservation, TaskResult, mark_success, sort_for_load, writer_options
 from carbon_ds.table.options import LoadOptions
 from carbon_ds.table.planning import conform
 from carbon_ds.table.table import CarbonTable
@@ -133,19 +132,7 @@ def commit(table: CarbonTable, reservation: Reservation, results: list[TaskResul
     index_size = sum(s for r in results for _n, s in r.index_files)
     with table.lock():
         entries = table.load_details()
-        entry = ts.find(entries, seg)
-        if entry is None or entry.status not in (ts.IN_PROGRESS, ts.OVERWRITE_IN_PROGRESS):
-            found = "no entry" if entry is None else f"status {entry.status!r}"
-            raise CarbonTableError(
-                f"cannot commit segment {seg} of {table.uri}: expected it 'In Progress', found {found} "
-                "(was it cleaned or aborted meanwhile?)"
-            )
-        entry.status = ts.SUCCESS
-        entry.timestamp = str(end)
-        entry.data_size = str(data_size)
-        entry.index_size = str(index_size)
-        entry.segment_file = seg_name
-        entry.load_start_time = entry.load_start_time or str(reservation.load_start_ms)
+        entry = mark_success(table, entries, reservation, end, seg_name, data_size, index_size)
         if reservation.overwrite:
             spec = dict(reservation.partition_spec)
             written = set(by_folder)
