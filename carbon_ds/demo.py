@@ -6,7 +6,6 @@ Run with `bash scripts/demo.sh` (sets everything up first) or `python -m carbon_
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import os
 import shutil
 import sys
@@ -25,28 +24,6 @@ def step(title: str):
     t0 = time.perf_counter()
     yield
     print(f"   done in {time.perf_counter() - t0:.1f}s", flush=True)
-
-
-def print_segments(path: str) -> None:
-    table = carbon_ds.CarbonTable.open(path)
-    print(f"   {'ID':<4} {'Status':<20} {'Load Start Time':<24} {'Data Size':>10}  {'Index Size':>10}  Format")
-    for s in sorted(table.segments(), key=lambda s: int(float(s.id)), reverse=True):
-        start = dt.datetime.fromtimestamp(int(s.load_start) / 1000).isoformat(" ", "milliseconds")
-        print(
-            f"   {s.id:<4} {s.status:<20} {start:<24} {_size(s.data_size):>10}  {_size(s.index_size):>10}  {s.file_format}"
-        )
-
-
-def _size(n: object) -> str:
-    try:
-        v = float(n)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return str(n)
-    for unit in ("B", "KB", "MB", "GB"):
-        if v < 1024 or unit == "GB":
-            return f"{v:.1f}{unit}" if unit != "B" else f"{int(v)}B"
-        v /= 1024
-    return str(n)
 
 
 def spark_session():
@@ -107,8 +84,8 @@ def main(argv: list[str] | None = None) -> int:
         tbl = carbon_ds.read_table(path)
         charging = pc.sum(pc.equal(tbl["charge_state"], "charging")).as_py()
         print(f"   rows: {tbl.num_rows:,}; columns: {tbl.num_columns}; rows while charging: {charging:,}")
-    print(">> segments (Metadata/tablestatus):")
-    print_segments(path)
+    print(">> SHOW SEGMENTS (from Metadata/tablestatus):")
+    print(carbon_ds.CarbonTable.open(path).show_segments())
     if spark is not None:
         spark.stop()
     print(f">> the table is at {path}; inspect a file with: carbon-ds inspect {path}/Fact/Part0/Segment_0/*.carbondata")
