@@ -245,17 +245,7 @@ def delete(table: CarbonTable, where=None, threshold: int = DEFAULT_DELTA_THRESH
         matches = _matches(table, expr, want_data=False)
         if not matches:
             return 0
-        staged = _stage(table, matches, threshold)
-        try:
-            _step("before_status")
-            with table.lock():
-                entries = table.load_details()
-                _apply(table, staged, entries, "DELETE")
-                ts.write(table.storage, table.tablestatus_path, entries)
-        except BaseException:
-            _remove(table, staged.written)
-            raise
-        return staged.deleted
+        return _commit_delete(table, matches, threshold)
     finally:
         lock.release()
 
@@ -284,6 +274,21 @@ def update(table: CarbonTable, assignments: dict[str, Any], where=None,
         return _commit_update(table, matches, new, threshold)
     finally:
         lock.release()
+
+
+def _commit_delete(table: CarbonTable, matches, threshold: int) -> int:
+    """Delta files first, then one tablestatus write naming the new update status file (the commit point)."""
+    staged = _stage(table, matches, threshold)
+    try:
+        _step("before_status")
+        with table.lock():
+            entries = table.load_details()
+            _apply(table, staged, entries, "DELETE")
+            ts.write(table.storage, table.tablestatus_path, entries)
+    except BaseException:
+        _remove(table, staged.written)
+        raise
+    return staged.deleted
 
 
 def _commit_update(table: CarbonTable, matches, new: pa.Table, threshold: int) -> int:
@@ -601,17 +606,7 @@ def spark_delete(spark, table: CarbonTable, where: str | None, threshold: int = 
         pos = df.select(*POSITION_NAMES).toArrow()
         if pos.num_rows == 0:
             return 0
-        staged = _stage(table, _matches_from_positions(table, pos), threshold)
-        try:
-            _step("before_status")
-            with table.lock():
-                entries = table.load_details()
-                _apply(table, staged, entries, "DELETE")
-                ts.write(table.storage, table.tablestatus_path, entries)
-        except BaseException:
-            _remove(table, staged.written)
-            raise
-        return staged.deleted
+        return _commit_delete(table, _matches_from_positions(table, pos), threshold)
     finally:
         lock.release()
 
