@@ -35,3 +35,24 @@ def save(out_dir: str, name: str, payload: dict) -> str:
         json.dump({"machine": platform.platform(), "cpus": os.cpu_count(), **payload}, fh, indent=2)
     print(f"saved {path}")
     return path
+
+
+def spark_session(memory: str = "6g", master: str = "local[2]"):
+    """A local SparkSession with the carbondata source registered, workers on this interpreter."""
+    import sys
+
+    from pyspark.sql import SparkSession
+
+    import carbon_ds
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this interpreter's packages
+    spark = (
+        SparkSession.builder.master(master)
+        .config("spark.ui.enabled", "false")
+        .config("spark.driver.memory", memory)
+        .config("spark.sql.shuffle.partitions", "2")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    carbon_ds.register(spark)
+    return spark

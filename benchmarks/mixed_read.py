@@ -13,25 +13,20 @@ import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import parser, save, timed  # noqa: E402
+from common import parser, save, spark_session, timed  # noqa: E402
 
 
 def main() -> None:
     args = parser(__doc__, rows=1_000_000, repeat=3).parse_args()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     import pyarrow as pa
     import pyarrow.compute as pc
     import pyarrow.orc as po
     import pyarrow.parquet as pq
-    from pyspark.sql import SparkSession
 
     import carbon_ds
     from carbon_ds.table.table import CarbonTable
 
-    spark = (SparkSession.builder.master("local[4]").config("spark.ui.enabled", "false")
-             .config("spark.driver.memory", "4g").config("spark.sql.shuffle.partitions", "2").getOrCreate())
-    spark.sparkContext.setLogLevel("ERROR")
-    carbon_ds.register(spark)
+    spark = spark_session("4g")
     tmp = tempfile.mkdtemp(prefix="mixed_read_")
     n = args.rows // 3
 

@@ -22,12 +22,11 @@ import datetime as dt
 import os
 import shutil
 import struct
-import sys
 import tempfile
 import zlib
 
 import pyarrow.parquet as pq
-from common import parser, save, timed
+from common import parser, save, spark_session, timed
 
 import carbon_ds
 from carbon_ds import telemetry
@@ -106,18 +105,7 @@ def main() -> None:
     ap.add_argument("--blocklet-mb", type=int, default=1, help="carbon-ds blocklet size (MB)")
     args = ap.parse_args()
 
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "6g")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    carbon_ds.register(spark)
+    spark = spark_session("6g")
     work = tempfile.mkdtemp(prefix="carbon-prune-bench-")
     try:
         stage = os.path.join(work, "stage.parquet")

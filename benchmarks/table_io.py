@@ -11,11 +11,10 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 
 import pyarrow.parquet as pq
-from common import parser, save, timed
+from common import parser, save, spark_session, timed
 
 import carbon_ds
 from carbon_ds import telemetry
@@ -24,18 +23,7 @@ from carbon_ds import telemetry
 def main() -> None:
     args = parser(__doc__, rows=5_000_000, repeat=2).parse_args()
 
-    from pyspark.sql import SparkSession
-
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this interpreter's packages
-    spark = (
-        SparkSession.builder.master("local[2]")
-        .config("spark.ui.enabled", "false")
-        .config("spark.driver.memory", "8g")
-        .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
-    )
-    spark.sparkContext.setLogLevel("ERROR")
-    carbon_ds.register(spark)
+    spark = spark_session("8g")
     work = tempfile.mkdtemp(prefix="carbon-table-bench-")
     try:
         # a staging Parquet copy so every writer starts from the same cached DataFrame
