@@ -226,14 +226,19 @@ def integral(src, base, negate, mul, out):
         out[i] = v * mul
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _be3(data, i):
+    """Value ``i`` of a 3-byte big-endian signed (SHORT_INT) page."""
+    p = 3 * i
+    v = (np.int64(data[p]) << 16) | (np.int64(data[p + 1]) << 8) | np.int64(data[p + 2])
+    return v - 0x1000000 if v >= 0x800000 else v
+
+
 @njit(cache=True, nogil=True)
 def integral_be3(data, base, negate, mul, out):
     """Like ``integral`` for CarbonData's SHORT_INT: 3-byte big-endian signed values."""
     for i in range(out.shape[0]):
-        p = 3 * i
-        v = (np.int64(data[p]) << 16) | (np.int64(data[p + 1]) << 8) | np.int64(data[p + 2])
-        if v >= 0x800000:
-            v -= 0x1000000
+        v = _be3(data, i)
         if negate:
             v = base - v
         out[i] = v * mul
@@ -253,10 +258,7 @@ def floating(src, top, negate, factor, out):
 def floating_be3(data, top, negate, factor, out):
     """Like ``floating`` for 3-byte big-endian stored values."""
     for i in range(out.shape[0]):
-        p = 3 * i
-        v = (np.int64(data[p]) << 16) | (np.int64(data[p + 1]) << 8) | np.int64(data[p + 2])
-        if v >= 0x800000:
-            v -= 0x1000000
+        v = _be3(data, i)
         if negate:
             v = top - v
         out[i] = np.float64(v) / factor
