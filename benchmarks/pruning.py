@@ -29,9 +29,9 @@ import pyarrow.parquet as pq
 from common import parser, save, spark_session, timed
 
 import carbon_ds
-from carbon_ds import telemetry
 from carbon_ds.api import explain
-from carbon_ds.api import read as carbon_read
+from carbon_ds.demo import telemetry
+from carbon_ds.spark.session import read as carbon_read
 
 
 def queries(vin: str, day: dt.date):

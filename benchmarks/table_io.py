@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 from common import parser, save, spark_session, timed
 
 import carbon_ds
-from carbon_ds import telemetry
+from carbon_ds.demo import telemetry
 
 
 def main() -> None:

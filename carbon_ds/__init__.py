@@ -24,13 +24,14 @@ __version__ = "0.1.0"
 
 # Imported on first use so that `import carbon_ds` stays cheap and never pulls in pyspark.
 _LAZY = {
-    "register": "carbon_ds.api",
-    "read": "carbon_ds.api",
+    "register": "carbon_ds.spark.session",
+    "read": "carbon_ds.spark.session",
     "explain": "carbon_ds.api",
     "read_table": "carbon_ds.api",
     "write_table": "carbon_ds.api",
-    "CarbonTable": "carbon_ds.table",
-    "sql": "carbon_ds.sql",
+    "CarbonTable": "carbon_ds.table.table",
+    "sql": "carbon_ds.spark.sql",
+    "SqlExpr": "carbon_ds.expressions.values",
     "CarbonDataFile": "carbon_ds.readers.carbondata",
     "CarbonWriter": "carbon_ds.writers.carbondata",
     "WriterOptions": "carbon_ds.writers.carbondata",

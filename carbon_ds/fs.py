@@ -1,8 +1,9 @@
 """The one file-system layer: every file access in carbon-ds goes through here.
 
 It wraps ``pyarrow.fs`` so that local paths, ``file://``, ``s3://`` and ``hdfs://`` are the same code.
-Paths handed around inside carbon-ds are the file system's own paths (no scheme); a :class:`Storage`
-knows how to turn them back into URIs for users.
+Paths handed around inside carbon-ds are the file system's own paths (no scheme), normalised once here
+to forward slashes (``norm_path``), so no other module spells path separators; a :class:`Storage` knows
+how to turn them back into URIs for users.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ class Storage:
         """Return the storage for ``path`` and the path as that file system names it."""
         text = os.fspath(path)
         if "://" not in text:
-            return _local(), os.path.abspath(text)
+            return _local(), norm_path(os.path.abspath(text))
         fs, inner = pafs.FileSystem.from_uri(text)
         scheme = text.split("://", 1)[0]
         if isinstance(fs, pafs.LocalFileSystem):
@@ -91,7 +92,7 @@ class Storage:
         self.fs.create_dir(folder, recursive=True)
 
     def open_output(self, path: str) -> pafs.NativeFile:
-        self.mkdirs(posixpath.dirname(path) if not self.is_local else os.path.dirname(path))
+        self.mkdirs(dirname(path))
         return self.fs.open_output_stream(path)
 
     def write_bytes(self, path: str, data: bytes) -> None:
@@ -148,7 +149,27 @@ class Storage:
 
     @staticmethod
     def join(*parts: str) -> str:
-        return posixpath.join(*parts) if not parts[0].startswith(os.sep) or os.sep == "/" else os.path.join(*parts)
+        return posixpath.join(*(norm_path(p) for p in parts))
+
+
+def norm_path(path: str) -> str:
+    """A path with forward slashes and no trailing slash (the root stays "/")."""
+    text = path.replace("\\", "/")
+    return text.rstrip("/") or text[:1]
+
+
+def basename(path: str) -> str:
+    return posixpath.basename(norm_path(path))
+
+
+def dirname(path: str) -> str:
+    return posixpath.dirname(norm_path(path))
+
+
+def is_inside(path: str, folder: str) -> bool:
+    """Whether ``path`` is ``folder`` or lies below it (both file-system paths)."""
+    p, f = norm_path(path), norm_path(folder)
+    return p == f or p.startswith(f.rstrip("/") + "/")
 
 
 @lru_cache(maxsize=1)

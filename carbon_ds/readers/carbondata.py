@@ -148,6 +148,29 @@ class CarbonDataFile:
     def blocklet_rows(self, i: int) -> int:
         return int(self._blocklet(i).num_rows)
 
+    def blocklet_info(self, i: int) -> BlockletInfo3:
+        """The footer's description of blocklet ``i`` (rows, pages, column chunk offsets)."""
+        return self._blocklet(i)
+
+    def page_count(self, i: int) -> int:
+        """Pages of blocklet ``i``: from the footer, or from the first column chunk when it does not say."""
+        info = self._blocklet(i)
+        if info.number_number_of_pages is not None:
+            return int(info.number_number_of_pages)
+        return len(self.read_column_chunk(i, 0).data_chunk_list or [])
+
+    def page_rows(self, i: int) -> list[int]:
+        """Rows of each page of blocklet ``i`` from the footer (no page is decoded)."""
+        info = self._blocklet(i)
+        rows = info.row_count_in_page
+        if rows:
+            return [int(r) for r in rows]
+        # Footers without per-page counts: pages are full except the last (32000 rows, CarbonData's default).
+        n = int(self.blocklet_rows(i))
+        pages = int(info.number_number_of_pages or max(1, -(-n // 32000)))
+        size = -(-n // pages) if pages else n
+        return [min(size, n - k * size) for k in range(pages)]
+
     def _blocklet(self, i: int) -> BlockletInfo3:
         if not 0 <= i < len(self._blocklets):
             raise IndexError(f"blocklet {i} out of range: {self.path} has {len(self._blocklets)}")

@@ -1,5 +1,28 @@
-"""CarbonData tables: schema file, tablestatus, segment files, locks and the write protocol."""
+"""CarbonData tables. Layers, each importing only itself or those below it::
 
-from carbon_ds.table.table import CarbonTable, DataFile, SegmentInfo
+    table.py   CarbonTable, the facade: one short delegation per operation
+    ops/       DELETE/UPDATE, segment management, ADD SEGMENT, partition DDL
+    read/      planning, pruning, scans      write/   the load protocol (neither imports the other)
+    meta/      the table folder's files as values, TableHandle, locks, naming, properties
+"""
 
-__all__ = ["CarbonTable", "DataFile", "SegmentInfo"]
+from __future__ import annotations
+
+from importlib import import_module
+from typing import Any
+
+_LAZY = {
+    "CarbonTable": "carbon_ds.table.table",
+    "TableHandle": "carbon_ds.table.meta.handle",
+    "DataFile": "carbon_ds.table.meta.handle",
+    "SegmentInfo": "carbon_ds.table.meta.handle",
+}
+__all__ = list(_LAZY)
+
+
+def __getattr__(name: str) -> Any:
+    # lazy, so that importing any carbon_ds.table.* module does not pull in the whole facade
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'carbon_ds.table' has no attribute {name!r}")
+    return getattr(import_module(module), name)

@@ -1,0 +1,89 @@
+"""`carbon-ds` subcommands for segment management: show-segments, delete-segment, clean-files, add-segment."""
+
+from __future__ import annotations
+
+import argparse
+
+from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.table.table import CarbonTable
+
+
+def _open(path: str):
+    return CarbonTable.open(path)
+
+
+def _show(args: argparse.Namespace) -> int:
+    print(_open(args.table).show_segments(limit=args.limit))
+    return 0
+
+
+def _delete(args: argparse.Namespace) -> int:
+    table = _open(args.table)
+    if args.ids is not None:
+        ids = table.delete_segments([s for s in args.ids.split(",") if s.strip()])
+    else:
+        ids = table.delete_segments_before(args.before)
+    print(f"marked for delete: {', '.join(ids)} (run clean-files to remove their files)")
+    return 0
+
+
+def _clean(args: argparse.Namespace) -> int:
+    result = _open(args.table).clean_files(force=args.force, retention_days=args.retention_days)
+    rows = result.rows()
+    for what, action in rows:
+        print(f"{what}: {action}")
+    if result.trash_folder:
+        print(f"trash: {result.trash_folder}")
+    if not rows:
+        print("nothing to clean")
+    return 0
+
+
+def _add(args: argparse.Namespace) -> int:
+    table = _open(args.table)
+    add = getattr(table, "add_segment", None)
+    if add is None:
+        raise CarbonTableError("ADD SEGMENT is not available yet")
+    options = {}
+    for item in args.option or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CarbonOptionError(f"--option expects KEY=VALUE, found {item!r}")
+        options[key.strip().lower()] = value
+    added = add(args.path, format=args.format, partition=args.partition, options=options, dry_run=args.dry_run)
+    if args.dry_run:
+        print(added if isinstance(added, str) else "\n".join(map(str, added or [])) or "dry run: ok")
+    else:
+        ids = [added] if isinstance(added, str) else list(added or [])
+        print(f"added segment(s): {', '.join(map(str, ids))}")
+    return 0
+
+
+def add_commands(sub) -> None:
+    """Add the segment subcommands to the `carbon-ds` argument parser's subparsers."""
+    show = sub.add_parser("show-segments", help="list a table's segments, newest first (like SHOW SEGMENTS)")
+    show.add_argument("table", help="table folder or URI")
+    show.add_argument("--limit", type=int, default=None, help="show only the N newest segments")
+    show.set_defaults(func=_show)
+
+    delete = sub.add_parser("delete-segment", help="mark segments 'Marked for Delete' by id or start time")
+    delete.add_argument("table", help="table folder or URI")
+    which = delete.add_mutually_exclusive_group(required=True)
+    which.add_argument("--ids", help="comma-separated segment ids, e.g. 0,1")
+    which.add_argument("--before", help="'yyyy-MM-dd HH:mm:ss' (local time): segments whose load started before")
+    delete.set_defaults(func=_delete)
+
+    clean = sub.add_parser("clean-files", help="move files of deleted/compacted segments to .Trash; expire old trash")
+    clean.add_argument("table", help="table folder or URI")
+    clean.add_argument("--force", action="store_true", help="delete at once and empty the trash (not recoverable)")
+    clean.add_argument("--retention-days", type=float, default=None, help="trash retention in days (default 7)")
+    clean.set_defaults(func=_clean)
+
+    add = sub.add_parser("add-segment", help="register an existing folder of files as a new segment")
+    add.add_argument("table", help="table folder or URI")
+    add.add_argument("--path", required=True, help="folder holding the data files")
+    add.add_argument("--format", default="carbondata", help="carbondata, parquet, orc, csv or json")
+    add.add_argument("--partition", default=None, help="partition columns of a partitioned table, 'a:int, b:string'")
+    add.add_argument("--option", action="append", help="extra segment option KEY=VALUE (repeatable)")
+    add.add_argument("--dry-run", action="store_true", help="check the files against the table; change nothing")
+    add.set_defaults(func=_add)

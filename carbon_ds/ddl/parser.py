@@ -1,0 +1,578 @@
+"""A small parser for the CarbonData statements carbon_ds.sql handles itself.
+
+Keywords are case-insensitive. String literals take straight or typographic quotes (‘...’, “...”, and
+mixes such as ‘...' that pasting from documents produces). Identifiers may be `back-quoted`.
+Anything that is not one of these statements yields None and goes to spark.sql unchanged.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from carbon_ds.errors import CarbonOptionError
+
+# Opening quote -> the characters that may close it.
+# Word processors also turn an opening quote into a closing one (”orc”), so those open strings too. A
+# string opened with a straight quote ends only at the same straight quote, so 'it’s' stays one string.
+_QUOTES = {"'": "'", "‘": "’'", "’": "’'", '"': '"', "“": '”"', "”": '”"'}
+_PUNCT = "(),=.;<>:"
+
+
+@dataclass(frozen=True)
+class Token:
+    kind: str  # "word", "string", "number", "ident" (back-quoted), "punct"
+    text: str
+    pos: int
+
+    def is_kw(self, *words: str) -> bool:
+        return self.kind == "word" and self.text.upper() in words
+
+
+def tokenize(text: str) -> list[Token]:
+    out: list[Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        c = text[i]
+        if c.isspace():
+            i += 1
+        elif text.startswith("--", i):
+            j = text.find("\n", i)
+            i = n if j < 0 else j
+        elif c in _QUOTES:
+            closers = _QUOTES[c]
+            j = i + 1
+            buf = []
+            while j < n and text[j] not in closers:
+                if text[j] == "\\" and j + 1 < n:
+                    j += 1
+                buf.append(text[j])
+                j += 1
+            if j >= n:
+                raise CarbonOptionError(
+                    f"unterminated string starting at character {i}: {text[i:i + 40]!r}; expected a closing quote"
+                )
+            out.append(Token("string", "".join(buf), i))
+            i = j + 1
+        elif c == "`":
+            j = text.find("`", i + 1)
+            if j < 0:
+                raise CarbonOptionError(f"unterminated `identifier` starting at character {i}")
+            out.append(Token("ident", text[i + 1 : j], i))
+            i = j + 1
+        elif c.isdigit() or (c == "-" and i + 1 < n and text[i + 1].isdigit()):
+            m = re.match(r"-?\d+(\.\d+)?", text[i:])
+            assert m
+            out.append(Token("number", m.group(0), i))
+            i += len(m.group(0))
+        elif c.isalpha() or c == "_":
+            m = re.match(r"[\w$]+", text[i:])
+            assert m
+            out.append(Token("word", m.group(0), i))
+            i += len(m.group(0))
+        elif c in _PUNCT:
+            out.append(Token("punct", c, i))
+            i += 1
+        else:
+            raise CarbonOptionError(f"unexpected character {c!r} at position {i} in {text[:60]!r}")
+    return out
+
+
+# ------------------------------------------------------------------------------------------ statements
+@dataclass(frozen=True)
+class TableName:
+    db: str | None
+    name: str
+
+    def __str__(self) -> str:
+        return f"{self.db}.{self.name}" if self.db else self.name
+
+
+@dataclass
+class CreateTable:
+    table: TableName
+    columns: list[tuple[str, str]]  # (name, type text)
+    partition_columns: list[tuple[str, str]] = field(default_factory=list)
+    properties: dict[str, str] = field(default_factory=dict)
+    location: str | None = None
+    if_not_exists: bool = False
+    external: bool = False
+
+
+@dataclass
+class DropTable:
+    table: TableName
+    if_exists: bool = False
+
+
+@dataclass
+class AddSegment:
+    table: TableName
+    options: dict[str, str]
+
+
+@dataclass
+class ShowSegments:
+    table: TableName
+    limit: int | None = None
+
+
+@dataclass
+class DeleteSegments:
+    table: TableName
+    ids: list[str] | None = None
+    before: str | None = None
+
+
+@dataclass
+class CleanFiles:
+    table: TableName
+    options: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class Insert:
+    table: TableName
+    overwrite: bool
+    span: tuple[int, int]  # where the table name sits in the statement text, to point it at the view
+    partition: dict[str, str | None] | None = None  # PARTITION (c = v, ...): static values (None: dynamic col)
+    query_start: int | None = None  # with a PARTITION clause: where the SELECT begins
+
+
+@dataclass
+class ShowPartitions:
+    table: TableName
+
+
+@dataclass
+class AlterPartition:
+    table: TableName
+    action: str  # "drop" or "add"
+    spec: dict[str, str | None]
+    if_exists: bool = False
+    location: str | None = None  # ADD PARTITION ... LOCATION '<folder>'
+
+
+class _Parser:
+    def __init__(self, text: str, tokens: list[Token], statement: str):
+        self.text = text
+        self.toks = tokens
+        self.i = 0
+        self.statement = statement
+
+    # -- helpers
+    def peek(self, k: int = 0) -> Token | None:
+        j = self.i + k
+        return self.toks[j] if j < len(self.toks) else None
+
+    def fail(self, expected: str) -> CarbonOptionError:
+        tok = self.peek()
+        found = f"{tok.text!r} at position {tok.pos}" if tok else "end of statement"
+        return CarbonOptionError(f"{self.statement}: expected {expected}, found {found}; statement: {self.text.strip()!r}")
+
+    def accept_kw(self, *words: str) -> bool:
+        tok = self.peek()
+        if tok is not None and tok.is_kw(*words):
+            self.i += 1
+            return True
+        return False
+
+    def expect_kw(self, *words: str) -> None:
+        if not self.accept_kw(*words):
+            raise self.fail(" ".join(words) if len(words) == 1 else " or ".join(words))
+
+    def accept_punct(self, p: str) -> bool:
+        tok = self.peek()
+        if tok is not None and tok.kind == "punct" and tok.text == p:
+            self.i += 1
+            return True
+        return False
+
+    def expect_punct(self, p: str) -> None:
+        if not self.accept_punct(p):
+            raise self.fail(f"'{p}'")
+
+    def ident(self, what: str = "a name") -> str:
+        tok = self.peek()
+        if tok is None or tok.kind not in ("word", "ident"):
+            raise self.fail(what)
+        self.i += 1
+        return tok.text
+
+    def string(self, what: str = "a quoted string") -> str:
+        tok = self.peek()
+        if tok is None or tok.kind != "string":
+            raise self.fail(what)
+        self.i += 1
+        return tok.text
+
+    def table_name(self) -> TableName:
+        first = self.ident("a table name ([db.]table)")
+        if self.accept_punct("."):
+            return TableName(first, self.ident("a table name after 'db.'"))
+        return TableName(None, first)
+
+    def end(self) -> None:
+        self.accept_punct(";")
+        if self.peek() is not None:
+            raise self.fail("end of statement")
+
+    def options(self) -> dict[str, str]:
+        """('key'='value', ...) — keys lower-cased; values kept as written."""
+        self.expect_punct("(")
+        out: dict[str, str] = {}
+        if self.accept_punct(")"):
+            return out
+        while True:
+            tok = self.peek()
+            if tok is None or tok.kind not in ("string", "word", "ident"):
+                raise self.fail("an option name such as 'path'")
+            self.i += 1
+            key = tok.text.strip().lower()
+            self.expect_punct("=")
+            val = self.peek()
+            if val is None or val.kind not in ("string", "number", "word"):
+                raise self.fail(f"a value for option {key!r}")
+            self.i += 1
+            if key in out:
+                raise CarbonOptionError(f"{self.statement}: option {key!r} given twice")
+            out[key] = val.text
+            if self.accept_punct(")"):
+                return out
+            self.expect_punct(",")
+
+    def type_text(self) -> str:
+        """The text of a column type up to the next top-level ',' or ')', e.g. DECIMAL(10,2), ARRAY<INT>."""
+        start = self.peek()
+        if start is None:
+            raise self.fail("a column type")
+        depth = 0
+        j = self.i
+        while j < len(self.toks):
+            t = self.toks[j]
+            if t.kind == "punct" and t.text in "(<":
+                depth += 1
+            elif t.kind == "punct" and t.text in ")>":
+                if depth == 0:
+                    break
+                depth -= 1
+            elif t.kind == "punct" and t.text == "," and depth == 0:
+                break
+            elif depth == 0 and t.is_kw("COMMENT"):
+                break
+            j += 1
+        if j == self.i:
+            raise self.fail("a column type")
+        end = self.toks[j - 1].pos + len(self.toks[j - 1].text)
+        text = self.text[start.pos : end]
+        self.i = j
+        if self.accept_kw("COMMENT"):
+            self.string("a comment string")
+        return " ".join(text.split())
+
+    def column_list(self) -> list[tuple[str, str]]:
+        self.expect_punct("(")
+        cols: list[tuple[str, str]] = []
+        while True:
+            if self.accept_punct(")"):  # also tolerates a trailing comma, as in the design's example
+                break
+            name = self.ident("a column name")
+            cols.append((name, self.type_text()))
+            if self.accept_punct(")"):
+                break
+            self.expect_punct(",")
+        if not cols:
+            raise CarbonOptionError(f"{self.statement}: expected at least one column, found '()'")
+        return cols
+
+    # -- statements
+    def create(self) -> CreateTable:
+        self.expect_kw("CREATE")
+        external = self.accept_kw("EXTERNAL")
+        self.expect_kw("TABLE")
+        if_not = False
+        if self.accept_kw("IF"):
+            self.expect_kw("NOT")
+            self.expect_kw("EXISTS")
+            if_not = True
+        stmt = CreateTable(self.table_name(), [], if_not_exists=if_not, external=external)
+        stmt.columns = self.column_list()
+        stored = False
+        while self.peek() is not None and not (self.peek().kind == "punct" and self.peek().text == ";"):
+            if self.accept_kw("STORED"):
+                self.expect_kw("AS", "BY")
+                fmt = self.peek()
+                if fmt is None or fmt.kind not in ("word", "string") or fmt.text.lower() not in ("carbondata", "carbon"):
+                    raise self.fail("carbondata after STORED AS")
+                self.i += 1
+                stored = True
+            elif self.accept_kw("USING"):
+                fmt = self.ident("carbondata after USING")
+                if fmt.lower() not in ("carbondata", "carbon"):
+                    raise CarbonOptionError(f"CREATE TABLE: expected USING carbondata, found USING {fmt}")
+                stored = True
+            elif self.accept_kw("PARTITIONED"):
+                self.expect_kw("BY")
+                stmt.partition_columns = self.column_list()
+            elif self.accept_kw("TBLPROPERTIES"):
+                stmt.properties = self.options()
+            elif self.accept_kw("LOCATION"):
+                stmt.location = self.string("a quoted path after LOCATION")
+            elif self.accept_kw("COMMENT"):
+                self.string("a comment string")
+            else:
+                raise self.fail("STORED AS carbondata, PARTITIONED BY, TBLPROPERTIES, LOCATION or end of statement")
+        if not stored:
+            raise CarbonOptionError("CREATE TABLE: expected STORED AS carbondata")
+        self.end()
+        return stmt
+
+    def drop(self) -> DropTable:
+        self.expect_kw("DROP")
+        self.expect_kw("TABLE")
+        if_exists = False
+        if self.accept_kw("IF"):
+            self.expect_kw("EXISTS")
+            if_exists = True
+        stmt = DropTable(self.table_name(), if_exists)
+        self.end()
+        return stmt
+
+    def add_segment(self) -> AddSegment:
+        self.expect_kw("ALTER")
+        self.expect_kw("TABLE")
+        table = self.table_name()
+        self.expect_kw("ADD")
+        self.expect_kw("SEGMENT")
+        self.expect_kw("OPTIONS")
+        opts = self.options()
+        self.end()
+        return AddSegment(table, opts)
+
+    def show_segments(self) -> ShowSegments:
+        self.expect_kw("SHOW")
+        self.expect_kw("SEGMENTS")
+        self.expect_kw("FOR")
+        self.expect_kw("TABLE")
+        stmt = ShowSegments(self.table_name())
+        if self.accept_kw("LIMIT"):
+            tok = self.peek()
+            if tok is None or tok.kind != "number" or not tok.text.isdigit():
+                raise self.fail("a whole number after LIMIT")
+            self.i += 1
+            stmt.limit = int(tok.text)
+        self.end()
+        return stmt
+
+    def delete_segments(self) -> DeleteSegments:
+        self.expect_kw("DELETE")
+        self.expect_kw("FROM")
+        self.expect_kw("TABLE")
+        table = self.table_name()
+        self.expect_kw("WHERE")
+        self.expect_kw("SEGMENT")
+        self.expect_punct(".")
+        if self.accept_kw("ID"):
+            self.expect_kw("IN")
+            self.expect_punct("(")
+            ids = []
+            while True:
+                tok = self.peek()
+                if tok is None or tok.kind not in ("number", "string"):
+                    raise self.fail("a segment id such as 0 or '1.1'")
+                self.i += 1
+                ids.append(tok.text.strip())
+                if self.accept_punct(")"):
+                    break
+                self.expect_punct(",")
+            self.end()
+            return DeleteSegments(table, ids=ids)
+        if self.accept_kw("STARTTIME"):
+            self.expect_kw("BEFORE")
+            when = self.string("a quoted time 'yyyy-MM-dd HH:mm:ss'")
+            self.end()
+            return DeleteSegments(table, before=when)
+        raise self.fail("SEGMENT.ID IN (...) or SEGMENT.STARTTIME BEFORE '...'")
+
+    def clean_files(self) -> CleanFiles:
+        self.expect_kw("CLEAN")
+        self.expect_kw("FILES")
+        self.expect_kw("FOR")
+        self.expect_kw("TABLE")
+        stmt = CleanFiles(self.table_name())
+        if self.accept_kw("OPTIONS"):
+            stmt.options = self.options()
+        self.end()
+        return stmt
+
+
+_INSERT = re.compile(
+    r"^\s*INSERT\s+(?P<kind>INTO|OVERWRITE)\s+(?:TABLE\s+)?"
+    r"(?P<name>(?:`[^`]+`|[A-Za-z_][\w$]*)(?:\s*\.\s*(?:`[^`]+`|[A-Za-z_][\w$]*))?)",
+    re.IGNORECASE,
+)
+
+
+_PARTITION_CLAUSE = re.compile(r"\s*PARTITION\s*\((?P<body>(?:'[^']*'|\"[^\"]*\"|[^()'\"])*)\)", re.IGNORECASE)
+_SPEC_ITEM = re.compile(
+    r"\s*(?P<col>`[^`]+`|[A-Za-z_][\w$]*)\s*(?:=\s*(?P<val>'(?:[^']|'')*'|\"[^\"]*\"|[^,\s]+))?\s*(?:,|$)")
+
+
+def partition_spec(body: str, statement: str) -> dict[str, str | None]:
+    """``day = 1, hour = '02'`` as {column: value text}; a column without ``= value`` maps to ... (dynamic)."""
+    out: dict[str, str | None] = {}
+    pos = 0
+    body = body.strip()
+    while pos < len(body):
+        m = _SPEC_ITEM.match(body, pos)
+        if m is None or m.end() == pos:
+            raise CarbonOptionError(f"{statement}: cannot parse partition spec ({body}) near {body[pos:pos + 20]!r}")
+        col = m.group("col").strip("`")
+        val = m.group("val")
+        if val is None:
+            out[col] = ...  # type: ignore[assignment]
+        elif val.upper() == "NULL":
+            out[col] = None
+        elif val[0] in "'\"":
+            out[col] = val[1:-1].replace("''", "'")
+        else:
+            out[col] = val
+        pos = m.end()
+    return out
+
+
+def _leading_words(text: str, n: int) -> list[str]:
+    return [w.upper() for w in re.findall(r"[A-Za-z_]+", text[:200])[:n]]
+
+
+def parse(text: str):
+    """The statement object for one of our statements, or None for anything spark.sql should run."""
+    words = _leading_words(text, 4)
+    if not words:
+        return None
+    head = words[0]
+    if head == "CREATE":
+        if not re.search(r"\b(STORED\s+(AS|BY)|USING)\s+[`'\"‘“]?carbon(data)?\b", text, re.IGNORECASE):
+            return None
+        return _Parser(text, tokenize(text), "CREATE TABLE").create()
+    if head == "DROP" and words[1:2] == ["TABLE"]:
+        return _Parser(text, tokenize(text), "DROP TABLE").drop()
+    if head == "ALTER" and re.search(r"\bADD\s+SEGMENT\b", text, re.IGNORECASE):
+        return _Parser(text, tokenize(text), "ALTER TABLE ... ADD SEGMENT").add_segment()
+    if words[:2] == ["SHOW", "SEGMENTS"]:
+        return _Parser(text, tokenize(text), "SHOW SEGMENTS").show_segments()
+    if words[:3] == ["DELETE", "FROM", "TABLE"]:
+        return _Parser(text, tokenize(text), "DELETE FROM TABLE ... WHERE SEGMENT").delete_segments()
+    if words[:2] == ["DELETE", "FROM"] or head == "UPDATE":
+        return parse_row_dml(text)  # row DELETE / UPDATE through delete deltas
+    if words[:2] == ["SHOW", "PARTITIONS"]:
+        m = re.match(r"^\s*SHOW\s+PARTITIONS\s+(?P<name>\S+)\s*$", text, re.IGNORECASE)
+        if m is None:
+            raise CarbonOptionError(f"SHOW PARTITIONS: expected SHOW PARTITIONS <table>, found {text!r}")
+        return ShowPartitions(table_name(m.group("name")))
+    if head == "ALTER":
+        m = re.match(r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<act>DROP|ADD)\s+(?P<ie>IF\s+(?:NOT\s+)?EXISTS\s+)?"
+                     r"(?=PARTITION)", text, re.IGNORECASE)
+        if m is not None:
+            clause = _PARTITION_CLAUSE.match(text, m.end())
+            rest = text[clause.end():].strip() if clause is not None else ""
+            # ADD PARTITION may name the folder holding the partition's data (Hive's LOCATION)
+            loc = re.fullmatch(r"LOCATION\s+(?P<q>['\"])(?P<path>.*)(?P=q)", rest, re.IGNORECASE | re.S)
+            if clause is None or (rest and (loc is None or m.group("act").upper() != "ADD")):
+                after = "[LOCATION '<folder>'] and nothing after" if m.group("act").upper() == "ADD" \
+                    else "and nothing after"
+                raise CarbonOptionError(f"ALTER TABLE ... {m.group('act').upper()} PARTITION: expected "
+                                        f"PARTITION (col = value, ...) {after}, found {text[m.end():]!r}")
+            spec = partition_spec(clause.group("body"), "ALTER TABLE ... PARTITION")
+            return AlterPartition(table_name(m.group("name")), m.group("act").lower(), spec, bool(m.group("ie")),
+                                  loc.group("path") if loc else None)
+    if words[:2] == ["CLEAN", "FILES"]:
+        return _Parser(text, tokenize(text), "CLEAN FILES").clean_files()
+    if head == "INSERT":
+        m = _INSERT.match(text)
+        if m is None:
+            return None
+        name = table_name(m.group("name"))
+        clause = _PARTITION_CLAUSE.match(text, m.end())
+        if clause is not None:
+            spec = partition_spec(clause.group("body"), "INSERT ... PARTITION")
+            return Insert(name, m.group("kind").upper() == "OVERWRITE", m.span("name"), spec, clause.end())
+        return Insert(name, m.group("kind").upper() == "OVERWRITE", m.span("name"))
+    return None
+
+
+def table_name(text: str) -> TableName:
+    """``db.t`` / ``t`` / backquoted parts as a TableName."""
+    parts = [p.strip().strip("`") for p in re.split(r"\.(?=(?:[^`]*`[^`]*`)*[^`]*$)", text)]
+    return TableName(parts[0], parts[1]) if len(parts) == 2 else TableName(None, parts[0])
+
+
+@dataclass(frozen=True)
+class DeleteRows:
+    table: TableName
+    where: str | None
+
+
+@dataclass(frozen=True)
+class UpdateRows:
+    table: TableName
+    sets: tuple[tuple[str, str], ...]  # (column, SQL expression text)
+    where: str | None
+
+
+_DELETE = re.compile(r"^\s*DELETE\s+FROM\s+(?P<name>[^\s;]+)\s*(?:WHERE\s+(?P<where>.+))?$", re.I | re.S)
+
+
+_UPDATE = re.compile(r"^\s*UPDATE\s+(?P<name>[^\s;]+)\s+SET\s+(?P<sets>.+?)(?:\s+WHERE\s+(?P<where>.+))?$",
+                     re.I | re.S)
+
+
+def _split_top(text: str, sep: str = ",") -> list[str]:
+    """Split at ``sep`` outside quotes and parentheses."""
+    out, depth, quote, cur = [], 0, None, []
+    for ch in text:
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            out.append("".join(cur))
+            cur = []
+            continue
+        cur.append(ch)
+    out.append("".join(cur))
+    return [p.strip() for p in out]
+
+
+def parse_row_dml(text: str) -> DeleteRows | UpdateRows:
+    """``DELETE FROM t [WHERE p]`` / ``UPDATE t SET c = e [, ...] [WHERE p]`` (also ``SET (a, b) = (x, y)``)."""
+    m = _DELETE.match(text)
+    if text.lstrip()[:6].upper() == "DELETE":
+        if m is None:
+            raise CarbonOptionError(f"DELETE: expected DELETE FROM <table> [WHERE <predicate>], found {text!r}")
+        return DeleteRows(table_name(m.group("name")), m.group("where"))
+    m = _UPDATE.match(text)
+    if m is None:
+        raise CarbonOptionError(f"UPDATE: expected UPDATE <table> SET col = expr [, ...] [WHERE <predicate>], "
+                                f"found {text!r}")
+    body = m.group("sets").strip()
+    tuple_form = re.match(r"^\((?P<cols>[^)]*)\)\s*=\s*\((?P<vals>.*)\)$", body, re.S)
+    if tuple_form:
+        cols = _split_top(tuple_form.group("cols"))
+        vals = _split_top(tuple_form.group("vals"))
+        if len(cols) != len(vals):
+            raise CarbonOptionError(f"UPDATE: SET lists {len(cols)} columns but {len(vals)} values in {body!r}")
+        pairs = list(zip(cols, vals, strict=True))
+    else:
+        pairs = []
+        for part in _split_top(body):
+            col, eq, val = part.partition("=")
+            if not eq or not col.strip() or not val.strip():
+                raise CarbonOptionError(f"UPDATE: expected column = expression in SET, found {part!r}")
+            pairs.append((col, val))
+    return UpdateRows(table_name(m.group("name")),
+                      tuple((c.strip().strip("`"), v.strip()) for c, v in pairs), m.group("where"))

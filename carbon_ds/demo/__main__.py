@@ -1,0 +1,5 @@
+import sys
+
+from carbon_ds.demo.quickstart import main
+
+sys.exit(main())

@@ -1,0 +1,71 @@
+"""What the text formats (CSV, JSON) share: option lookup and typing temporal columns as the table wants."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from carbon_ds.errors import CarbonOptionError
+
+_JAVA = [("yyyy", "%Y"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"), ("ss", "%S")]
+
+
+def strptime_pattern(pattern: str | None) -> str | None:
+    """A Java/Spark date pattern as a strptime one (patterns with '%' are taken as strptime already)."""
+    if not pattern:
+        return None
+    if "%" in pattern:
+        return pattern
+    out = pattern
+    for java, c in _JAVA:
+        out = out.replace(java, c)
+    if any(ch.isalpha() and out[i - 1:i] != "%" for i, ch in enumerate(out)):
+        raise CarbonOptionError(f"date/timestamp format {pattern!r} uses letters other than yyyy MM dd HH mm ss")
+    return out
+
+
+def option(options: dict[str, str], *names: str, default: str | None = None) -> str | None:
+    for n in names:
+        if n in options and options[n] is not None:
+            return options[n]
+    return default
+
+
+def is_true(value: str | None, default: bool) -> bool:
+    return default if value is None else value.strip().lower() in ("true", "1", "yes")
+
+
+def text_types(table_schema: pa.Schema | None) -> dict[str, pa.DataType]:
+    """Lower-cased table column -> type to parse text as (temporal columns stay strings: see parse_temporal)."""
+    out = {}
+    for f in table_schema or []:
+        t = f.type
+        out[f.name.lower()] = pa.string() if pa.types.is_timestamp(t) or pa.types.is_date(t) else t
+    return out
+
+
+def parse_temporal(data: pa.Table, table_schema: pa.Schema | None, options: dict[str, str]) -> pa.Table:
+    """Date and timestamp columns of text files, parsed with the given formats (ISO 8601 without one)."""
+    if table_schema is None:
+        return data
+    want = {f.name.lower(): f.type for f in table_schema}
+    date_fmt = strptime_pattern(option(options, "dateformat", "date_format"))
+    ts_fmt = strptime_pattern(option(options, "timestampformat", "timestamp_format"))
+    for i, name in enumerate(data.schema.names):
+        t = want.get(name.lower())
+        col = data.column(i)
+        if t is None or not (pa.types.is_timestamp(t) or pa.types.is_date(t)) or not (
+            pa.types.is_string(col.type) or pa.types.is_large_string(col.type)
+        ):
+            continue
+        fmt = date_fmt if pa.types.is_date(t) else ts_fmt
+        if fmt:
+            parsed = pc.strptime(col, format=fmt, unit="us", error_is_null=False)
+            parsed = parsed.cast(pa.timestamp("us", "UTC"))
+        else:
+            # ISO 8601; a value without an offset is UTC (text files carry no zone of their own)
+            parsed = col.cast(pa.timestamp("us")).cast(pa.timestamp("us", "UTC")) if pa.types.is_timestamp(t) \
+                else col.cast(pa.date32())
+        parsed = parsed.cast(pa.date32()) if pa.types.is_date(t) and pa.types.is_timestamp(parsed.type) else parsed
+        data = data.set_column(i, name, parsed)
+    return data

@@ -1,0 +1,142 @@
+"""Where carbon_ds.sql finds tables: a per-SparkSession registry plus the warehouse folder.
+
+Registry: one runtime-conf key per table, ``carbon_ds.table.<db>.<table>`` = JSON {"path", "external"}.
+Runtime conf belongs to the SparkSession, so every statement of that session (and Spark Connect clients
+of it) sees it, and another session does not.
+
+Warehouse: a table created without LOCATION lives where Spark puts managed tables:
+``<spark.sql.warehouse.dir>/<table>`` in the ``default`` database and ``<warehouse>/<db>.db/<table>``
+otherwise. A name the registry does not know is looked up there, so a new Python process finds the
+tables earlier ones created.
+
+Views: every table is registered as the temporary view ``<table>`` (Spark temporary views have no
+database qualifier, so ``db.t`` is reachable as ``t``; the last table registered under a name wins).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from typing import Any
+
+from carbon_ds.ddl.parser import TableName
+from carbon_ds.errors import CarbonTableError
+from carbon_ds.table.meta.handle import TableHandle
+
+CONF_PREFIX = "carbon_ds.table."
+
+
+@dataclass(frozen=True)
+class Entry:
+    db: str
+    name: str
+    path: str
+    external: bool = False
+    registered: bool = True  # False: found in the warehouse, not (yet) in this session's registry
+
+
+def current_db(spark: Any) -> str:
+    try:
+        return spark.catalog.currentDatabase() or "default"
+    except Exception:  # noqa: BLE001 - a catalog without databases
+        return "default"
+
+
+def _key(db: str, name: str) -> str:
+    return f"{CONF_PREFIX}{db.lower()}.{name.lower()}"
+
+
+def local_path(uri: str) -> str:
+    """``file:/x`` and ``file:///x`` (how Spark reports local folders) -> ``/x``; other URIs unchanged."""
+    if uri.startswith("file://"):
+        return uri[len("file://") :] or "/"
+    if uri.startswith("file:"):
+        return uri[len("file:") :]
+    return uri
+
+
+def warehouse_dir(spark: Any) -> str:
+    value = spark.conf.get("spark.sql.warehouse.dir", None) or "spark-warehouse"
+    path = local_path(value)
+    return os.path.abspath(path) if "://" not in path else path.rstrip("/")
+
+
+def default_location(spark: Any, db: str, name: str) -> str:
+    base = warehouse_dir(spark)
+    sep = "/" if "://" in base else os.sep
+    if db.lower() == "default":
+        return f"{base}{sep}{name.lower()}"
+    return f"{base}{sep}{db.lower()}.db{sep}{name.lower()}"
+
+
+def register(spark: Any, db: str, name: str, path: str, external: bool = False) -> Entry:
+    spark.conf.set(_key(db, name), json.dumps({"path": path, "external": external}))
+    return Entry(db.lower(), name.lower(), path, external)
+
+
+def unregister(spark: Any, db: str, name: str) -> None:
+    try:
+        spark.conf.unset(_key(db, name))
+    except Exception:  # noqa: BLE001 - unsetting an absent key is not an error worth raising
+        pass
+
+
+def lookup(spark: Any, table: TableName) -> Entry | None:
+    """The registered table, or a CarbonData table in the warehouse folder; None when neither exists."""
+    db = (table.db or current_db(spark)).lower()
+    raw = spark.conf.get(_key(db, table.name), None)
+    if raw:
+        info = json.loads(raw)
+        return Entry(db, table.name.lower(), info["path"], bool(info.get("external")))
+    path = default_location(spark, db, table.name)
+    if TableHandle.exists(path):
+        return Entry(db, table.name.lower(), path, False, registered=False)
+    return None
+
+
+def require(spark: Any, table: TableName) -> Entry:
+    entry = lookup(spark, table)
+    if entry is None:
+        db = (table.db or current_db(spark)).lower()
+        raise CarbonTableError(
+            f"table {db}.{table.name} not found: it is not registered in this Spark session and there is no "
+            f"CarbonData table at {default_location(spark, db, table.name)} (create it with "
+            "CREATE TABLE ... STORED AS carbondata)"
+        )
+    return entry
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def create_view(spark: Any, entry: Entry) -> None:
+    path = entry.path.replace("\\", "\\\\").replace("'", "\\'")
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote(entry.name)} USING carbondata OPTIONS (path '{path}')")
+
+
+def ensure(spark: Any, table: TableName) -> Entry:
+    """Resolve ``table`` and make sure this session has it registered and viewable."""
+    entry = require(spark, table)
+    if not entry.registered:
+        entry = register(spark, entry.db, entry.name, entry.path, entry.external)
+        create_view(spark, entry)
+    elif not spark.catalog.tableExists(entry.name):
+        create_view(spark, entry)
+    return entry
+
+
+def drop_view(spark: Any, name: str) -> None:
+    spark.sql(f"DROP VIEW IF EXISTS {quote(name)}")
+
+
+def check_free(spark: Any, table: TableName) -> None:
+    """A CREATE must not silently shadow a Spark catalog table of the same name."""
+    db = (table.db or current_db(spark)).lower()
+    try:
+        exists = spark.catalog.tableExists(f"{quote(db)}.{quote(table.name)}")
+    except Exception:  # noqa: BLE001 - unknown database
+        exists = False
+    if exists:
+        raise CarbonTableError(f"table {db}.{table.name} already exists in the Spark catalog")

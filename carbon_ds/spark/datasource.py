@@ -1,0 +1,328 @@
+"""The Spark data source ``carbondata`` (Spark 4 Python Data Source API, Arrow in and out).
+
+Reads: one input partition per data file of every readable segment (large files split into groups of
+blocklets). Spark never pushes a projection to Python sources, so columns are only pruned when the user
+gives ``.schema(...)``; batches are cast to exactly the declared schema, as Spark requires.
+
+Writes: ``writer()`` runs once per write, before any task: it creates the table if needed and reserves the
+new segment ("In Progress"); the reservation travels to the tasks inside the pickled writer. Each task
+writes its own files into the segment folder and returns their names; ``commit()`` flips the segment to
+"Success" (see carbon_ds.table.write.load), ``abort()`` deletes the folder and marks it "Failure".
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+import pyarrow as pa
+from pyspark import TaskContext
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceArrowWriter,
+    DataSourceReader,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.types import StructType
+
+from carbon_ds.errors import CarbonError, CarbonOptionError
+from carbon_ds.expressions import AlwaysTrue, and_, bind
+from carbon_ds.expressions.spark import from_spark_filter
+from carbon_ds.fs import Storage
+from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.table.meta.conform import conform
+from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.meta.locks import release_update_lock
+from carbon_ds.table.meta.options import normalize
+from carbon_ds.table.ops.dml import POSITION_FIELDS, POSITION_NAMES, position_tables
+from carbon_ds.table.read import pruning
+from carbon_ds.table.read.scan import Source, arrow_schema_of, open_source, partition_pruned
+from carbon_ds.table.write.load import TaskResult
+from carbon_ds.table.write.prepare import prepare_table
+from carbon_ds.table.write.protocol import load_for, start_load
+
+SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several partitions
+PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
+PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+
+
+def _path(options) -> str:
+    if options.get("path"):
+        return options["path"]
+    if options.get("paths"):
+        paths = json.loads(options["paths"])
+        if len(paths) == 1:
+            return paths[0]
+        raise CarbonOptionError(f"carbondata reads one table per load(), found {len(paths)} paths: {paths}")
+    raise CarbonOptionError("carbondata needs a path: .load(path) / .save(path) or OPTIONS (path '...')")
+
+
+class CarbonDataSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return "carbondata"
+
+    def __init__(self, options):
+        super().__init__(options)
+        normalize(dict(options))  # unknown options fail here, before any work
+
+    def schema(self) -> StructType:
+        schema = arrow_schema_of(_path(self.options))
+        if _positions(self.options):
+            schema = pa.schema([*schema, *POSITION_FIELDS])
+        return from_arrow_schema(schema, prefer_timestamp_ntz=False)
+
+    def reader(self, schema: StructType) -> CarbonReader:
+        return CarbonReader(_path(self.options), schema, normalize(dict(self.options)))
+
+    def writer(self, schema: StructType, overwrite: bool) -> CarbonArrowWriter:
+        return CarbonArrowWriter(_path(self.options), schema, overwrite, dict(self.options))
+
+
+def _positions(options) -> bool:
+    """Option with_row_positions: append dml.POSITION_FIELDS (file, blocklet, page, row in page) to every
+    row, for DELETE/UPDATE evaluated by Spark (carbon_ds.spark.dml.spark_delete)."""
+    value = str(options.get("with_row_positions", "false")).strip().lower()
+    if value not in ("true", "false"):
+        raise CarbonOptionError(f"option with_row_positions must be true or false, found {value!r}")
+    return value == "true"
+
+
+class CarbonPushdownDataSource(CarbonDataSource):
+    """Registered by ``carbon_ds.register`` only where ``pushdown_is_safe`` (which also sets
+    ``spark.sql.python.filterPushdown.enabled``, without which a pushFilters reader fails every read)."""
+
+    def reader(self, schema: StructType) -> CarbonReader:
+        return CarbonPushdownReader(_path(self.options), schema, normalize(dict(self.options)))
+
+
+# ---------------------------------------------------------------------------------------------- reads
+
+
+class CarbonPartition(InputPartition):
+    """Slot ``index`` of ``count``: the planned (path, blocklets) pieces, and the tablestatus they came from.
+
+    Spark keeps planned partitions on a temporary view's relation and reuses them after INSERTs into the
+    same view, so a plan can be stale. ``read`` notices (the tablestatus changed) and re-plans, reading
+    every ``count``-th piece of the fresh plan, which still covers each current file exactly once.
+    """
+
+    def __init__(self, index: int, count: int, pieces: tuple, fingerprint: str | None):
+        super().__init__(index)
+        self.index = index
+        self.count = count
+        self.pieces = pieces  # ((file system path, tuple of blocklets or None), ...)
+        self.fingerprint = fingerprint
+
+
+class CarbonReader(DataSourceReader):
+    """The reader Spark gets on every PySpark release so far: it does NOT implement ``pushFilters``.
+
+    Pruning comes only from the relation's own ``filter`` option, which is fixed for the relation, so a
+    reused reader or partition list (the stale-reuse defect of PySpark 4.1-4.3, see
+    ``pushdown_is_safe``) can never carry another query's filter. Rows are filtered exactly here.
+    """
+
+    def __init__(self, path: str, schema: StructType, options: dict[str, str]):
+        self.path = path
+        self.segments = options.get("segments")
+        self.filter = options.get("filter") or None
+        self.is_table = TableHandle.exists(path)
+        self.target = to_arrow_schema(schema, timezone="UTC")
+        self.source_schema = arrow_schema_of(path)
+        self.positions = _positions(options)
+
+        # Names in the source's spelling; a user-given schema may be any subset, any case.
+        data_names = [n for n in self.target.names if not (self.positions and n in POSITION_NAMES)]
+        self.columns = resolve_columns(self.source_schema, data_names, f"carbondata source {path}")
+        if self.segments and not self.is_table:
+            raise CarbonOptionError(f"option segments={self.segments!r} needs a table, {path} has no Metadata/schema")
+        self._option_expr()  # a bad filter fails at planning time, naming the option
+
+    def _option_expr(self):
+        try:
+            return pruning.as_expr(self.filter, self.source_schema)
+        except CarbonOptionError as e:
+            raise CarbonOptionError(f"option filter={self.filter!r}: {e}") from None
+
+    def _prune_expr(self):
+        """The predicate that decides which units are read (the pushdown reader adds Spark's filters)."""
+        return self._option_expr()
+
+    def _plan(self) -> tuple[Storage, list[tuple[str, tuple[int, ...] | None]], str | None]:
+        fingerprint = _fingerprint(TableHandle.open(self.path)) if self.is_table else None
+        source = open_source(self.path, self.segments)
+        sizes = dict(_sizes(source))
+
+        expr = self._prune_expr()
+        plan = pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=self.is_table,
+                                  external=source.external, schema=source.schema)
+        pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
+        return source.storage, pieces, fingerprint
+
+    def partitions(self) -> list[InputPartition]:
+        _storage, pieces, fingerprint = self._plan()
+        n = max(1, len(pieces))
+        return [CarbonPartition(i, n, tuple(pieces[i : i + 1]), fingerprint) for i in range(n)]
+
+    def read(self, partition: CarbonPartition) -> Iterator[pa.RecordBatch]:
+        pieces = partition.pieces
+        if partition.fingerprint is not None:
+            if _fingerprint(TableHandle.open(self.path)) != partition.fingerprint:
+                _s, fresh, _f = self._plan()
+                pieces = tuple(fresh[partition.index :: partition.count])
+        storage, _ = Storage.for_path(self.path)
+        # a third element routes a non-carbondata file to its reader (readers.external.ExternalRef)
+        planned = [pruning.Piece(p[0], p[1], external=p[2] if len(p) > 2 else None) for p in pieces]
+        # exact filtering by the option only: pushed filters are Spark's to evaluate
+        # committed delete deltas, read here on the executor (the status file name is the cache key)
+        deletes = TableHandle.open(self.path).deletes() if self.is_table else None
+        if self.positions:
+            # every live row with where it lives; the DELETE/UPDATE predicate is Spark's to evaluate
+            for table in position_tables(storage, planned, self.columns or [], self.source_schema, deletes):
+                for b in table.to_batches():
+                    yield conform(b, self.target)
+            return
+        tables = pruning.read_pieces(
+            storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
+            deletes=deletes,
+        )
+        for table in tables:
+            for b in table.to_batches():
+                yield conform(b, self.target)
+
+
+class CarbonPushdownReader(CarbonReader):
+    """Adds ``pushFilters`` for PySpark releases without the stale-reuse defect (none released yet).
+
+    Every pushed filter is handed back to Spark, which evaluates it on every row, so Spark's filters only
+    ever prune by min/max (never drop rows themselves).
+    """
+
+    def __init__(self, path: str, schema: StructType, options: dict[str, str]):
+        super().__init__(path, schema, options)
+        self.pushed = AlwaysTrue()
+
+    def pushFilters(self, filters):  # noqa: N802 - Spark's name
+
+        parts = []
+        for f in filters:
+            e = from_spark_filter(f)
+            if e is not None:
+                try:
+                    parts.append(bind(e, self.source_schema))
+                except CarbonOptionError:
+                    pass  # a filter we cannot type: Spark still applies it
+            yield f  # always returned: Spark re-evaluates every filter
+        self.pushed = and_(*parts)
+
+    def _prune_expr(self):
+        return and_(self._option_expr(), self.pushed)
+
+
+def pushdown_is_safe(version: str) -> bool:
+    """Whether Spark's pushed filters may drive pruning on this PySpark.
+
+    PySpark 4.1-4.3 cache the pushed reader and its partitions on the relation and reuse them for a later
+    query on the same DataFrame or temporary view that pushes nothing (measured: 10 rows, then 5). Any
+    pruning driven by ``pushFilters`` would then lose rows, and returning the filters to Spark does not
+    help. The fix (per-scan read info) is targeted at Spark 5.0.
+    """
+    nums = []
+    for part in version.split(".")[:2]:
+        digits = "".join(ch for ch in part if ch.isdigit())
+        nums.append(int(digits) if digits else 0)
+    return tuple(nums) >= PUSHDOWN_SAFE_FROM
+
+
+def _sizes(source: Source) -> list[tuple[str, int]]:
+    out = []
+    for path, _seg in source.files:
+        try:
+            out.append((path, source.storage.size(path)))
+        except (OSError, CarbonError):  # a file gone since planning: not split; its read reports it
+            out.append((path, 0))
+    return out
+
+
+def _fingerprint(table: TableHandle) -> str:
+    """Identifies one version of the table's segment list."""
+    return "|".join(f"{d.name}:{d.status}:{d.segment_file}:{d.update_status_file}" for d in table.load_details())
+
+
+def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[tuple[str, tuple[int, ...] | None]]:
+    """A large file's blocklets in groups of about SPLIT_BYTES, one Spark partition each."""
+    if piece.external is not None:  # an external file is one partition (its units as planned)
+        return [(piece.path, piece.blocklets, piece.external)]
+    if size <= SPLIT_BYTES:
+        return [(piece.path, piece.blocklets)]
+    blocklets = piece.blocklets
+    if blocklets is None:
+        with CarbonDataFile(piece.path, storage=storage) as f:
+            blocklets = tuple(range(f.num_blocklets))
+    n = len(blocklets)
+    groups = max(1, min(n, -(-size // SPLIT_BYTES)))
+    per = -(-n // groups)
+    return [(piece.path, tuple(blocklets[i : i + per])) for i in range(0, n, per)]
+
+
+# ---------------------------------------------------------------------------------------------- writes
+
+
+@dataclass
+class CarbonCommitMessage(WriterCommitMessage):
+    result: TaskResult
+
+
+class CarbonArrowWriter(DataSourceArrowWriter):
+    """``writer()`` runs on the driver: the table is created if needed and the segment reserved there; the
+    pickled writer carries the load (reservation and options) to every task and to commit/abort."""
+
+    def __init__(self, path: str, schema: StructType, overwrite: bool, options: dict[str, str]):
+        incoming = to_arrow_schema(schema, timezone="UTC")
+        table, load_options = prepare_table(path, incoming, options)
+        self.table_path = path
+        # An overwrite holds LockFiles/update.lock from here (driver) until commit()/abort(), which run in
+        # another Python worker: the file lock's owner token travels in this pickled writer.
+        self.lock_token = None
+        if overwrite:
+            operation = "INSERT OVERWRITE" + (" PARTITION" if load_options.partition else "") + " (Spark)"
+            self.lock_token = table.update_lock(operation).token
+        try:
+            load = start_load(table, load_options, overwrite=overwrite, partition=load_options.partition,
+                              dynamic=overwrite and load_options.partition_overwrite_mode == "dynamic")
+        except BaseException:
+            self._release(table)
+            raise
+        self.reservation = load.reservation
+        self.load_options = load_options
+
+    def _load(self):
+        return load_for(TableHandle.open(self.table_path), self.reservation, self.load_options)
+
+    def _release(self, table: TableHandle) -> None:
+        if self.lock_token is not None:
+            release_update_lock(table.storage, table.path, self.lock_token)
+
+    def write(self, iterator: Iterator[pa.RecordBatch]) -> CarbonCommitMessage:
+        ctx = TaskContext.get()
+        # Unique per task attempt within the application, so a retried task never reuses file names.
+        task_no = ctx.taskAttemptId() if ctx is not None else 0
+        return CarbonCommitMessage(self._load().write_task(task_no, iterator))
+
+    def commit(self, messages: list[CarbonCommitMessage | None]) -> None:
+        load = self._load()
+        try:
+            load.commit([m.result if m is not None else None for m in messages])
+        finally:
+            self._release(load.table)
+
+    def abort(self, messages: list[CarbonCommitMessage | None]) -> None:
+        load = self._load()
+        try:
+            load.abort()
+        finally:
+            self._release(load.table)

@@ -1,0 +1,75 @@
+"""DELETE and UPDATE with the predicate (and SET values) evaluated by Spark: Spark filters the rows read with
+their positions and collects only what the commit needs; the deltas and the new segment are committed
+exactly as the pure-Python path does (carbon_ds.table.ops.dml)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_type
+
+from carbon_ds.ddl.parser import DeleteRows, UpdateRows
+from carbon_ds.table.meta.conform import conform
+from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.ops.dml import (
+    DEFAULT_DELTA_THRESHOLD,
+    POSITION_NAMES,
+    commit_delete,
+    commit_update,
+    matches_from_positions,
+)
+
+
+def _positions_frame(spark: Any, table: TableHandle):
+    return spark.read.format("carbondata").option("with_row_positions", "true").load(table.uri)
+
+
+def spark_delete(spark: Any, table: TableHandle, where: str | None, threshold: int = DEFAULT_DELTA_THRESHOLD,
+                 lock_timeout: float = 0.0) -> int:
+    """DELETE with the predicate evaluated by Spark (any Spark SQL predicate): Spark filters the rows read
+    with their positions and collects only the positions; the driver writes the deltas and commits exactly
+    as ``delete`` does. The update lock is held from before the read to the commit."""
+    table.require_all_carbondata("DELETE")
+    with table.update_lock("DELETE", lock_timeout):
+        df = _positions_frame(spark, table)
+        if where:
+            df = df.where(where)
+        pos = df.select(*POSITION_NAMES).toArrow()
+        if pos.num_rows == 0:
+            return 0
+        return commit_delete(table, matches_from_positions(table, pos), threshold)
+
+
+def spark_update(spark: Any, table: TableHandle, sets: dict[str, str], where: str | None,
+                 threshold: int = DEFAULT_DELTA_THRESHOLD, lock_timeout: float = 0.0) -> int:
+    """UPDATE with the predicate and the SET expressions (Spark SQL text) evaluated by Spark; the new rows
+    and the old rows' positions are collected, then committed as ``update`` does (deltas + new segment in
+    one tablestatus write)."""
+    table.require_all_carbondata("UPDATE")
+    schema = table.schema
+    names = resolve_columns(schema, list(sets), f"table {table.uri}")
+    by_col = dict(zip(names, sets.values(), strict=True))
+    with table.update_lock("UPDATE", lock_timeout):
+        df = _positions_frame(spark, table)
+        if where:
+            df = df.where(where)
+        out_cols = []
+        for name in schema.names:
+            col = F.col(f"`{name}`")
+            if name in by_col:
+                col = F.expr(by_col[name]).cast(from_arrow_type(schema.field(name).type))
+            out_cols.append(col.alias(name))
+        got = df.select(*out_cols, *[F.col(n) for n in POSITION_NAMES]).toArrow()
+        if got.num_rows == 0:
+            return 0
+        new = conform(got.select(schema.names), schema)
+        matches = matches_from_positions(table, got.select(list(POSITION_NAMES)))
+        return commit_update(table, matches, new, threshold)
+
+
+def run_row_dml(spark: Any, table: TableHandle, stmt: DeleteRows | UpdateRows) -> int:
+    """Run a parsed DELETE / UPDATE statement on ``table``; returns the rows affected."""
+    if isinstance(stmt, DeleteRows):
+        return spark_delete(spark, table, stmt.where)
+    return spark_update(spark, table, dict(stmt.sets), stmt.where)

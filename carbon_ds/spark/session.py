@@ -1,0 +1,68 @@
+"""Spark entry points: ``register(spark)`` and ``read(spark, path, columns, filter)``."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import pyarrow as pa
+import pyspark
+from pyspark.sql.pandas.types import from_arrow_schema
+
+from carbon_ds.errors import CarbonOptionError
+from carbon_ds.spark import native_read
+from carbon_ds.spark.datasource import PUSHDOWN_CONF, CarbonDataSource, CarbonPushdownDataSource, pushdown_is_safe
+from carbon_ds.table.meta.handle import resolve_columns
+from carbon_ds.table.read.pruning import as_expr
+from carbon_ds.table.read.scan import open_source
+
+
+def register(spark: Any) -> None:
+    """Register the ``carbondata`` data source in ``spark`` (a SparkSession).
+
+    Spark's pushed filters drive pruning only on a PySpark where that is safe (``pushdown_is_safe``: no
+    release yet); there this also turns ``spark.sql.python.filterPushdown.enabled`` on, which such a reader
+    needs. Everywhere else the registered reader does not implement pushFilters, so it works whatever that
+    setting is, and the ``filter`` option is the way to prune.
+    """
+    if pushdown_is_safe(pyspark.__version__):
+        spark.conf.set(PUSHDOWN_CONF, "true")
+        spark.dataSource.register(CarbonPushdownDataSource)
+    else:
+        spark.dataSource.register(CarbonDataSource)
+
+
+def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, filter: str | None = None,
+         segments: str | list | None = None, native: bool | None = None) -> Any:
+    """A Spark DataFrame of ``columns`` of the table at ``path``, holding only rows where ``filter`` is TRUE.
+
+    The projection becomes the relation's schema and the filter its ``filter`` option, so Spark's Python
+    workers decode only those columns of the blocklets and pages that can match (the fastest way in).
+
+    Args:
+        columns: the columns to read (any case); None reads all.
+        filter: a SQL predicate (see docs/pruning.md); it prunes and filters exactly.
+        segments: read only these segments ("0,2").
+        native: read external (Parquet/ORC/CSV/JSON) segments with Spark's own readers.
+    """
+    text = os.fspath(path)
+    source = open_source(text, segments)
+    names = resolve_columns(source.schema, columns, source.uri)
+    if filter is not None and not isinstance(filter, str):
+        raise CarbonOptionError(f"read(): filter must be SQL text for Spark, found {type(filter).__name__}")
+    if filter:
+        as_expr(filter, source.schema)  # fail here, on the driver, with the parser's message
+    if native and source.external:
+        # Spark's own scans of the Parquet/ORC/CSV/JSON segments, unioned with the carbondata ones
+        # (see docs/segments.md "Adding external data"); off by default
+        return native_read.read(spark, text, source.table, names, filter, segments)
+    register(spark)
+    reader = spark.read.format("carbondata")
+    if names is not None:
+        schema = pa.schema([source.schema.field(n) for n in names])
+        reader = reader.schema(from_arrow_schema(schema, prefer_timestamp_ntz=False))
+    if filter:
+        reader = reader.option("filter", filter)
+    if segments is not None:
+        reader = reader.option("segments", segments if isinstance(segments, str) else ",".join(map(str, segments)))
+    return reader.load(text)

@@ -1,0 +1,283 @@
+"""``carbon_ds.sql(spark, text)``: CarbonData's DDL and segment statements on Spark 4, everything else
+through ``spark.sql``. See docs/sql.md for the statements and docs/segments.md for their behaviour."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pyarrow as pa
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StringType, StructField, StructType
+
+from carbon_ds.ddl.parser import (
+    AddSegment,
+    AlterPartition,
+    CleanFiles,
+    CreateTable,
+    DeleteRows,
+    DeleteSegments,
+    DropTable,
+    Insert,
+    ShowPartitions,
+    ShowSegments,
+    UpdateRows,
+    parse,
+)
+from carbon_ds.ddl.types import arrow_schema
+from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.fs import Storage, is_inside
+from carbon_ds.spark import catalog
+from carbon_ds.spark.dml import run_row_dml
+from carbon_ds.spark.session import register
+from carbon_ds.table.meta.conform import check_schema
+from carbon_ds.table.meta.options import split_list
+from carbon_ds.table.meta.properties import TableProperties
+from carbon_ds.table.ops import segments as segment_ops
+from carbon_ds.table.ops.partitions import add_partition, drop_partitions, show_partitions
+from carbon_ds.table.table import CarbonTable
+
+__all__ = ["sql", "parse"]
+
+CLEAN_OPTIONS = ("force", "retention_days")
+ADD_SEGMENT_FORMATS = ("carbondata", "carbon", "parquet", "orc", "csv", "json", "text")
+
+
+def _empty(spark: Any):
+    return spark.createDataFrame([], StructType([]))
+
+
+def _strings(spark: Any, columns: list[str], rows: list[tuple]):
+    schema = StructType([StructField(c, StringType(), True) for c in columns])
+    return spark.createDataFrame([tuple(str(v) for v in r) for r in rows], schema)
+
+
+def _registered(spark: Any) -> None:
+    # The views are `USING carbondata`: the data source must be known to this session first.
+    marker = "carbon_ds.registered"
+    if spark.conf.get(marker, None) != "true":
+        register(spark)
+        spark.conf.set(marker, "true")
+
+
+def _bool(value: str, key: str) -> bool:
+    v = value.strip().lower()
+    if v not in ("true", "false"):
+        raise CarbonOptionError(f"option {key!r} must be 'true' or 'false', found {value!r}")
+    return v == "true"
+
+
+def _create(spark: Any, stmt: CreateTable):
+    db = (stmt.table.db or catalog.current_db(spark)).lower()
+    existing = catalog.lookup(spark, stmt.table)
+    if existing is not None and (existing.registered or stmt.location is None):
+        if stmt.if_not_exists:
+            catalog.ensure(spark, stmt.table)
+            return _empty(spark)
+        raise CarbonTableError(f"table {db}.{stmt.table.name} already exists at {existing.path}")
+    if existing is None:
+        catalog.check_free(spark, stmt.table)
+    path = catalog.local_path(stmt.location) if stmt.location else catalog.default_location(spark, db, stmt.table.name)
+    schema = arrow_schema(stmt.columns + stmt.partition_columns)
+    props = dict(stmt.properties)
+    sort_columns = split_list(props.pop("sort_columns", None)) or None
+    long_strings = split_list(props.pop("long_string_columns", None)) or None
+    if stmt.external:
+        props["_external"] = "true"  # CarbonData's marker of a table whose data DROP TABLE keeps
+    if CarbonTable.exists(path):
+        if stmt.location is None:
+            raise CarbonTableError(f"table {db}.{stmt.table.name}: a CarbonData table already exists at {path}")
+        # LOCATION over an existing table (e.g. CREATE EXTERNAL TABLE): adopt it when the columns agree.
+
+        check_schema(CarbonTable.open(path).schema, schema, f"table at {path}")
+    else:
+        CarbonTable.create(
+            path,
+            schema,
+            partition_by=[c for c, _t in stmt.partition_columns] or None,
+            sort_columns=sort_columns,
+            properties=props,
+            long_string_columns=long_strings,
+        )
+    entry = catalog.register(spark, db, stmt.table.name, path, external=stmt.external)
+    catalog.create_view(spark, entry)
+    return _empty(spark)
+
+
+def _drop(spark: Any, stmt: DropTable):
+    entry = catalog.lookup(spark, stmt.table)
+    if entry is None:
+        return None  # not ours: Spark drops (or complains about) its own tables
+    catalog.drop_view(spark, entry.name)
+    catalog.unregister(spark, entry.db, entry.name)
+    if entry.external or not CarbonTable.exists(entry.path):
+        return _empty(spark)
+    table = CarbonTable.open(entry.path)
+    if TableProperties(table.properties, table.uri).external:
+        return _empty(spark)
+    # External segments may point anywhere, even inside the table folder: their bytes are never ours.
+    inside = [
+        d.path for d in table.load_details() if d.path and is_inside(catalog.local_path(d.path), table.path)
+    ]
+    if inside:
+        raise CarbonTableError(
+            f"DROP TABLE {entry.db}.{entry.name}: external segment folder(s) {', '.join(inside)} lie inside the "
+            f"table folder {table.uri}; delete those segments first so their files are not removed"
+        )
+    storage, fs_path = Storage.for_path(entry.path)
+    storage.delete_dir(fs_path)
+    return _empty(spark)
+
+
+def _add_segment(spark: Any, stmt: AddSegment):
+    entry = catalog.ensure(spark, stmt.table)
+    opts = dict(stmt.options)
+    path = opts.pop("path", None)
+    if not path or not path.strip():
+        raise CarbonOptionError(f"ADD SEGMENT needs option 'path', found options {stmt.options}")
+    fmt = opts.pop("format", "carbondata").strip().lower()
+    if fmt not in ADD_SEGMENT_FORMATS:
+        raise CarbonOptionError(f"ADD SEGMENT format must be one of {', '.join(ADD_SEGMENT_FORMATS)}, found {fmt!r}")
+    partition = opts.pop("partition", None)
+    table = CarbonTable.open(entry.path)
+    add = getattr(table, "add_segment", None)
+    if add is None:
+        raise CarbonTableError("ADD SEGMENT is not available yet")
+    added = add(path.strip(), format=fmt, partition=partition, options=opts)
+    ids = [added] if isinstance(added, str) else list(added or [])
+    return _strings(spark, ["Segment ID"], [(i,) for i in ids])
+
+
+def _show(spark: Any, stmt: ShowSegments):
+    entry = catalog.ensure(spark, stmt.table)
+    rows = segment_ops.segment_rows(CarbonTable.open(entry.path), stmt.limit)
+    return _strings(spark, list(segment_ops.COLUMNS), [tuple(r[c] for c in segment_ops.COLUMNS) for r in rows])
+
+
+def _delete(spark: Any, stmt: DeleteSegments):
+    entry = catalog.ensure(spark, stmt.table)
+    table = CarbonTable.open(entry.path)
+    ids = table.delete_segments(stmt.ids) if stmt.ids is not None else table.delete_segments_before(stmt.before)
+    return _strings(spark, ["Segment ID", "Status"], [(i, "Marked for Delete") for i in ids])
+
+
+def _clean(spark: Any, stmt: CleanFiles):
+    unknown = sorted(set(stmt.options) - set(CLEAN_OPTIONS))
+    if unknown:
+        raise CarbonOptionError(
+            f"CLEAN FILES: unknown option(s) {', '.join(unknown)}; valid options: {', '.join(CLEAN_OPTIONS)}"
+        )
+    force = _bool(stmt.options["force"], "force") if "force" in stmt.options else False
+    retention = stmt.options.get("retention_days") or spark.conf.get("carbon.trash.retention.days", None)
+    entry = catalog.ensure(spark, stmt.table)
+    result = CarbonTable.open(entry.path).clean_files(force=force, retention_days=retention)
+    return _strings(spark, ["Segment", "Action"], result.rows())
+
+
+def _insert(spark: Any, stmt: Insert, text: str):
+    entry = catalog.lookup(spark, stmt.table)
+    if entry is None:
+        return None
+    entry = catalog.ensure(spark, stmt.table)
+    if stmt.partition is not None:
+        return _insert_partition(spark, stmt, text, entry.path)
+    start, end = stmt.span
+    return spark.sql(text[:start] + catalog.quote(entry.name) + text[end:])
+
+
+def _insert_partition(spark: Any, stmt: Insert, text: str, path: str):
+    """INSERT INTO|OVERWRITE t PARTITION (c = v, d) SELECT ...: Spark runs the SELECT (its columns: the
+    non-static columns, dynamic partition columns last, matched by position), the rows are written with
+    the static values through the data source's ``partition`` option. An overwrite replaces the folders
+    inside the static spec; with no static value, only the partitions the query writes (dynamic)."""
+
+
+
+    table = CarbonTable.open(path)
+    pcols = table.partition_columns
+    if not pcols:
+        raise CarbonTableError(f"INSERT ... PARTITION: table {stmt.table} at {path} is not partitioned")
+    by_lower = {c.lower(): c for c in pcols}
+    unknown = [c for c in stmt.partition if c.lower() not in by_lower]
+    if unknown:
+        raise CarbonTableError(f"INSERT ... PARTITION names {', '.join(unknown)}; partition columns: {', '.join(pcols)}")
+    static = {by_lower[k.lower()]: v for k, v in stmt.partition.items() if v is not ...}
+    plower = {c.lower() for c in pcols}
+    names = [n for n in table.schema.names if n.lower() not in plower] + [c for c in pcols if c not in static]
+    df = spark.sql(text[stmt.query_start:])
+    if len(df.columns) != len(names):
+        raise CarbonTableError(
+            f"INSERT ... PARTITION into {stmt.table}: the query gives {len(df.columns)} columns, expected "
+            f"{len(names)} ({', '.join(names)})"
+        )
+    struct = from_arrow_schema(pa.schema([table.schema.field(n) for n in names]), prefer_timestamp_ntz=False)
+    df = df.toDF(*names).select([F.col(f"`{f.name}`").cast(f.dataType) for f in struct.fields])
+    writer = df.write.format("carbondata").mode("overwrite" if stmt.overwrite else "append")
+    if static:
+        writer = writer.option("partition", json.dumps(static))
+    elif stmt.overwrite:
+        writer = writer.option("partition_overwrite_mode", "dynamic")
+    writer.save(path)
+    return _empty(spark)
+
+
+def _show_partitions(spark: Any, stmt: ShowPartitions):
+    entry = catalog.ensure(spark, stmt.table)
+    return _strings(spark, ["partition"], [(p,) for p in show_partitions(CarbonTable.open(entry.path))])
+
+
+def _alter_partition(spark: Any, stmt: AlterPartition):
+    entry = catalog.ensure(spark, stmt.table)
+    if any(v is ... for v in stmt.spec.values()):
+        raise CarbonOptionError(f"{stmt.action.upper()} PARTITION needs a value for every column it names, "
+                                f"found {stmt.spec!r}")
+    if stmt.action == "add":
+        add_partition(CarbonTable.open(entry.path), stmt.spec, stmt.location, if_not_exists=stmt.if_exists)
+        return _empty(spark)
+    drop_partitions(CarbonTable.open(entry.path), stmt.spec, if_exists=stmt.if_exists)
+    return _empty(spark)
+
+
+def sql(spark: Any, text: str):
+    """Run one statement; CarbonData statements here, the rest through ``spark.sql``. Returns a DataFrame."""
+    if not isinstance(text, str) or not text.strip():
+        raise CarbonOptionError(f"sql() needs a statement, found {text!r}")
+    text = text.strip().rstrip(";").strip()
+    try:
+        stmt = parse(text)
+    except CarbonOptionError:
+        if text[:4].upper() == "DROP":
+            stmt = None  # DROP TABLE forms we do not parse (PURGE, ...) are Spark's
+        else:
+            raise
+    if stmt is None:
+        return spark.sql(text)
+    _registered(spark)
+    if isinstance(stmt, CreateTable):
+        return _create(spark, stmt)
+    if isinstance(stmt, DropTable):
+        out = _drop(spark, stmt)
+        return spark.sql(text) if out is None else out
+    if isinstance(stmt, AddSegment):
+        return _add_segment(spark, stmt)
+    if isinstance(stmt, ShowSegments):
+        return _show(spark, stmt)
+    if isinstance(stmt, DeleteSegments):
+        return _delete(spark, stmt)
+    if isinstance(stmt, CleanFiles):
+        return _clean(spark, stmt)
+    if isinstance(stmt, ShowPartitions):
+        return _show_partitions(spark, stmt)
+    if isinstance(stmt, AlterPartition):
+        return _alter_partition(spark, stmt)
+
+    if isinstance(stmt, (DeleteRows, UpdateRows)):
+        # the WHERE (and SET) are Spark's: any Spark SQL predicate; the deltas are written here (docs/dml.md)
+        n = run_row_dml(spark, CarbonTable.open(catalog.ensure(spark, stmt.table).path), stmt)
+        return spark.createDataFrame([(n,)], "num_affected_rows long")
+    if isinstance(stmt, Insert):
+        out = _insert(spark, stmt, text)
+        return spark.sql(text) if out is None else out
+    raise AssertionError(f"unhandled statement {stmt!r}")  # pragma: no cover
+

@@ -1,0 +1,62 @@
+"""Incoming data against a table schema: checking it before anything is written, and the one cast into it."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from carbon_ds.errors import CarbonSchemaError
+
+
+def type_signature(t: pa.DataType) -> str:
+    """A spelling of a type that ignores what a write may change losslessly: string/large_string,
+    timestamp unit and zone, list field names, nullability, dictionary encoding."""
+    if pa.types.is_dictionary(t):
+        return type_signature(t.value_type)
+    if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
+        return "string"
+    if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_binary_view(t):
+        return "binary"
+    if pa.types.is_timestamp(t):
+        return "timestamp"
+    if pa.types.is_map(t):
+        return f"map<{type_signature(t.key_type)},{type_signature(t.item_type)}>"
+    if pa.types.is_list(t) or pa.types.is_large_list(t) or pa.types.is_list_view(t):
+        return f"array<{type_signature(t.value_type)}>"
+    if pa.types.is_struct(t):
+        inner = ",".join(f"{t.field(i).name.lower()}:{type_signature(t.field(i).type)}" for i in range(t.num_fields))
+        return f"struct<{inner}>"
+    return str(t)
+
+
+def check_schema(expected: pa.Schema, found: pa.Schema, where: str) -> None:
+    """Raise CarbonSchemaError naming every column whose presence or type differs (names match
+    case-insensitively)."""
+    have = {f.name.lower(): f for f in found}
+    want = {f.name.lower() for f in expected}
+    problems = []
+    for f in expected:
+        g = have.get(f.name.lower())
+        if g is None:
+            problems.append(f"column {f.name!r}: expected {type_signature(f.type)}, found no such column")
+        elif type_signature(f.type) != type_signature(g.type):
+            problems.append(f"column {f.name!r}: expected {type_signature(f.type)}, found {type_signature(g.type)}")
+    for g in found:
+        if g.name.lower() not in want:
+            problems.append(f"column {g.name!r}: not in the table, found {type_signature(g.type)}")
+    if len({f.name.lower() for f in found}) != len(found):
+        problems.append(f"data has duplicate column names (case-insensitive): {', '.join(found.names)}")
+    if problems:
+        raise CarbonSchemaError(f"data does not match the schema of {where}:\n  " + "\n  ".join(problems))
+
+
+def conform(data: pa.Table | pa.RecordBatch, target: pa.Schema) -> pa.Table | pa.RecordBatch:
+    """Select ``target``'s columns (case-insensitively) and cast them to exactly ``target``."""
+    by_lower = {n.lower(): i for i, n in enumerate(data.schema.names)}
+    arrays = [data.column(by_lower[f.name.lower()]) for f in target]
+    if isinstance(data, pa.RecordBatch):
+        out = pa.RecordBatch.from_arrays(arrays, names=target.names)
+    else:
+        out = pa.Table.from_arrays(arrays, names=target.names)
+    if out.schema.equals(target, check_metadata=False):
+        return out
+    return out.cast(target)

@@ -1,0 +1,71 @@
+"""Which data files make up a segment: from its segment file, its external folder, or (1.x) its folder."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from carbon_ds.errors import CarbonTableError
+from carbon_ds.fs import Storage, basename
+from carbon_ds.readers.external.base import ExternalRef
+from carbon_ds.table.meta import segment_file as segfiles
+from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT, INDEX_EXT, is_data_file, owned_by_index
+from carbon_ds.table.meta.tablestatus import LoadDetail
+
+if TYPE_CHECKING:
+    from carbon_ds.table.meta.handle import DataFile, TableHandle
+
+
+def _data_files_in_folder(
+    storage: Storage, folder: str, index_names: list[str] | None, merge_name: str | None
+) -> list[tuple[str, int]]:
+    listing = storage.list(folder)
+    data = [(f.path, f.size) for f in listing if f.path.endswith(DATA_EXT)]
+    if index_names is None or merge_name:
+        # Without a per-task list (1.x tables, or a merged index that covers every committed task) the
+        # folder holds exactly the committed files.
+        return data
+    return [(p, s) for p, s in data if any(owned_by_index(basename(p), i) for i in index_names)]
+
+
+def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFile]) -> list[DataFile]:
+    """The data files of one segment, as ``data_file`` values (path, size, segment, format, external ref)."""
+    storage = table.storage
+    fmt = (detail.file_format or COLUMNAR).lower()
+    found: list[tuple[str, int]] = []
+    refs: dict[str, ExternalRef] = {}  # non-carbondata files: how to read them
+    if detail.segment_file:
+        seg = segfiles.read(storage, table.path, detail.segment_file)
+        for folder, details in seg.folders(table.path):
+            if details.status and details.status != "Success" and details.status != "Marked for Update":
+                continue
+            if fmt != COLUMNAR or not details.is_relative and any(not f.endswith(INDEX_EXT) for f in details.files):
+                # External folders list their data files directly.
+                for name in details.files:
+                    path = Storage.join(folder, name) if "/" not in name else name
+                    found.append((path, storage.size(path)))
+                    if fmt != COLUMNAR:
+                        refs[path] = external_ref(fmt, details.partitions, seg.options)
+                continue
+            indexes = [f for f in details.files if f.endswith(INDEX_EXT)]
+            found.extend(_data_files_in_folder(storage, folder, indexes, details.merge_file_name))
+    elif detail.path:
+        found = [(f.path, f.size) for f in storage.list(detail.path, recursive=True) if is_data_file(f.path, fmt)]
+        if fmt != COLUMNAR:
+            refs = {p: external_ref(fmt, [], {}) for p, _s in found}
+    else:
+        folder = segfiles.segment_dir(table.path, detail.name)
+        if not storage.is_dir(folder):
+            raise CarbonTableError(
+                f"segment {detail.name} of {table.uri} is {detail.status!r} but its folder "
+                f"{storage.uri(folder)} does not exist"
+            )
+        found = _data_files_in_folder(storage, folder, None, None)
+    return [data_file(p, s, detail.name, fmt, refs.get(p)) for p, s in sorted(found)]
+
+
+def external_ref(fmt: str, partitions: list[str], options: dict) -> ExternalRef:
+    """How to read a file of an external segment: its format, the folder's partition values
+    (``["day=20211123", ...]``) and the ADD SEGMENT options (CSV/JSON settings)."""
+    parts = tuple((k, v) for k, _sep, v in (p.partition("=") for p in partitions))
+    opts = tuple(sorted((str(k).lower(), str(v)) for k, v in (options or {}).items()))
+    return ExternalRef(fmt, parts, opts)

@@ -1,0 +1,324 @@
+"""Delete deltas: which rows of a data file are deleted, in CarbonData's files.
+
+- ``<blockName>-<ts>.deletedelta`` next to the data file, JSON
+  ``{"blockletDetailsMap": {"<blocklet>_<page>": {"id": "<blocklet>", "pageId": p, "deletedRows": [...]}},
+  "blockName": "<blockName>"}``; rows are offsets within the page. ``blockName`` is the data file name up to
+  its first '.', so CarbonData's ``getBlockNameFromDeleteDeltaFile`` (text before the last '-') gives it back.
+- ``Metadata/tableupdatestatus-<ts>``: a JSON array with one object per block that has deltas:
+  segmentName, blockName, segmentStatus ("Success", or "Marked for Delete" once every row is deleted),
+  deleteDeltaStartTimestamp / deleteDeltaEndTimestamp, deltaFileStamps, actualBlockName, deletedRowsInBlock.
+  ``actualBlockName`` is the data file name; for a partitioned table it is prefixed by its partition folders
+  ("c=1/part-...carbondata") because one segment can hold equally named files in different partitions.
+- The committed update status is the file named by ``updateStatusFileName`` in tablestatus (segment "0"'s
+  entry, as CarbonData does). Delta files not listed there are invisible: writing them is not the commit.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+import threading
+from dataclasses import dataclass, field
+
+import numpy as np
+import pyarrow as pa
+
+from carbon_ds.errors import CarbonFormatError
+from carbon_ds.fs import Storage, norm_path
+from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.table.meta.tablestatus import LoadDetail
+
+DELTA_EXT = ".deletedelta"
+STATUS_PREFIX = "tableupdatestatus-"
+SUCCESS = "Success"
+MARKED_FOR_DELETE = "Marked for Delete"
+
+
+def block_name(path: str) -> str:
+    """``part-0-0_batchno0-0-3-1700000000000`` for ``.../part-0-0_batchno0-0-3-1700000000000.snappy.carbondata``."""
+    return posixpath.basename(norm_path(path)).split(".", 1)[0]
+
+
+def delta_file_name(block: str, stamp: int | str) -> str:
+    return f"{block}-{stamp}{DELTA_EXT}"
+
+
+def actual_block_name(table_path: str, path: str) -> str:
+    """The data file name, with its partition folders for a file outside ``Fact/`` (partitioned tables)."""
+    root = norm_path(table_path).rstrip("/") + "/"
+    p = norm_path(path)
+    rel = p[len(root):] if p.startswith(root) else posixpath.basename(p)
+    return posixpath.basename(rel) if rel.startswith("Fact/") or "/" not in rel else rel
+
+
+@dataclass
+class BlockStatus:
+    """One tableupdatestatus entry."""
+
+    segment: str
+    block: str
+    actual: str
+    status: str = SUCCESS
+    stamps: list[str] = field(default_factory=list)
+    deleted: int = 0
+
+    @property
+    def key(self) -> tuple[str, str]:
+        return (self.segment, self.actual)
+
+    def to_json(self) -> dict:
+        return {
+            "segmentName": self.segment,
+            "blockName": self.block,
+            "segmentStatus": self.status,
+            "deleteDeltaStartTimestamp": min(self.stamps, key=int) if self.stamps else "",
+            "deleteDeltaEndTimestamp": max(self.stamps, key=int) if self.stamps else "",
+            "deltaFileStamps": list(self.stamps),
+            "actualBlockName": self.actual,
+            "deletedRowsInBlock": str(self.deleted),
+        }
+
+    @classmethod
+    def from_json(cls, obj: dict, where: str) -> BlockStatus:
+        try:
+            stamps = obj.get("deltaFileStamps")
+            if not stamps:  # older writers only give the range: one file per end stamp
+                stamps = [obj["deleteDeltaEndTimestamp"]] if obj.get("deleteDeltaEndTimestamp") else []
+            return cls(str(obj["segmentName"]), str(obj["blockName"]),
+                       str(obj.get("actualBlockName") or obj["blockName"]), str(obj.get("segmentStatus", SUCCESS)),
+                       [str(s) for s in stamps], int(obj.get("deletedRowsInBlock") or 0))
+        except (KeyError, TypeError, ValueError) as e:
+            raise CarbonFormatError(f"tableupdatestatus entry {obj!r} lacks or mangles {e}", where) from None
+
+
+def status_file_name(stamp: int) -> str:
+    return f"{STATUS_PREFIX}{stamp}"
+
+
+def status_path(table_path: str, name: str) -> str:
+    return Storage.join(table_path, "Metadata", name)
+
+
+def committed_status_name(entries: list[LoadDetail]) -> str | None:
+    """The update status file tablestatus names: segment "0"'s, else the newest any entry names."""
+    for e in entries:
+        if e.name == "0" and e.update_status_file:
+            return e.update_status_file
+    names = [e.update_status_file for e in entries if e.update_status_file]
+    return max(names, key=lambda n: int(n.rsplit("-", 1)[-1]) if n.rsplit("-", 1)[-1].isdigit() else -1) \
+        if names else None
+
+
+_CACHE_LOCK = threading.Lock()
+_STATUS_CACHE: dict[str, dict[tuple[str, str], BlockStatus]] = {}
+_DELTA_CACHE: dict[str, dict[tuple[int, int], np.ndarray]] = {}
+_CACHE_MAX = 1024
+
+
+def _cached(cache: dict, key: str, load):
+    # Both files are immutable once committed (a change always writes a new name), so the name is the key.
+    with _CACHE_LOCK:
+        hit = cache.get(key)
+    if hit is not None:
+        return hit
+    value = load()
+    with _CACHE_LOCK:
+        if len(cache) >= _CACHE_MAX:
+            cache.clear()
+        cache[key] = value
+    return value
+
+
+def read_status(storage: Storage, table_path: str, name: str) -> dict[tuple[str, str], BlockStatus]:
+    path = status_path(table_path, name)
+
+    def load():
+        where = storage.uri(path)
+        try:
+            data = json.loads(storage.read_text(path))
+        except FileNotFoundError:
+            raise CarbonFormatError(f"tablestatus names update status file {name}, but it does not exist",
+                                    where) from None
+        except json.JSONDecodeError as e:
+            raise CarbonFormatError(f"tableupdatestatus is not valid JSON: {e.msg}", where) from None
+        if not isinstance(data, list):
+            raise CarbonFormatError(f"tableupdatestatus must be a JSON array, found {type(data).__name__}", where)
+        out = {}
+        for obj in data:
+            st = BlockStatus.from_json(obj, where)
+            out[st.key] = st
+        return out
+
+    return dict(_cached(_STATUS_CACHE, storage.uri(path), load))
+
+
+def write_status(storage: Storage, table_path: str, name: str, statuses: dict[tuple[str, str], BlockStatus]) -> None:
+    body = json.dumps([s.to_json() for _k, s in sorted(statuses.items())], separators=(",", ":"))
+    storage.write_atomic(status_path(table_path, name), body.encode("utf-8"))
+
+
+def write_delta(storage: Storage, folder: str, block: str, stamp: int | str,
+                rows: dict[tuple[int, int], np.ndarray]) -> str:
+    """Write one delta file; ``rows`` maps (blocklet, page) to deleted row offsets in that page."""
+    details = {
+        f"{b}_{p}": {"id": str(b), "pageId": int(p), "deletedRows": [int(r) for r in np.unique(r_)]}
+        for (b, p), r_ in sorted(rows.items()) if len(r_)
+    }
+    path = Storage.join(folder, delta_file_name(block, stamp))
+    storage.write_atomic(path, json.dumps({"blockletDetailsMap": details, "blockName": block},
+                                          separators=(",", ":")).encode("utf-8"))
+    return path
+
+
+def read_delta(storage: Storage, path: str) -> dict[tuple[int, int], np.ndarray]:
+    def load():
+        where = storage.uri(path)
+        try:
+            data = json.loads(storage.read_text(path))
+            out: dict[tuple[int, int], np.ndarray] = {}
+            for key, d in (data.get("blockletDetailsMap") or {}).items():
+                b = int(d.get("id", key.split("_")[0]))
+                p = int(d.get("pageId", key.split("_")[-1]))
+                rows = np.asarray(d.get("deletedRows") or [], dtype=np.int64)
+                prev = out.get((b, p))
+                out[(b, p)] = rows if prev is None else np.union1d(prev, rows)
+            return out
+        except FileNotFoundError:
+            raise CarbonFormatError("committed delete delta file is missing", where) from None
+        except (ValueError, AttributeError, TypeError) as e:
+            raise CarbonFormatError(f"delete delta file is not the expected JSON: {e}", where) from None
+
+    return _cached(_DELTA_CACHE, storage.uri(path), load)
+
+
+def merge_rows(*maps: dict[tuple[int, int], np.ndarray]) -> dict[tuple[int, int], np.ndarray]:
+    out: dict[tuple[int, int], np.ndarray] = {}
+    for m in maps:
+        for k, v in m.items():
+            out[k] = np.union1d(out[k], v) if k in out else np.unique(v)
+    return out
+
+
+@dataclass
+class FileDeletes:
+    """The committed deletes of one data file."""
+
+    marked: bool
+    rows: dict[tuple[int, int], np.ndarray]
+
+    @property
+    def count(self) -> int:
+        return int(sum(len(v) for v in self.rows.values()))
+
+    def blocklet_has(self, blocklet: int) -> bool:
+        return self.marked or any(b == blocklet for b, _p in self.rows)
+
+    def keep_mask(self, blocklet: int, pages: list[int], page_rows: list[int]) -> np.ndarray | None:
+        """Booleans for the rows of ``pages`` (in order) of ``blocklet``: False where deleted; None = keep all."""
+        hits = [(i, self.rows[(blocklet, p)]) for i, p in enumerate(pages) if (blocklet, p) in self.rows]
+        if not hits and not self.marked:
+            return None
+        sizes = np.asarray(page_rows, dtype=np.int64)
+        if self.marked:
+            return np.zeros(int(sizes.sum()), dtype=bool)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+        mask = np.ones(int(sizes.sum()), dtype=bool)
+        for i, rows in hits:
+            rows = rows[rows < sizes[i]]
+            mask[starts[i] + rows] = False
+        return mask
+
+
+class Deletes:
+    """The committed deletes of a table: ``lookup(path, segment)`` per data file (None: nothing deleted)."""
+
+    def __init__(self, storage: Storage, table_path: str, statuses: dict[tuple[str, str], BlockStatus]):
+        self.storage = storage
+        self.table_path = table_path
+        self.statuses = statuses
+        # Data file names carry their segment id and load time, so the name alone is unique in a table:
+        # callers that lost the segment id (Spark partitions) look up by name.
+        self.by_actual = {actual: st for (_seg, actual), st in statuses.items()}
+
+    def status_of(self, path: str, segment: str | None) -> BlockStatus | None:
+        if not self.statuses:
+            return None
+        actual = actual_block_name(self.table_path, path)
+        if segment is None:
+            return self.by_actual.get(actual)
+        return self.statuses.get((segment, actual))
+
+    def lookup(self, path: str, segment: str | None) -> FileDeletes | None:
+        st = self.status_of(path, segment)
+        if st is None:
+            return None
+        folder = posixpath.dirname(norm_path(path))
+        rows = merge_rows(*[read_delta(self.storage, Storage.join(folder, delta_file_name(st.block, s)))
+                            for s in st.stamps])
+        return FileDeletes(st.status == MARKED_FOR_DELETE, rows)
+
+    def is_marked(self, path: str, segment: str | None) -> bool:
+        st = self.status_of(path, segment)
+        return st is not None and st.status == MARKED_FOR_DELETE
+
+    def deleted_rows(self, path: str, segment: str | None) -> int:
+        st = self.status_of(path, segment)
+        return st.deleted if st is not None else 0
+
+
+def for_table(storage: Storage, table_path: str, entries: list[LoadDetail]) -> Deletes | None:
+    name = committed_status_name(entries)
+    if name is None:
+        return None
+    return Deletes(storage, table_path, read_status(storage, table_path, name))
+
+
+def file_keep_mask(storage: Storage, path: str, fd: FileDeletes) -> np.ndarray:
+    """Keep-mask over every row of a data file, in file order."""
+
+    f = CarbonDataFile(path, storage=storage)
+    try:
+        parts = []
+        for b in range(f.num_blocklets):
+            sizes = f.page_rows(b)
+            m = fd.keep_mask(b, list(range(len(sizes))), sizes)
+            parts.append(np.ones(sum(sizes), dtype=bool) if m is None else m)
+        return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+    finally:
+        f.close()
+
+
+def drop_deleted(storage: Storage, deletes: Deletes, data_file, table):
+    """``table`` (every row of ``data_file`` in file order) without its committed deleted rows."""
+
+    fd = deletes.lookup(data_file.path, data_file.segment_id)
+    if fd is None or not fd.rows and not fd.marked:
+        return table
+    return table.filter(pa.array(file_keep_mask(storage, data_file.path, fd)))
+
+
+def superseded(storage: Storage, table_path: str, entries: list[LoadDetail], folders: list[str]) -> list[str]:
+    """Delete-delta files in ``folders`` and ``Metadata/tableupdatestatus-*`` files that the committed
+    update status no longer names: replaced by horizontal compaction, left by a failed or crashed
+    DELETE/UPDATE, or of blocks whose segment is gone. The caller holds ``LockFiles/update.lock`` (a
+    running DELETE/UPDATE writes its files before it commits them)."""
+    keep_status = {e.update_status_file for e in entries if e.update_status_file}
+    name = committed_status_name(entries)
+    keep: set[str] = set()
+    if name is not None:
+        for st in read_status(storage, table_path, name).values():
+            if "/" in st.actual:
+                folder = Storage.join(table_path, *posixpath.dirname(st.actual).split("/"))
+            else:
+                folder = Storage.join(table_path, "Fact", "Part0", f"Segment_{st.segment}")
+            keep.update(norm_path(Storage.join(folder, delta_file_name(st.block, s))) for s in st.stamps)
+    out = []
+    for folder in folders:
+        for f in storage.list(folder):
+            if f.path.endswith(DELTA_EXT) and norm_path(f.path) not in keep:
+                out.append(f.path)
+    for f in storage.list(Storage.join(table_path, "Metadata")):
+        base = posixpath.basename(norm_path(f.path))
+        if base.startswith(STATUS_PREFIX) and base not in keep_status:
+            out.append(f.path)
+    return out

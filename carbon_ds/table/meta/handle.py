@@ -1,0 +1,309 @@
+"""``TableHandle``: an open table folder (storage, path, schema info) and what every operation asks of it.
+
+Operations are typed against ``TableHandle``; ``CarbonTable`` (carbon_ds.table.table) is the facade above
+them that adds one short method per operation. Nothing below the facade imports it.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from carbon_ds.errors import CarbonOptionError, CarbonSchemaError, CarbonTableError
+from carbon_ds.format.hive import check_partition_columns
+from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
+from carbon_ds.fs import Storage
+from carbon_ds.readers.external.base import ExternalRef
+from carbon_ds.table.meta import deltas, schema_file, tablestatus
+from carbon_ds.table.meta.data_files import segment_files
+from carbon_ds.table.meta.locks import TableLock, update_lock
+from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
+from carbon_ds.table.meta.tablestatus import LoadDetail
+
+
+@dataclass(frozen=True)
+class SegmentInfo:
+    id: str
+    status: str
+    load_start: int | None  # epoch ms
+    load_end: int | None  # epoch ms
+    data_size: int | None
+    index_size: int | None
+    file_format: str
+    path: str | None  # external folder of an added segment, else None
+    segment_file: str | None
+    readable: bool
+
+
+@dataclass(frozen=True)
+class DataFile:
+    """A file the planner hands to a reader."""
+
+    path: str  # the file system's own path (see carbon_ds.fs)
+    size: int
+    segment_id: str
+    file_format: str = COLUMNAR
+    external: ExternalRef | None = None  # how to read a non-carbondata file (format, partition values, options)
+
+
+def parse_segment_ids(segments_arg: str | list | tuple | None) -> list[str] | None:
+    """``"0,2"`` / ``[0, 2]`` as segment ids; None (all readable segments) for None, empty or ``"*"``."""
+    if segments_arg is None:
+        return None
+    items = segments_arg.split(",") if isinstance(segments_arg, str) else [str(s) for s in segments_arg]
+    ids = [s.strip() for s in items if s.strip()]
+    if not ids or ids == ["*"]:
+        return None
+    return ids
+
+
+def resolve_columns(schema: pa.Schema, columns: list[str] | None, where: str) -> list[str] | None:
+    """Table spellings of the requested columns (matched case-insensitively), in the requested order."""
+    if columns is None:
+        return None
+    if isinstance(columns, str):
+        raise CarbonOptionError(f"columns must be a list of names, found the string {columns!r} "
+                                f"(write columns=[{columns!r}])")
+    by_lower = {n.lower(): n for n in schema.names}
+    missing = [c for c in columns if c.lower() not in by_lower]
+    if missing:
+        raise CarbonSchemaError(
+            f"column(s) {', '.join(repr(c) for c in missing)} not in {where}; "
+            f"table columns are: {', '.join(schema.names)}"
+        )
+    return [by_lower[c.lower()] for c in columns]
+
+
+def int_or_none(text: str | None) -> int | None:
+    """A tablestatus number field as an int (None when absent or not a number)."""
+    return int(text) if text and text.lstrip("-").isdigit() else None
+
+
+class TableHandle:
+    """A CarbonData table folder: ``Metadata/schema``, ``Metadata/tablestatus`` and its segments."""
+
+    def __init__(self, storage: Storage, path: str, info: TableInfo):
+        self.storage = storage
+        self.path = path
+        self.info = info
+
+    # ------------------------------------------------------------------ paths
+    @staticmethod
+    def schema_path_of(path: str) -> str:
+        return Storage.join(path, "Metadata", "schema")
+
+    @property
+    def schema_path(self) -> str:
+        return self.schema_path_of(self.path)
+
+    @property
+    def tablestatus_path(self) -> str:
+        return Storage.join(self.path, "Metadata", "tablestatus")
+
+    @property
+    def uri(self) -> str:
+        """The table's location as users spell it (a local path, or ``scheme://...``)."""
+        return self.storage.uri(self.path)
+
+    def lock(self, **kwargs) -> TableLock:
+        """The tablestatus lock (``with table.lock(): ...`` around a read-modify-write of tablestatus)."""
+        return TableLock(self.storage, self.path, **kwargs)
+
+    def update_lock(self, operation: str, timeout: float = 0.0) -> TableLock:
+        """The held update lock (UPDATE, DELETE and overwrites never run at once); see meta.locks.update_lock."""
+        return update_lock(self.storage, self.path, operation, timeout)
+
+    # ------------------------------------------------------------------ construction
+    @staticmethod
+    def exists(path: str | os.PathLike) -> bool:
+        """Whether ``path`` holds a CarbonData table (its ``Metadata/schema`` exists)."""
+        storage, fs_path = Storage.for_path(path)
+        return storage.exists(TableHandle.schema_path_of(fs_path))
+
+    @classmethod
+    def open(cls, path: str | os.PathLike):
+        """Open the table at ``path`` (a local path or a URI pyarrow.fs understands).
+
+        Raises:
+            CarbonTableError: ``path`` holds no ``Metadata/schema``.
+        """
+        storage, fs_path = Storage.for_path(path)
+        schema_path = cls.schema_path_of(fs_path)
+        if not storage.exists(schema_path):
+            raise CarbonTableError(
+                f"not a CarbonData table: {storage.uri(schema_path)} does not exist "
+                "(use carbon_ds.read_table for a bare folder of .carbondata files)"
+            )
+        return cls(storage, fs_path, schema_file.read(storage, schema_path))
+
+    @classmethod
+    def create(
+        cls,
+        path: str | os.PathLike,
+        schema: pa.Schema,
+        partition_by: list[str] | None = None,
+        sort_columns: list[str] | None = None,
+        properties: dict[str, str] | None = None,
+        long_string_columns: list[str] | None = None,
+    ):
+        """Create an empty table at ``path``.
+
+        Args:
+            schema: the table's columns (Arrow types; see README "Types").
+            partition_by: Hive-style partition columns, in folder order.
+            sort_columns: columns each load sorts its rows by (they lead the dimensions).
+            properties: table properties (TBLPROPERTIES), kept in the schema file.
+            long_string_columns: string columns stored as VARCHAR (values over 32,000 bytes).
+
+        Raises:
+            CarbonTableError: a table already exists at ``path``.
+        """
+        table, created = cls.open_or_create(path, schema, sort_columns, properties, long_string_columns,
+                                            partition_by)
+        if not created:
+            raise CarbonTableError(f"table already exists: {table.storage.uri(table.schema_path)}")
+        return table
+
+    @classmethod
+    def open_or_create(
+        cls,
+        path: str | os.PathLike,
+        schema: pa.Schema,
+        sort_columns: list[str] | None = None,
+        properties: dict[str, str] | None = None,
+        long_string_columns: list[str] | None = None,
+        partition_by: list[str] | None = None,
+    ) -> tuple:
+        """(table, created): the table at ``path``, created from ``schema`` (and the settings) when absent."""
+        storage, fs_path = Storage.for_path(path)
+        schema_path = cls.schema_path_of(fs_path)
+        if storage.exists(schema_path):
+            return cls(storage, fs_path, schema_file.read(storage, schema_path)), False
+        if partition_by:
+            partition_by = check_partition_columns(schema, list(partition_by))
+        info = schema_file.build_table_info(schema, sort_columns, long_string_columns, properties)
+        if partition_by:
+            # CarbonData's standard (Hive) partition table: the columns stay table columns too.
+            by_name = {c.column_name.lower(): c for c in info.fact_table.table_columns}
+            info.fact_table.partitionInfo = PartitionInfo(
+                partition_columns=[by_name[c.lower()] for c in partition_by],
+                partition_type=PartitionType.NATIVE_HIVE,
+            )
+        # The lock makes creation race-free: of two first writers, one creates, the other opens.
+        with TableLock(storage, fs_path):
+            if storage.exists(schema_path):
+                return cls(storage, fs_path, schema_file.read(storage, schema_path)), False
+            storage.mkdirs(Storage.join(fs_path, "Metadata"))
+            schema_file.write(storage, schema_path, info)
+        return cls(storage, fs_path, info), True
+
+    # ------------------------------------------------------------------ schema
+    @property
+    def schema(self) -> pa.Schema:
+        """The table's columns as an Arrow schema, in table order."""
+        return schema_file.table_arrow_schema(self.info)
+
+    @property
+    def columns(self) -> list[ColumnSchema]:
+        return schema_file.table_columns(self.info)
+
+    @property
+    def properties(self) -> dict[str, str]:
+        """Table properties (TBLPROPERTIES) as stored in the schema file."""
+        return schema_file.properties(self.info)
+
+    @property
+    def sort_columns(self) -> list[str]:
+        return schema_file.sort_columns(self.info)
+
+    @property
+    def partition_columns(self) -> list[str]:
+        """Hive-style (NATIVE_HIVE) partition columns in folder order, table spelling; [] when unpartitioned."""
+        pinfo = self.info.fact_table.partitionInfo
+        if pinfo is None or pinfo.partition_type != PartitionType.NATIVE_HIVE:
+            return []
+        by_lower = {n.lower(): n for n in self.schema.names}
+        return [by_lower.get(c.column_name.lower(), c.column_name) for c in pinfo.partition_columns or []]
+
+    @property
+    def table_id(self) -> str:
+        return self.info.fact_table.table_id
+
+    # ------------------------------------------------------------------ segments
+    def load_details(self) -> list[LoadDetail]:
+        """Every tablestatus entry, as stored (read afresh on each call)."""
+        return tablestatus.read(self.storage, self.tablestatus_path)
+
+    def segments(self) -> list[SegmentInfo]:
+        """Every segment of the table (any status), oldest first."""
+        return [
+            SegmentInfo(
+                id=d.name,
+                status=d.status,
+                load_start=d.load_start_ms,
+                load_end=d.load_end_ms,
+                data_size=int_or_none(d.data_size),
+                index_size=int_or_none(d.index_size),
+                file_format=(d.file_format or COLUMNAR).lower(),
+                path=d.path,
+                segment_file=d.segment_file,
+                readable=d.readable,
+            )
+            for d in self.load_details()
+        ]
+
+    def selected(self, segment_ids: str | list | None, details: list[LoadDetail] | None = None) -> list[LoadDetail]:
+        """The readable segments, or the chosen ones (``"0,2"``; an unreadable or unknown id is an error)."""
+        details = self.load_details() if details is None else details
+        readable = [d for d in details if d.readable]
+        wanted = parse_segment_ids(segment_ids)
+        if wanted is None:
+            return readable
+        by_id = {d.name: d for d in readable}
+        missing = [s for s in wanted if s not in by_id]
+        if missing:
+            raise CarbonOptionError(
+                f"segments {', '.join(missing)} are not readable segments of {self.uri}; "
+                f"readable segments: {', '.join(by_id) or 'none'}"
+            )
+        return [by_id[s] for s in dict.fromkeys(wanted)]
+
+    def files(self, segments: str | list | None = None) -> list[DataFile]:
+        """Data files of the readable (or the chosen) segments, in segment order."""
+        details = self.load_details()
+        out: list[DataFile] = []
+        for detail in self.selected(segments, details):
+            out.extend(segment_files(self, detail, DataFile))
+        deletes = self.deletes(details)
+        if deletes is not None:  # a block whose every row is deleted is marked, not rewritten: skip it
+            out = [f for f in out if not deletes.is_marked(f.path, f.segment_id)]
+        return out
+
+    def deletes(self, entries: list[LoadDetail] | None = None) -> deltas.Deletes | None:
+        """Committed delete deltas, or None when nothing was deleted."""
+        return deltas.for_table(self.storage, self.path, entries if entries is not None else self.load_details())
+
+    def external_segments(self) -> list[LoadDetail]:
+        """Readable segments in another format than carbondata (added Parquet, ORC, CSV, JSON folders)."""
+        return [d for d in self.load_details() if d.readable and not is_columnar(d.file_format)]
+
+    def require_all_carbondata(self, operation: str) -> None:
+        """Refuse ``operation`` (UPDATE, DELETE, ...) on a table holding non-carbondata segments, as
+        CarbonData does: their files are not ours to rewrite and carry no delete deltas.
+
+        Raises:
+            CarbonTableError: naming the foreign segments and what to do.
+        """
+        foreign = self.external_segments()
+        if foreign:
+            listed = ", ".join(f"{d.name} ({(d.file_format or '').lower()}, {d.path})" for d in foreign)
+            raise CarbonTableError(
+                f"{operation} is not allowed on table {self.uri}: it holds non-carbondata segments {listed}; "
+                "delete those segments (DELETE FROM TABLE ... WHERE SEGMENT.ID IN (...)) or add the data in "
+                "carbondata format first"
+            )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.uri!r})"

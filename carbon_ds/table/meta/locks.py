@@ -1,0 +1,156 @@
+"""Table locks: ``<table>/LockFiles/<name>.lock`` created exclusively, deleted on release.
+
+The file holds who took the lock and when, so a lock left by a crashed process can be recognised and
+broken once it is older than ``stale_after`` seconds. The tablestatus lock is only held around a
+read-modify-write of one small file, so a lock that old cannot belong to a live writer.
+
+Limits: exclusive creation is atomic on local and POSIX-like file systems (O_EXCL) and on HDFS. On object
+stores ``Storage.create_exclusive`` is check-then-put, so two writers racing within the same instant can
+both believe they hold the lock; concurrent writers to one table on S3 need an external lock there.
+Breaking a stale lock re-reads it first and only deletes the exact lock that was judged stale, which
+narrows but does not remove the window in which two breakers race.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+import uuid
+from types import TracebackType
+
+from carbon_ds.errors import CarbonTableError
+from carbon_ds.fs import Storage
+
+TABLESTATUS_LOCK = "tablestatus"
+DEFAULT_TIMEOUT_S = 120.0
+DEFAULT_STALE_AFTER_S = 60.0
+# UPDATE, DELETE and overwrites take this one (never two at once on a table)
+UPDATE_LOCK = "update"
+# A DELETE/UPDATE or overwrite can run for hours and does not refresh its lock, so only a lock this old is
+# taken for a crashed writer's and broken (the tablestatus lock's 60 s would break live writers' locks).
+UPDATE_LOCK_STALE_S = 6 * 3600.0
+
+
+def lock_path(storage: Storage, table_path: str, name: str) -> str:
+    return Storage.join(table_path, "LockFiles", f"{name}.lock")
+
+
+class TableLock:
+    """``with TableLock(storage, table_path): ...`` — blocks until held or ``timeout`` seconds pass."""
+
+    def __init__(
+        self,
+        storage: Storage,
+        table_path: str,
+        name: str = TABLESTATUS_LOCK,
+        timeout: float = DEFAULT_TIMEOUT_S,
+        stale_after: float = DEFAULT_STALE_AFTER_S,
+        operation: str | None = None,
+    ):
+        self.storage = storage
+        self.path = lock_path(storage, table_path, name)
+        self.timeout = timeout
+        self.stale_after = stale_after
+        self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
+        self.held = False
+        self.operation = operation  # recorded in the file, so a refused writer learns who holds the lock
+
+    def _content(self) -> bytes:
+        info = {"owner": self.token, "time": time.time_ns() // 1_000_000}
+        if self.operation:
+            info["operation"] = self.operation
+        return json.dumps(info).encode()
+
+    def holder(self) -> str | None:
+        """The operation recorded by whoever holds the lock now (None: free, or not recorded)."""
+        try:
+            return str(json.loads(self.storage.read_text(self.path)).get("operation") or "") or None
+        except (FileNotFoundError, ValueError, AttributeError, OSError):
+            return None
+
+    def _read_existing(self) -> tuple[str, int] | None:
+        try:
+            info = json.loads(self.storage.read_text(self.path))
+            return str(info["owner"]), int(info["time"])
+        except FileNotFoundError:
+            return None
+        except (ValueError, KeyError, TypeError, OSError):
+            # Being written right now, or written by another tool: judge its age by the file itself.
+            files = [f for f in self.storage.list(os.path.dirname(self.path)) if f.path == self.path]
+            if not files:
+                return None
+            mtime = (files[0].mtime_ns or time.time_ns()) // 1_000_000
+            return "", mtime
+
+    def acquire(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        delay = 0.005
+        while True:
+            if self.storage.create_exclusive(self.path, self._content()):
+                self.held = True
+                return
+            existing = self._read_existing()
+            if existing is not None and time.time() * 1000 - existing[1] > self.stale_after * 1000:
+                # Only break the very lock we judged stale: someone may have replaced it meanwhile.
+                if self._read_existing() == existing:
+                    self.storage.delete(self.path)
+                continue
+            if time.monotonic() > deadline:
+                owner = existing[0] if existing else "unknown"
+                raise CarbonTableError(
+                    f"could not take lock {self.storage.uri(self.path)} within {self.timeout:.0f}s: "
+                    f"held by {owner!r}; delete the file if that process is gone"
+                )
+            time.sleep(delay)
+            delay = min(delay * 2, 0.2)
+
+    def release(self) -> None:
+        if not self.held:
+            return
+        self.held = False
+        existing = self._read_existing()
+        # If our lock was broken as stale and re-taken, the file is someone else's: leave it.
+        if existing is not None and existing[0] == self.token:
+            self.storage.delete(self.path)
+
+    def __enter__(self) -> TableLock:
+        if not self.held:  # update_lock() hands out locks already held
+            self.acquire()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+def update_lock(storage: Storage, table_path: str, operation: str, timeout: float = 0.0) -> TableLock:
+    """Take ``LockFiles/update.lock`` (held on return; use it with ``with``) or fail clearly: UPDATE, DELETE
+    and overwrites (whole table or partitions, Python and Spark) never run concurrently on one table.
+
+    Raises:
+        CarbonTableError: another operation holds the lock; the message names the lock file and it.
+    """
+    lock = TableLock(storage, table_path, UPDATE_LOCK, timeout=timeout, stale_after=UPDATE_LOCK_STALE_S,
+                     operation=operation)
+    try:
+        lock.acquire()
+    except CarbonTableError as e:
+        holder = lock.holder()
+        raise CarbonTableError(
+            f"{operation} on table {storage.uri(table_path)} refused: another UPDATE/DELETE/overwrite "
+            f"({holder or 'operation not recorded'}) holds the update lock {storage.uri(lock.path)} ({e}); "
+            "retry when it has finished"
+        ) from None
+    return lock
+
+
+def release_update_lock(storage: Storage, table_path: str, token: str) -> None:
+    """Release the update lock taken in another process (Spark: the driver-side writer() takes it, a
+    different Python worker commits or aborts): only when the file still holds ``token``."""
+    lock = TableLock(storage, table_path, UPDATE_LOCK, stale_after=UPDATE_LOCK_STALE_S)
+    lock.token = token
+    lock.held = True
+    lock.release()

@@ -1,0 +1,82 @@
+"""Table properties (TBLPROPERTIES kept in the schema file): each named once, with its default, parsed with
+errors that name the property and the table."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from carbon_ds.errors import CarbonOptionError
+from carbon_ds.table.meta.options import split_list
+
+COMPRESSOR = "carbon.column.compressor"
+COMPRESSOR_DEFAULT = "snappy"
+BLOCKLET_SIZE = "table_blocklet_size"  # MB of encoded data per blocklet
+BLOCKLET_SIZE_DEFAULT = 64
+BLOCK_SIZE = "table_blocksize"  # MB per data file
+BLOCK_SIZE_DEFAULT = 1024
+LONG_STRING_COLUMNS = "long_string_columns"
+LOCAL_DICTIONARY_ENABLE = "local_dictionary_enable"
+LOCAL_DICTIONARY_ENABLE_DEFAULT = True
+LOCAL_DICTIONARY_THRESHOLD = "local_dictionary_threshold"
+LOCAL_DICTIONARY_THRESHOLD_DEFAULT = 10000
+SORT_SCOPE = "sort_scope"
+EXTERNAL = "_external"  # CarbonData's marker of a table whose data DROP TABLE keeps
+
+
+class TableProperties:
+    """Typed access to a table's properties; a malformed value names its property and the table."""
+
+    def __init__(self, properties: Mapping[str, str], where: str):
+        self.raw = {k.lower(): v for k, v in properties.items()}
+        self.where = where
+
+    def get(self, name: str, default: str | None = None) -> str | None:
+        return self.raw.get(name.lower(), default)
+
+    def as_int(self, name: str, default: int) -> int:
+        text = self.raw.get(name.lower())
+        if text is None or not str(text).strip():
+            return default
+        try:
+            return int(str(text).strip())
+        except ValueError:
+            raise CarbonOptionError(
+                f"table property {name}={text!r} of {self.where}: expected a whole number"
+            ) from None
+
+    def as_bool(self, name: str, default: bool) -> bool:
+        text = self.raw.get(name.lower())
+        if text is None or not str(text).strip():
+            return default
+        value = str(text).strip().lower()
+        if value not in ("true", "false"):
+            raise CarbonOptionError(f"table property {name}={text!r} of {self.where}: expected true or false")
+        return value == "true"
+
+    @property
+    def compressor(self) -> str:
+        return (self.get(COMPRESSOR) or COMPRESSOR_DEFAULT).strip().lower()
+
+    @property
+    def blocklet_size_mb(self) -> int:
+        return self.as_int(BLOCKLET_SIZE, BLOCKLET_SIZE_DEFAULT)
+
+    @property
+    def block_size_mb(self) -> int:
+        return self.as_int(BLOCK_SIZE, BLOCK_SIZE_DEFAULT)
+
+    @property
+    def long_string_columns(self) -> list[str]:
+        return split_list(self.get(LONG_STRING_COLUMNS))
+
+    @property
+    def local_dictionary_enable(self) -> bool:
+        return self.as_bool(LOCAL_DICTIONARY_ENABLE, LOCAL_DICTIONARY_ENABLE_DEFAULT)
+
+    @property
+    def local_dictionary_threshold(self) -> int:
+        return self.as_int(LOCAL_DICTIONARY_THRESHOLD, LOCAL_DICTIONARY_THRESHOLD_DEFAULT)
+
+    @property
+    def external(self) -> bool:
+        return (self.get(EXTERNAL) or "").strip().lower() == "true"

@@ -1,0 +1,1 @@
+"""Operations on a table: DELETE/UPDATE, segment management, ADD SEGMENT, partition DDL."""

@@ -1,0 +1,348 @@
+"""DELETE and UPDATE of rows through delete deltas (see carbon_ds.table.deltas and docs/dml.md).
+
+Protocol, under ``LockFiles/update.lock`` (one UPDATE/DELETE at a time; a second gets CarbonTableError):
+1. Plan with min/max pruning; read only the filter columns of candidate pages; evaluate the predicate
+   exactly; record (blocklet, page, row-in-page) of matching rows not already deleted.
+2. Write one new ``<block>-<ts>.deletedelta`` per touched block (when a block would then have more than
+   ``threshold`` delta files, one merged file replaces them all: horizontal compaction), then a new
+   ``Metadata/tableupdatestatus-<ts>`` = previous status + these blocks.
+3. UPDATE only: the new rows are written as a reserved ("In Progress") segment.
+4. Commit: ONE tablestatus replace under the tablestatus lock names the new update status file (segment
+   "0"'s ``updateStatusFileName``), sets the touched segments' update delta timestamps and, for UPDATE,
+   flips the new segment to Success. Before it nothing written in 1-3 is visible (readers only find
+   deltas through the named status file); after it both the deletions and the new rows are.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from carbon_ds import faults
+from carbon_ds.ddl.parser import DeleteRows, UpdateRows
+from carbon_ds.errors import CarbonTableError
+from carbon_ds.expressions import AlwaysTrue, filter_table
+from carbon_ds.expressions.values import SqlExpr, apply_set
+from carbon_ds.fs import Storage, dirname, norm_path
+from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.table.meta import deltas as D
+from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.conform import conform
+from carbon_ds.table.meta.deltas import Deletes
+from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.read import pruning, scan
+from carbon_ds.table.write.protocol import start_load
+
+# CarbonData's carbon.horizontal.delete.compaction.threshold: merge a block's deltas when more exist
+DEFAULT_DELTA_THRESHOLD = 1
+
+
+@dataclass
+class Match:
+    path: str
+    segment: str
+    total_rows: int
+    rows: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
+    data: list[pa.Table] = field(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        return int(sum(len(v) for v in self.rows.values()))
+
+
+def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
+    """Rows matching ``expr`` per file, located by (blocklet, page, row in page); with ``want_data`` also
+    the matching rows themselves (every column, file order)."""
+    source = scan.open_source(table)
+    plan = scan.plan(source, expr)
+    deletes = table.deletes()
+    schema = table.schema
+    prune = not isinstance(expr, AlwaysTrue)
+    cols = list(schema.names) if want_data else (sorted(expr.columns()) or [schema.names[0]])
+    need_schema = pa.schema([schema.field(n) for n in cols])
+    out = []
+    for piece in plan.pieces:
+        fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
+        if fd is not None and fd.marked:
+            continue
+        f = CarbonDataFile(piece.path, storage=table.storage)
+        try:
+            m = Match(piece.path, piece.segment_id or "", sum(f.blocklet_rows(b) for b in range(f.num_blocklets)))
+            for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
+                sizes = f.page_rows(b)
+                keep = pruning.surviving_pages(f, b, expr)[0] if prune else list(range(len(sizes)))
+                if not keep:
+                    continue
+                batch = f.read_blocklet(b, cols, pages=keep if len(keep) < len(sizes) else None)
+                t = conform(pa.Table.from_batches([batch]), need_schema)
+                ks = np.asarray([sizes[j] for j in keep], dtype=np.int64)
+                page_idx = np.repeat(np.asarray(keep, dtype=np.int64), ks)
+                starts = np.repeat(np.cumsum(ks) - ks, ks)
+                row_idx = np.arange(len(page_idx), dtype=np.int64) - starts
+                if t.num_rows != len(page_idx):
+                    raise CarbonTableError(
+                        f"{piece.path} blocklet {b}: pages hold {len(page_idx)} rows by the footer, "
+                        f"but {t.num_rows} were decoded")
+                hit = np.ones(t.num_rows, dtype=bool)
+                if prune:
+                    pos = filter_table(t.append_column("__pos", pa.array(np.arange(t.num_rows))), expr)
+                    hit = np.zeros(t.num_rows, dtype=bool)
+                    hit[pos.column("__pos").to_numpy()] = True
+                alive = fd.keep_mask(b, keep, list(ks)) if fd is not None else None
+                if alive is not None:
+                    hit &= alive
+                if not hit.any():
+                    continue
+                pages, rows = page_idx[hit], row_idx[hit]
+                for p in np.unique(pages):
+                    m.rows[(b, int(p))] = rows[pages == p]
+                if want_data:
+                    m.data.append(t.filter(pa.array(hit)))
+            if m.rows:
+                out.append(m)
+        finally:
+            f.close()
+    return out
+
+
+@dataclass
+class Staged:
+    status_name: str
+    base_name: str | None
+    stamp: int
+    touched: set[str]
+    written: list[str]
+    deleted: int
+
+
+def _stage(table: TableHandle, matches: list[Match], threshold: int) -> Staged:
+    """Write the delta files and the new update status file (nothing is visible yet)."""
+    entries = table.load_details()
+    base = D.committed_status_name(entries)
+    statuses = D.read_status(table.storage, table.path, base) if base else {}
+    prev = int(base.rsplit("-", 1)[-1]) if base and base.rsplit("-", 1)[-1].isdigit() else 0
+    stamp = max(ts.now_ms(), prev + 1)
+    written: list[str] = []
+    staged = Staged(D.status_file_name(stamp), base, stamp, set(), written, 0)
+    try:
+        for m in matches:
+            folder = dirname(m.path)
+            block = D.block_name(m.path)
+            actual = D.actual_block_name(table.path, m.path)
+            old = statuses.get((m.segment, actual))
+            st = D.BlockStatus(m.segment, block, actual, D.SUCCESS, list(old.stamps) if old else [],
+                               old.deleted if old else 0)
+            rows = m.rows
+            if len(st.stamps) + 1 > threshold:
+                # horizontal compaction: one file with every deleted row replaces the block's deltas
+                rows = D.merge_rows(*[D.read_delta(table.storage, Storage.join(folder, D.delta_file_name(block, s)))
+                                      for s in st.stamps], rows)
+                st.stamps = []
+            written.append(D.write_delta(table.storage, folder, block, stamp, rows))
+            st.stamps.append(str(stamp))
+            st.deleted += m.count
+            if st.deleted >= m.total_rows:
+                st.status = D.MARKED_FOR_DELETE
+            statuses[st.key] = st
+            staged.touched.add(m.segment)
+            staged.deleted += m.count
+        faults.point("dml.deltas_written")
+        D.write_status(table.storage, table.path, staged.status_name, statuses)
+        written.append(D.status_path(table.path, staged.status_name))
+    except BaseException:
+        _remove(table, written)
+        raise
+    return staged
+
+
+def _remove(table: TableHandle, paths: list[str]) -> None:
+    for p in paths:
+        try:
+            table.storage.delete(p)
+        except OSError:
+            pass
+
+
+def _apply(table: TableHandle, staged: Staged, entries: list, operation: str) -> None:
+    """Point tablestatus (``entries``, inside the caller's lock) at the staged deltas, or refuse."""
+    found = D.committed_status_name(entries)
+    if found != staged.base_name:
+        raise CarbonTableError(
+            f"{operation} on table {table.uri}: expected update status {staged.base_name!r}, found {found!r}; "
+            "another writer changed the table meanwhile, nothing was committed")
+    for seg in sorted(staged.touched):
+        e = ts.find(entries, seg)
+        if e is None or not e.readable:
+            raise CarbonTableError(
+                f"{operation} on table {table.uri}: segment {seg} was "
+                f"{'removed' if e is None else repr(e.status)} meanwhile (concurrent overwrite or segment "
+                "delete); nothing was committed")
+        e.update_delta_start = e.update_delta_start or str(staged.stamp)
+        e.update_delta_end = str(staged.stamp)
+    # CarbonData reads the name from segment "0"; every entry carries it so that CLEAN FILES dropping
+    # segment 0's entry cannot orphan the deltas of the other segments.
+    for e in entries:
+        e.update_status_file = staged.status_name
+
+
+def _expr(table: TableHandle, where: Any):
+    if isinstance(where, str) and not where.strip():
+        raise CarbonTableError("an empty WHERE would touch every row; pass where=None to mean every row")
+    return pruning.as_expr(where, table.schema)
+
+
+def delete(table: TableHandle, where=None, threshold: int = DEFAULT_DELTA_THRESHOLD,
+           lock_timeout: float = 0.0) -> int:
+    """Delete the rows where ``where`` (SQL text, expression, tuples; None: every row) is TRUE; returns
+    how many rows were deleted."""
+    table.require_all_carbondata("DELETE")
+    expr = _expr(table, where)
+    with table.update_lock("DELETE", lock_timeout):
+        matches = _matches(table, expr, want_data=False)
+        if not matches:
+            return 0
+        return commit_delete(table, matches, threshold)
+
+
+def update(table: TableHandle, assignments: dict[str, Any], where=None,
+           threshold: int = DEFAULT_DELTA_THRESHOLD, lock_timeout: float = 0.0) -> int:
+    """Set columns of the rows where ``where`` is TRUE; returns the number of rows updated.
+
+    ``assignments`` maps a column to a Python value, or to ``SqlExpr("price * 2")`` (literals, columns,
+    + - * / and parentheses, evaluated on the old row). Old rows are deleted through deltas, new rows
+    written as a new segment (into the right partitions), committed in one tablestatus write."""
+    table.require_all_carbondata("UPDATE")
+    schema = table.schema
+    names = resolve_columns(schema, list(assignments), f"table {table.uri}")
+    sets = dict(zip(names, assignments.values(), strict=True))
+    expr = _expr(table, where)
+    with table.update_lock("UPDATE", lock_timeout):
+        matches = _matches(table, expr, want_data=True)
+        if not matches:
+            return 0
+        old = pa.concat_tables([t for m in matches for t in m.data])
+        new = apply_set(old, sets, schema)
+        return commit_update(table, matches, new, threshold)
+
+
+def commit_delete(table: TableHandle, matches, threshold: int) -> int:
+    """Delta files first, then one tablestatus write naming the new update status file (the commit point)."""
+    staged = _stage(table, matches, threshold)
+    try:
+        faults.point("dml.before_status")
+        with table.lock():
+            entries = table.load_details()
+            _apply(table, staged, entries, "DELETE")
+            ts.write(table.storage, table.tablestatus_path, entries)
+    except BaseException:
+        _remove(table, staged.written)
+        raise
+    return staged.deleted
+
+
+def commit_update(table: TableHandle, matches, new: pa.Table, threshold: int) -> int:
+    """Deltas for the old rows and a new segment for the new ones, made visible by one tablestatus write."""
+    staged = _stage(table, matches, threshold)
+    try:
+        with start_load(table) as load:
+            load.write([new])
+            load.stage(lambda entries: _apply(table, staged, entries, "UPDATE"))
+            faults.point("dml.before_status")
+    except BaseException:
+        _remove(table, staged.written)
+        raise
+    return staged.deleted
+
+
+def run_row_dml(table: TableHandle, stmt: DeleteRows | UpdateRows) -> int:
+    """Run a parsed DELETE / UPDATE statement with our predicate model; returns the rows affected."""
+    if isinstance(stmt, DeleteRows):
+        return delete(table, stmt.where)
+    return update(table, {c: SqlExpr(v) for c, v in stmt.sets}, stmt.where)
+
+
+# ------------------------------------------------------------------------------------------ row positions
+# Hidden columns the data source appends with option with_row_positions=true: where each row lives.
+POSITION_FIELDS = (
+    pa.field("__carbon_file", pa.string()),
+    pa.field("__carbon_blocklet", pa.int32()),
+    pa.field("__carbon_page", pa.int32()),
+    pa.field("__carbon_row", pa.int32()),  # offset in the page, as delete deltas record it
+)
+POSITION_NAMES = tuple(f.name for f in POSITION_FIELDS)
+
+
+def position_tables(storage: Storage, pieces: list[pruning.Piece], columns: list[str], schema: pa.Schema,
+                    deletes: Deletes | None):
+    """Every live row of ``pieces`` (``columns`` of ``schema``) plus the position columns, one table per
+    blocklet. No row is filtered here: Spark evaluates the user's predicate on these rows."""
+    cols = list(columns) or [schema.names[0]]
+    need = pa.schema([schema.field(n) for n in cols])
+    for piece in pieces:
+        if piece.external is not None:
+            raise CarbonTableError(f"with_row_positions: {piece.path} is not a carbondata file; row positions "
+                                   "exist only for carbondata segments")
+        fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
+        if fd is not None and fd.marked:
+            continue
+        f = CarbonDataFile(piece.path, storage=storage)
+        try:
+            for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
+                sizes = f.page_rows(b)
+                t = conform(pa.Table.from_batches([f.read_blocklet(b, cols)]), need)
+                ks = np.asarray(sizes, dtype=np.int64)
+                page_idx = np.repeat(np.arange(len(sizes), dtype=np.int64), ks)
+                row_idx = np.arange(len(page_idx), dtype=np.int64) - np.repeat(np.cumsum(ks) - ks, ks)
+                if t.num_rows != len(page_idx):
+                    raise CarbonTableError(f"{piece.path} blocklet {b}: pages hold {len(page_idx)} rows by the "
+                                           f"footer, but {t.num_rows} were decoded")
+                mask = fd.keep_mask(b, list(range(len(sizes))), sizes) if fd is not None else None
+                if mask is not None:
+                    t, page_idx, row_idx = t.filter(pa.array(mask)), page_idx[mask], row_idx[mask]
+                n = t.num_rows
+                t = t.select(list(columns)) if columns else t.select([])
+                for fld, arr in zip(POSITION_FIELDS, (pa.array([piece.path] * n, pa.string()),
+                                                      pa.array(np.full(n, b, dtype=np.int32)),
+                                                      pa.array(page_idx.astype(np.int32)),
+                                                      pa.array(row_idx.astype(np.int32))), strict=True):
+                    t = t.append_column(fld, arr)
+                yield t
+        finally:
+            f.close()
+
+
+def matches_from_positions(table: TableHandle, pos: pa.Table, data: pa.Table | None = None) -> list[Match]:
+    """``Match`` objects (what ``_stage`` writes deltas from) of collected position rows; ``data`` (same
+    row order) is kept for UPDATE's new rows."""
+    source = scan.open_source(table)
+    seg_of = {norm_path(p): s for p, s in source.files}
+    files = pos.column("__carbon_file").to_numpy(zero_copy_only=False)
+    b_ = pos.column("__carbon_blocklet").to_numpy()
+    p_ = pos.column("__carbon_page").to_numpy()
+    r_ = pos.column("__carbon_row").to_numpy()
+    out = []
+    for path in sorted(set(files)):
+        seg = seg_of.get(norm_path(path))
+        if seg is None:
+            raise CarbonTableError(f"row positions name {path}, which is no longer a file of a readable segment "
+                                   f"of {table.uri}; the table changed meanwhile, nothing was committed")
+        f = CarbonDataFile(path, storage=table.storage)
+        try:
+            total = sum(f.blocklet_rows(b) for b in range(f.num_blocklets))
+        finally:
+            f.close()
+        sel = files == path
+        m = Match(path, seg, total)
+        keys = np.stack([b_[sel], p_[sel]], axis=1)
+        rows = r_[sel]
+        for b, p in {(int(x), int(y)) for x, y in keys}:
+            m.rows[(b, p)] = np.unique(rows[(keys[:, 0] == b) & (keys[:, 1] == p)])
+        if data is not None:
+            m.data.append(data.filter(pa.array(sel)))
+        out.append(m)
+    return out
+
+

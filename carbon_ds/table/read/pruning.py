@@ -1,0 +1,395 @@
+"""Min/max pruning at every level, before any data page is read, and the exact filtered read after it.
+
+1. Segments and files: a table's committed ``.carbonindex`` / ``.carbonindexmerge`` files hold every
+   blocklet's min/max and row count. A file's statistics are the merge of its blocklets', a segment's the
+   merge of its files'. Parsed index files are cached by (path, size, mtime).
+2. Blocklets: the same index entries (a bare folder, or a file no index names: its footer).
+3. Pages: in the reader, only the filter columns' DataChunk3 headers are read first; their per-page
+   ``DataChunk2.min_max`` decide the surviving pages, and only those pages of the needed columns are
+   decoded. Every column of a blocklet shares its page boundaries, so rows stay aligned.
+4. Exact filtering of the rows that survive (``read_pieces(..., exact=True)``): the bound predicate is
+   evaluated on them with Arrow, so a result never depends on pruning having been tight.
+
+The min/max visitor (``carbon_ds.expressions.minmax``) only ever answers "cannot match" when no row of a
+unit can match, so pruning can cost a read but never a row.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import threading
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from carbon_ds.errors import CarbonFormatError
+from carbon_ds.expressions import AlwaysTrue, Expr, bind, filter_table, might_match, parse
+from carbon_ds.expressions.minmax import ColumnStats
+from carbon_ds.expressions.objects import to_expr
+from carbon_ds.format.index import read_index, read_merge_index
+from carbon_ds.fs import Storage, basename, dirname
+from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.external import open_reader
+from carbon_ds.readers.external.base import ExternalRef, partition_scalar
+from carbon_ds.table.meta.conform import conform
+from carbon_ds.table.meta.deltas import Deletes
+from carbon_ds.table.meta.naming import INDEX_EXT, MERGE_INDEX_EXT
+from carbon_ds.table.read import stats as S
+from carbon_ds.table.read.planning import read_external
+
+
+# ------------------------------------------------------------------------------------------ the filter
+def as_expr(filter, schema: pa.Schema) -> Expr:
+    """A bound predicate from a SQL string, an expression tree, or (column, op, value) tuples (ANDed)."""
+
+    if filter is None:
+        return AlwaysTrue()
+    if isinstance(filter, str):
+        if not filter.strip():
+            return AlwaysTrue()
+        return bind(parse(filter), schema)
+    return bind(to_expr(filter), schema)
+
+
+# ------------------------------------------------------------------------------------------ counters
+@dataclass
+class Counts:
+    """Units considered and units read at each level (what ``explain`` reports)."""
+
+    segments_total: int = 0
+    segments_read: int = 0
+    files_total: int = 0
+    files_read: int = 0
+    blocklets_total: int = 0
+    blocklets_read: int = 0
+    pages_total: int = 0
+    pages_read: int = 0
+    rows_total: int = 0
+    rows_read: int = 0  # rows in the pages that were decoded
+
+    def add(self, other: Counts) -> None:
+        for k in self.__dataclass_fields__:
+            setattr(self, k, getattr(self, k) + getattr(other, k))
+
+    def as_dict(self) -> dict:
+        out = {}
+        for level in ("segments", "files", "blocklets", "pages", "rows"):
+            total, read = getattr(self, f"{level}_total"), getattr(self, f"{level}_read")
+            out[level] = {"total": total, "read": read, "skipped": total - read}
+        return out
+
+
+@dataclass(frozen=True)
+class Piece:
+    """One file to read and which of its blocklets (None: every one)."""
+
+    path: str
+    blocklets: tuple[int, ...] | None
+    segment_id: str | None = None
+    rows: int | None = None  # rows of those blocklets when the index says so
+    external: ExternalRef | None = None  # a non-carbondata file; ``blocklets`` are then its units
+
+
+@dataclass
+class Plan:
+    pieces: list[Piece] = field(default_factory=list)
+    counts: Counts = field(default_factory=Counts)
+    exact_rows: int | None = 0  # rows of all surviving blocklets, None when some count is unknown
+
+
+# ------------------------------------------------------------------------------------------ index files
+@dataclass
+class FileEntry:
+    """What the index knows of one data file: per-blocklet statistics and row counts."""
+
+    blocklets: list[S.Stats]
+    rows: list[int | None]
+    pages: list[int] = field(default_factory=list)
+    external: ExternalRef | None = None  # set for a non-carbondata file (units: row groups / stripes)
+
+
+_CACHE: dict[tuple[str, int, int | None], dict[str, FileEntry]] = {}
+_CACHE_LOCK = threading.Lock()
+_CACHE_MAX = 4096
+
+
+def _entries_of(header, entries) -> dict[str, FileEntry]:
+    columns = list(header.table_columns or [])
+    trusted = S.trusted_columns(columns)
+    out: dict[str, FileEntry] = {}
+    for e in entries:
+        rows = e.blocklet_info.num_rows if e.blocklet_info is not None else None
+        mm = e.block_index.min_max_index if e.block_index is not None else None
+        fe = out.setdefault(basename(e.file_name), FileEntry([], []))
+        fe.blocklets.append(S.unit_stats(columns, trusted, mm, rows))
+        fe.rows.append(rows)
+        fe.pages.append(int(e.blocklet_info.number_number_of_pages or 0) if e.blocklet_info is not None else 0)
+    return out
+
+
+def read_index_file(storage: Storage, path: str, size: int, mtime: int | None) -> dict[str, FileEntry]:
+    """Data file name -> its index entries, for one ``.carbonindex`` or ``.carbonindexmerge`` (cached)."""
+    key = (storage.uri(path), size, mtime)
+    with _CACHE_LOCK:
+        hit = _CACHE.get(key)
+    if hit is not None:
+        return hit
+    out: dict[str, FileEntry] = {}
+    if path.endswith(MERGE_INDEX_EXT):
+        for _name, header, entries in read_merge_index(path, storage):
+            for k, v in _entries_of(header, entries).items():
+                out.setdefault(k, v)
+    else:
+        header, entries = read_index(path, storage)
+        out = _entries_of(header, entries)
+    with _CACHE_LOCK:
+        if len(_CACHE) >= _CACHE_MAX:
+            _CACHE.clear()
+        _CACHE[key] = out
+    return out
+
+
+def folder_index(storage: Storage, folder: str) -> dict[str, FileEntry]:
+    """Every data file named by the index files in ``folder`` (merge index files first)."""
+    found: dict[str, FileEntry] = {}
+    listing = [f for f in storage.list(folder) if f.path.endswith((INDEX_EXT, MERGE_INDEX_EXT))]
+    listing.sort(key=lambda f: (not f.path.endswith(MERGE_INDEX_EXT), f.path))
+    for f in listing:
+        try:
+            for name, entry in read_index_file(storage, f.path, f.size, f.mtime_ns).items():
+                found.setdefault(name, entry)
+        except CarbonFormatError:
+            continue  # an unreadable index only costs pruning: the file's footer is used instead
+    return found
+
+
+def _footer_entry(storage: Storage, path: str) -> FileEntry:
+
+    f = CarbonDataFile(path, storage=storage)
+    try:
+        columns = f.columns
+        trusted = S.trusted_columns(columns)
+        blocks = list(f.footer.blocklet_index_list or [])
+        stats, rows, pages = [], [], []
+        for b in range(f.num_blocklets):
+            mm = blocks[b].min_max_index if b < len(blocks) and blocks[b] is not None else None
+            n = f.blocklet_rows(b)
+            stats.append(S.unit_stats(columns, trusted, mm, n))
+            rows.append(n)
+            pages.append(int(f.blocklet_info(b).number_number_of_pages or 0))
+        return FileEntry(stats, rows, pages)
+    finally:
+        f.close()
+
+
+# ------------------------------------------------------------------------------------------ planning
+def _prune_file(path: str, entry: FileEntry, expr: Expr, segment_id: str | None, counts: Counts,
+                plan: Plan) -> bool:
+    _count_all(entry, counts)
+    if not might_match(expr, S.lookup(S.merge(entry.blocklets))):
+        return False
+    keep = [i for i, st in enumerate(entry.blocklets) if might_match(expr, S.lookup(st))]
+    if not keep:
+        return False
+    counts.files_read += 1
+    counts.blocklets_read += len(keep)
+    rows = [entry.rows[i] for i in keep]
+    n = None if any(r is None for r in rows) else sum(rows)  # type: ignore[arg-type]
+    if plan.exact_rows is not None:
+        plan.exact_rows = None if n is None else plan.exact_rows + n
+    blocklets = None if len(keep) == len(entry.blocklets) else tuple(keep)
+    plan.pieces.append(Piece(path, blocklets, segment_id, n, entry.external))
+    return True
+
+
+def _count_all(entry: FileEntry, counts: Counts) -> None:
+    counts.files_total += 1
+    counts.blocklets_total += len(entry.blocklets)
+    counts.rows_total += sum(r or 0 for r in entry.rows)
+    counts.pages_total += sum(entry.pages)
+
+
+def _external_entry(storage: Storage, path: str, ref: ExternalRef, schema: pa.Schema | None) -> FileEntry:
+    """Statistics units of a non-carbondata file (Parquet row groups, ORC stripes; CSV/JSON: one unit
+    without statistics, not even opened), each also knowing the segment's partition values."""
+
+    part: S.Stats = {}
+    by_lower = {n.lower(): n for n in (schema.names if schema is not None else [])}
+    for k, v in ref.partitions:
+        if k.lower() in by_lower:
+            value = partition_scalar(v, schema.field(by_lower[k.lower()]).type).as_py()  # type: ignore[union-attr]
+            part[k.lower()] = ColumnStats(min=value, max=value, null_count=0 if value is not None else None)
+    if ref.format in ("csv", "json"):
+        return FileEntry([dict(part)], [None], [], ref)
+    f = open_reader(storage, path, ref.format, ref.options_dict, schema)
+    units = [{**u.stats, **part} for u in f.units] or [dict(part)]
+    rows = [u.rows for u in f.units] or [0]
+    return FileEntry(units, rows, [], ref)
+
+
+def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr,
+               use_index: bool = True, external: dict | None = None, schema: pa.Schema | None = None) -> Plan:
+    """Prune (segment, file, blocklet) for ``files`` = [(path, segment id or None), ...]; files in
+    ``external`` (path -> ExternalRef) are pruned by their own units' statistics (row groups, stripes)."""
+    external = external or {}
+    plan = Plan()
+    counts = plan.counts
+    by_segment: dict[str | None, list[str]] = {}
+    for path, seg in files:
+        by_segment.setdefault(seg, []).append(path)
+    folders: dict[str, dict[str, FileEntry]] = {}
+    for seg, paths in by_segment.items():
+        entries = []
+        for path in paths:
+            entry = None
+            if path in external:
+                entries.append((path, _external_entry(storage, path, external[path], schema)))
+                continue
+            if use_index:
+                folder = dirname(path)
+                if folder not in folders:
+                    folders[folder] = folder_index(storage, folder)
+                entry = folders[folder].get(posixpath.basename(path))
+            if entry is None:
+                entry = _footer_entry(storage, path)
+            entries.append((path, entry))
+        if seg is not None:
+            counts.segments_total += 1
+            seg_stats = S.merge(b for _p, e in entries for b in e.blocklets)
+            if not might_match(expr, S.lookup(seg_stats)):
+                for _p, e in entries:  # still count what the segment held
+                    _count_all(e, counts)
+                continue
+        read_any = False
+        for path, entry in entries:
+            read_any |= _prune_file(path, entry, expr, seg, counts, plan)
+        if seg is not None and read_any:
+            counts.segments_read += 1
+    return plan
+
+
+# ------------------------------------------------------------------------------------------ pages
+def surviving_pages(f, blocklet: int, expr: Expr) -> tuple[list[int], int]:
+    """(pages of ``blocklet`` that might match, page count), from the filter columns' page min/max."""
+    names = {c.lower() for c in expr.columns()}
+    columns = f.columns
+    trusted = S.trusted_columns(columns)
+    per_column: dict[str, list[S.Stats]] = {}
+    n_pages = None
+    for i, c in enumerate(columns):
+        if c.column_name.lower() not in names or not trusted[i]:
+            continue
+        chunk = f.read_column_chunk(blocklet, i)
+        pages = chunk.data_chunk_list or []
+        n_pages = len(pages)
+        per_column[c.column_name.lower()] = [S.unit_stats([c], [True], dc2.min_max, None) for dc2 in pages]
+    if n_pages is None:
+        n = f.page_count(blocklet)
+        return list(range(n)), n
+    keep = []
+    for j in range(n_pages):
+        merged: S.Stats = {}
+        for col_pages in per_column.values():
+            if j < len(col_pages):
+                merged.update(col_pages[j])
+        if might_match(expr, S.lookup(merged)):
+            keep.append(j)
+    return keep, n_pages
+
+
+def _page_rows(f, blocklet: int, n_pages: int) -> list[int] | None:
+    rows = f.blocklet_info(blocklet).row_count_in_page
+    return list(rows) if rows is not None and len(rows) == n_pages else None
+
+
+# ------------------------------------------------------------------------------------------ reading
+def read_pieces(
+    storage: Storage,
+    pieces: list[Piece],
+    expr: Expr,
+    columns: list[str] | None,
+    schema: pa.Schema,
+    exact: bool | Expr = True,
+    counts: Counts | None = None,
+    deletes: Deletes | None = None,
+) -> Iterator[pa.Table]:
+    """Tables of ``columns`` (all when None) in ``schema``'s spelling and types, pruned by ``expr``; with
+    ``exact=True`` only rows where ``expr`` is TRUE, with an expression only rows where that one is TRUE
+    (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema. ``deletes``
+    (carbon_ds.table.deltas.Deletes) drops rows removed by committed delete deltas."""
+    keep_rows = expr if exact is True else exact if isinstance(exact, Expr) else None
+    if isinstance(keep_rows, AlwaysTrue):
+        keep_rows = None
+
+    out_names = list(columns) if columns is not None else list(schema.names)
+    prune = not isinstance(expr, AlwaysTrue)
+    filter_cols = expr.columns() | (keep_rows.columns() if keep_rows is not None else set())
+    need = list(dict.fromkeys(out_names + sorted(filter_cols)))
+    need_schema = pa.schema([schema.field(n) for n in need])
+    for piece in pieces:
+        if piece.external is not None:
+
+            table = read_external(storage, piece.path, piece.external, need, need_schema, piece.blocklets)
+            if counts is not None:
+                counts.rows_read += table.num_rows
+            if keep_rows is not None:
+                table = filter_table(table, keep_rows)
+            yield table.select(out_names) if need != out_names else table
+            continue
+        fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
+        if fd is not None and fd.marked:
+            continue
+        f = CarbonDataFile(piece.path, storage=storage)
+        try:
+            blocklets = piece.blocklets if piece.blocklets is not None else range(f.num_blocklets)
+            for b in blocklets:
+                keep = None
+                if prune:
+                    keep, n = surviving_pages(f, b, expr)
+                    if counts is not None:
+                        counts.pages_read += len(keep)
+                    if not keep:
+                        continue
+                    if len(keep) == n:
+                        keep = None
+                elif counts is not None:
+                    counts.pages_read += f.page_count(b)
+                batch = f.read_blocklet(b, need, pages=keep) if keep is not None else f.read_blocklet(b, need)
+                if counts is not None:
+                    counts.rows_read += batch.num_rows
+                if fd is not None and fd.blocklet_has(b):
+                    sizes = f.page_rows(b)
+                    mask = fd.keep_mask(b, keep if keep is not None else list(range(len(sizes))),
+                                        [sizes[j] for j in keep] if keep is not None else sizes)
+                    if mask is not None:
+                        batch = batch.filter(pa.array(mask))
+                table = conform(pa.Table.from_batches([batch]), need_schema)
+                if keep_rows is not None:
+                    table = filter_table(table, keep_rows)
+                yield table.select(out_names) if need != out_names else table
+        finally:
+            f.close()
+
+
+def count_pages(storage: Storage, pieces: list[Piece], expr: Expr, counts: Counts) -> None:
+    """Add page totals and survivors of ``pieces`` to ``counts`` (reads only DataChunk3 headers)."""
+
+    for piece in pieces:
+        if piece.external is not None:
+            counts.rows_read += piece.rows or 0  # no pages: a unit is read whole
+            continue
+        f = CarbonDataFile(piece.path, storage=storage)
+        try:
+            for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
+                if isinstance(expr, AlwaysTrue):
+                    n = f.page_count(b)
+                    keep = list(range(n))
+                else:
+                    keep, n = surviving_pages(f, b, expr)
+                counts.pages_read += len(keep)
+                rows = _page_rows(f, b, n)
+                counts.rows_read += sum(rows[j] for j in keep) if rows is not None else (
+                    f.blocklet_rows(b) if keep else 0)
+        finally:
+            f.close()

@@ -1,0 +1,186 @@
+"""Pruned reads of a table or a bare folder: ``read``, ``count`` and ``explain`` share one plan."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.expressions import AlwaysTrue, Expr
+from carbon_ds.fs import Storage, basename
+from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.external.base import ExternalRef
+from carbon_ds.table.meta.deltas import Deletes, drop_deleted
+from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
+from carbon_ds.table.read import pruning
+from carbon_ds.table.read.partition_pruning import prune_files
+from carbon_ds.table.read.planning import read_file
+
+
+@dataclass
+class Source:
+    """What a read plans over: a table's readable (or chosen) files, or a bare folder's."""
+
+    storage: Storage
+    schema: pa.Schema
+    files: list[tuple[str, str | None]]  # (path, segment id or None for a bare folder)
+    uri: str
+    table: TableHandle | None = None
+    external: dict[str, ExternalRef] = field(default_factory=dict)  # path -> how to read a non-carbondata file
+
+
+def bare_files(path: str | os.PathLike) -> tuple[Storage, str, list[tuple[str, int]]]:
+    """(storage, folder, [(path, size)]) of the ``.carbondata`` files under a folder, sorted; hidden and
+    ``_`` files skipped."""
+    storage, fs_path = Storage.for_path(path)
+    files = [
+        (f.path, f.size)
+        for f in storage.list(fs_path, recursive=True)
+        if f.path.endswith(DATA_EXT) and not basename(f.path).startswith((".", "_"))
+    ]
+    return storage, fs_path, sorted(files)
+
+
+def _bare_schema(storage: Storage, first: str) -> pa.Schema:
+    with CarbonDataFile(first, storage=storage) as f:
+        return f.schema
+
+
+def _no_data_error(path: str) -> CarbonTableError:
+    return CarbonTableError(
+        f"{path} is neither a CarbonData table (no Metadata/schema) nor a folder with .carbondata files"
+    )
+
+
+def arrow_schema_of(path: str | os.PathLike) -> pa.Schema:
+    """The schema of a table (its schema file) or of a bare folder (its first file's header)."""
+    if TableHandle.exists(path):
+        return TableHandle.open(path).schema
+    storage, _folder, files = bare_files(path)
+    if not files:
+        raise _no_data_error(os.fspath(path))
+    return _bare_schema(storage, files[0][0])
+
+
+def open_source(path: str | os.PathLike | TableHandle, segments=None) -> Source:
+    """The readable files of a table (an open ``TableHandle`` or a path to one) or of a bare folder."""
+    if isinstance(path, TableHandle):
+        table = path
+    elif TableHandle.exists(path):
+        table = TableHandle.open(path)
+    else:
+        table = None
+    if table is not None:
+        found = table.files(segments)
+        for f in found:
+            if f.file_format != COLUMNAR and f.external is None:
+                raise CarbonTableError(
+                    f"segment {f.segment_id} has format {f.file_format!r} but no reading details"
+                )
+        files = [(f.path, f.segment_id) for f in found]
+        external = {f.path: f.external for f in found if f.external is not None}
+        return Source(table.storage, table.schema, files, table.uri, table, external)
+    text = os.fspath(path)
+    if segments is not None:
+        raise CarbonOptionError(f"segments={segments!r} given, but {text} has no Metadata/tablestatus")
+    storage, _folder, files = bare_files(text)
+    if not files:
+        raise _no_data_error(text)
+    return Source(storage, _bare_schema(storage, files[0][0]), [(p, None) for p, _ in files], text)
+
+
+def table_rows(table: TableHandle, columns: list[str] | None = None, segments=None) -> pa.Table:
+    """Every live row of a table (``columns`` of it), file by file, without a filter."""
+    schema = table.schema
+    names = resolve_columns(schema, columns, f"table {table.uri}")
+    target = pa.schema([schema.field(n) for n in names]) if names is not None else schema
+    details = table.load_details()
+    deletes = table.deletes(details)
+    found = table.files(segments)
+    tables = [read_file(table.storage, f, names, target) for f in found]
+    if deletes is not None:
+        tables = [drop_deleted(table.storage, deletes, f, t) for f, t in zip(found, tables, strict=True)]
+    if not tables:
+        return target.empty_table()
+    return pa.concat_tables(tables)
+
+
+def plan(source: Source, expr: Expr) -> pruning.Plan:
+    return pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=source.table is not None,
+                              external=source.external, schema=source.schema)
+
+
+def partition_pruned(source: Source, expr: Expr) -> list[tuple[str, str | None]]:
+    """The source's files less those whose Hive partition folder values rule ``expr`` out (none opened)."""
+    if source.table is None or not source.table.partition_columns:
+        return source.files
+    return prune_files(source.table.path, source.schema, source.files, expr)
+
+
+def read(path, columns: list[str] | None = None, filter=None, segments=None,
+         counts: pruning.Counts | None = None) -> pa.Table:
+    """Projected rows where ``filter`` is TRUE, pruned at every level and then filtered exactly."""
+    source = open_source(path, segments)
+    names = resolve_columns(source.schema, columns, source.uri)
+    expr = pruning.as_expr(filter, source.schema)
+    p = plan(source, expr)
+    if counts is not None:
+        counts.add(p.counts)
+    target = pa.schema([source.schema.field(n) for n in (names if names is not None else source.schema.names)])
+    tables = list(pruning.read_pieces(source.storage, p.pieces, expr, names, source.schema, True, counts,
+                                      deletes=_deletes(source)))
+    if not tables:
+        return target.empty_table()
+    return pa.concat_tables(tables).cast(target) if tables[0].schema != target else pa.concat_tables(tables)
+
+
+def count(path, filter=None, segments=None) -> int:
+    """Rows where ``filter`` is TRUE. Without a filter (or when every blocklet is pruned) the index row
+    counts answer alone; otherwise only the filter columns of the surviving pages are read."""
+    source = open_source(path, segments)
+    expr = pruning.as_expr(filter, source.schema)
+    p = plan(source, expr)
+    deletes = _deletes(source)
+    if isinstance(expr, AlwaysTrue) and p.exact_rows is not None:
+        # metadata only: the index row counts less each block's committed deleted rows
+        return p.exact_rows - (sum(deletes.deleted_rows(pc.path, pc.segment_id) for pc in p.pieces)
+                               if deletes is not None else 0)
+    if not p.pieces:
+        return 0
+    cols = sorted(expr.columns())[:1] if not isinstance(expr, AlwaysTrue) else []
+    if not cols:  # no filter column to read: count rows of every surviving blocklet from the footer
+        return sum(t.num_rows for t in pruning.read_pieces(
+            source.storage, p.pieces, expr, [source.schema.names[0]], source.schema, True, deletes=deletes))
+    return sum(t.num_rows for t in pruning.read_pieces(source.storage, p.pieces, expr, cols, source.schema, True,
+                                                       deletes=deletes))
+
+
+def _deletes(source: Source) -> Deletes | None:
+    """The table's committed delete deltas (None for a bare folder or a table nothing was deleted from)."""
+    return source.table.deletes() if source.table is not None else None
+
+
+def explain(path, filter=None, segments=None) -> dict:
+    """What a filtered read would touch: units read vs skipped at each level (no data page is decoded)."""
+    source = open_source(path, segments)
+    expr = pruning.as_expr(filter, source.schema)
+    p = plan(source, expr)
+    pruning.count_pages(source.storage, p.pieces, expr, p.counts)
+    out = {"path": source.uri, "filter": str(expr), **p.counts.as_dict()}
+    if source.table is None:
+        out["segments"] = None
+    return out
+
+
+def format_explain(report: dict) -> list[str]:
+    lines = [f"table: {report['path']}", f"filter: {report['filter']}"]
+    for level in ("segments", "files", "blocklets", "pages", "rows"):
+        r = report.get(level)
+        if r is None:
+            continue
+        pct = 100.0 * r["skipped"] / r["total"] if r["total"] else 0.0
+        lines.append(f"{level:<10} read {r['read']:>10,} of {r['total']:>10,}  skipped {r['skipped']:>10,} ({pct:.1f}%)")
+    return lines

@@ -1,0 +1,170 @@
+"""The package's layering, measured from the source: no import circles, imports only downwards, function-level
+imports only for optional dependencies, no private names across modules, every module importable alone."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+PKG = ROOT / "carbon_ds"
+
+# Lowest first; a module may import its own layer and those below it.
+LAYERS = [
+    ("ground", ["carbon_ds.errors", "carbon_ds.fs", "carbon_ds.faults", "carbon_ds.format", "carbon_ds.expressions",
+                "carbon_ds.ddl"]),
+    ("io", ["carbon_ds.readers", "carbon_ds.writers"]),
+    ("meta", ["carbon_ds.table.meta"]),
+    ("read-write", ["carbon_ds.table.read", "carbon_ds.table.write"]),
+    ("ops", ["carbon_ds.table.ops"]),
+    ("facade", ["carbon_ds.table.table", "carbon_ds.table"]),
+    ("engines", ["carbon_ds.spark"]),
+    ("entry", ["carbon_ds.api", "carbon_ds.cli", "carbon_ds.demo", "carbon_ds"]),
+]
+# read/ and write/ share a layer but never import each other
+SIBLINGS_APART = [("carbon_ds.table.read", "carbon_ds.table.write")]
+MAX_INNER_IMPORTS = 15
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for p in PKG.rglob("*.py"):
+        name = ".".join(p.relative_to(ROOT).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = p
+    return out
+
+
+MODULES = _modules()
+
+
+def _target(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(mod: str) -> list[tuple[str, bool, ast.AST]]:
+    """(imported carbon_ds module, inside a function?, node) for every import outside TYPE_CHECKING."""
+    tree = ast.parse(MODULES[mod].read_text(encoding="utf-8"))
+    parents = {c: n for n in ast.walk(tree) for c in ast.iter_child_nodes(n)}
+    out = []
+    for n in ast.walk(tree):
+        if not isinstance(n, ast.Import | ast.ImportFrom):
+            continue
+        p, in_func, typing_only = parents.get(n), False, False
+        while p is not None:
+            in_func |= isinstance(p, ast.FunctionDef | ast.AsyncFunctionDef)
+            typing_only |= isinstance(p, ast.If) and "TYPE_CHECKING" in ast.unparse(p.test)
+            p = parents.get(p)
+        if typing_only:
+            continue
+        if isinstance(n, ast.Import):
+            names = [a.name for a in n.names]
+        else:
+            # ``from pkg import submodule`` names the submodule; the package's __init__ is lazy
+            subs = [f"{n.module}.{a.name}" for a in n.names]
+            names = subs if all(x in MODULES for x in subs) else [n.module or ""] + subs
+        for name in names:
+            t = _target(name)
+            if t and t != mod and t.startswith("carbon_ds"):
+                out.append((t, in_func, n))
+    return out
+
+
+def _layer(mod: str) -> int:
+    best, rank = -1, None
+    for i, (_name, prefixes) in enumerate(LAYERS):
+        for pre in prefixes:
+            if (mod == pre or mod.startswith(pre + ".")) and len(pre) > best:
+                best, rank = len(pre), i
+    assert rank is not None, f"{mod} is in no layer; add it to LAYERS"
+    return rank
+
+
+def _graph() -> dict[str, set[str]]:
+    return {m: {t for t, _f, _n in _imports(m)} for m in MODULES}
+
+
+def test_no_import_circles():
+    graph = _graph()
+    index, low, stack, on, sccs = {}, {}, [], set(), []
+
+    def strong(v, counter=[0]):  # noqa: B006 - Tarjan's counter
+        index[v] = low[v] = counter[0]
+        counter[0] += 1
+        stack.append(v)
+        on.add(v)
+        for w in graph.get(v, ()):
+            if w not in index:
+                strong(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                sccs.append(sorted(comp))
+
+    for v in graph:
+        if v not in index:
+            strong(v)
+    assert sccs == []
+
+
+def test_imports_only_go_downwards():
+    wrong = []
+    for mod in MODULES:
+        if mod == "carbon_ds":
+            continue  # the lazy face names everything
+        for t, _in_func, n in _imports(mod):
+            if _layer(t) > _layer(mod) and not (mod.startswith("carbon_ds.table.") and t == "carbon_ds.table"):
+                wrong.append(f"{mod} ({LAYERS[_layer(mod)][0]}) imports {t} ({LAYERS[_layer(t)][0]}) "
+                             f"at line {n.lineno}")
+            for a, b in SIBLINGS_APART:
+                for x, y in ((a, b), (b, a)):
+                    if mod.startswith(x + ".") and (t == y or t.startswith(y + ".")):
+                        wrong.append(f"{mod} imports {t}: {x} and {y} must not import each other")
+    assert wrong == []
+
+
+def test_function_level_imports_are_few_and_for_optional_dependencies():
+    inner = sorted({(m, t) for m in MODULES if m != "carbon_ds" for t, in_func, _n in _imports(m) if in_func})
+    assert len(inner) <= MAX_INNER_IMPORTS, inner
+    # the rest of the function-level imports are of optional packages only
+    optional = {"pyspark", "pyorc", "pandas", "polars", "duckdb", "matplotlib", "tqdm"}
+    for mod, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        for fn in (n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)):
+            for n in ast.walk(fn):
+                if isinstance(n, ast.Import | ast.ImportFrom):
+                    names = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
+                    for name in names:
+                        top = name.split(".")[0]
+                        assert top in optional | {"carbon_ds"} or top in sys.stdlib_module_names, \
+                            f"{mod}:{n.lineno} imports {name} inside a function"
+
+
+def test_no_private_name_is_imported_across_modules():
+    found = []
+    for mod, path in MODULES.items():
+        for n in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("carbon_ds"):
+                found += [f"{mod}:{n.lineno} {n.module}.{a.name}" for a in n.names
+                          if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == []
+
+
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if not m.endswith("__main__")))
+def test_every_module_imports_alone_in_a_fresh_interpreter(module):
+    r = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True, cwd=ROOT)
+    assert r.returncode == 0, r.stderr[-2000:]

@@ -1,0 +1,180 @@
+"""tablestatus, schema file, segment files and locks: the metadata layer without data files."""
+
+from __future__ import annotations
+
+import json
+import threading
+from datetime import datetime
+
+import pyarrow as pa
+import pytest
+
+from carbon_ds.errors import CarbonFormatError, CarbonTableError
+from carbon_ds.fs import Storage
+from carbon_ds.table.meta import schema_file, tablestatus
+from carbon_ds.table.meta import segment_file as segments
+from carbon_ds.table.meta.locks import TableLock
+from carbon_ds.table.meta.tablestatus import LoadDetail
+
+OLD = (
+    '[{"timestamp":"19-04-2017 12:38:37:103","loadStatus":"Success","loadName":"0","partitionCount":"0",'
+    '"isDeleted":"FALSE","updateDeltaEndTimestamp":"","updateDeltaStartTimestamp":"","updateStatusFileName":"",'
+    '"loadStartTime":"19-04-2017 12:38:36:607","visibility":"true"}]'
+)
+
+
+def test_old_format_dates_and_unknown_keys_survive():
+    (e,) = tablestatus.parse(OLD)
+    assert e.name == "0" and e.status == "Success" and e.readable
+    assert e.load_start_ms == int(datetime(2017, 4, 19, 12, 38, 36, 607000).timestamp() * 1000)
+    assert e.load_end_ms - e.load_start_ms == 496
+    assert e.other == {"partitionCount": "0", "isDeleted": "FALSE"}
+    # Read-modify-write keeps every key, and the empty strings stay empty strings.
+    assert json.loads(tablestatus.dumps([e])) == json.loads(OLD)
+
+
+def test_real_table_tablestatus(corpus):
+    storage, path = Storage.for_path(corpus / "table-1.1-global-dictionary" / "Metadata" / "tablestatus")
+    (e,) = tablestatus.read(storage, path)
+    assert (e.name, e.status, e.readable) == ("0", "Success", True)
+    assert e.load_start_ms is not None
+
+
+def test_new_format_omits_absent_fields():
+    e = LoadDetail(name="3", status="Success", timestamp="1700000000123", load_start_time="1700000000000")
+    assert json.loads(tablestatus.dumps([e])) == [
+        {"timestamp": "1700000000123", "loadStatus": "Success", "loadName": "3", "loadStartTime": "1700000000000"}
+    ]
+    assert e.load_end_ms == 1700000000123
+
+
+@pytest.mark.parametrize(
+    "status,readable",
+    [
+        ("Success", True),
+        ("Marked for Update", True),
+        ("Partial Success", True),
+        ("In Progress", False),
+        ("Overwrite In Progress", False),
+        ("Marked for Delete", False),
+        ("Compacted", False),
+        ("Failure", False),
+    ],
+)
+def test_readable_statuses(status, readable):
+    assert LoadDetail(name="0", status=status).readable is readable
+
+
+def test_invisible_segment_is_not_readable():
+    assert not LoadDetail(name="0", status="Success", visibility="false").readable
+
+
+def test_next_segment_id_ignores_compaction_ids():
+    entries = [LoadDetail(name=n, status="Success") for n in ("0", "1", "0.1", "7", "2")]
+    assert tablestatus.next_segment_id(entries) == "8"
+    assert tablestatus.next_segment_id([]) == "0"
+
+
+def test_bad_files_name_the_problem():
+    with pytest.raises(CarbonFormatError, match="not valid JSON"):
+        tablestatus.parse('[{"loadName":"0"')
+    with pytest.raises(CarbonFormatError, match="loadName/loadStatus"):
+        tablestatus.parse('[{"loadName":"0"}]')
+    with pytest.raises(CarbonFormatError, match="dd-MM-yyyy"):
+        tablestatus.parse_time("2017/04/19")
+
+
+def test_replace_is_never_torn(tmp_path):
+    """A reader running alongside many rewrites only ever sees a complete list."""
+    storage, path = Storage.for_path(tmp_path / "tablestatus")
+    tablestatus.write(storage, path, [])
+    stop = threading.Event()
+    seen: list[int] = []
+    errors: list[Exception] = []
+
+    def reader():
+        while not stop.is_set():
+            try:
+                seen.append(len(tablestatus.read(storage, path)))
+            except Exception as e:  # noqa: BLE001 - any failure is the finding
+                errors.append(e)
+
+    t = threading.Thread(target=reader)
+    t.start()
+    entries = []
+    for i in range(300):
+        entries.append(LoadDetail(name=str(i), status="Success", extra_info="x" * 2000))
+        tablestatus.write(storage, path, entries)
+    stop.set()
+    t.join()
+    assert not errors
+    assert seen == sorted(seen)  # lists only grow: every read saw one whole version
+    assert len(tablestatus.read(storage, path)) == 300
+    assert [p.path for p in storage.list(str(tmp_path))] == [path]  # no temp files left
+
+
+def test_schema_file_like_carbondata(tmp_path, corpus):
+    storage, path = Storage.for_path(corpus / "table-1.1-global-dictionary" / "Metadata" / "schema")
+    real = schema_file.read(storage, path)
+    assert schema_file.table_arrow_schema(real).names == [
+        "id",
+        "date",
+        "country",
+        "name",
+        "phonetype",
+        "serialname",
+        "salary",
+    ]
+    schema = pa.schema([("id", pa.int32()), ("Name", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))])
+    info = schema_file.build_table_info(schema, sort_columns=["name"], properties={"table_blocksize": "256"})
+    storage, out = Storage.for_path(tmp_path / "schema")
+    schema_file.write(storage, out, info)
+    back = schema_file.read(storage, out)
+    assert back == info
+    fact = back.fact_table
+    assert len(fact.table_id) == 36 and len(fact.schema_evolution.schema_evolution_history) == 1
+    assert all(c.column_id == c.columnReferenceId and len(c.column_id) == 36 for c in fact.table_columns)
+    assert fact.table_columns[0].column_name == "Name"  # sort columns come first physically
+    assert schema_file.table_arrow_schema(back) == schema  # user order restored
+    assert schema_file.sort_columns(back) == ["name"]
+    assert schema_file.properties(back)["table_blocksize"] == "256"
+    assert schema_file.properties(back)["sort_scope"] == "local_sort"
+
+
+def test_segment_file_round_trip(tmp_path):
+    storage, table = Storage.for_path(tmp_path)
+    seg = segments.for_load("4", ["1_batchno0-0-4-99.carbonindex", "0_batchno0-0-4-99.carbonindex"])
+    name = segments.segment_file_name("4", 99)
+    assert name == "4_99.segment"
+    segments.write(storage, table, name, seg)
+    raw = json.loads((tmp_path / "Metadata" / "segments" / name).read_text())
+    assert raw == {
+        "locationMap": {
+            "/Fact/Part0/Segment_4": {
+                "files": ["0_batchno0-0-4-99.carbonindex", "1_batchno0-0-4-99.carbonindex"],
+                "partitions": [],
+                "status": "Success",
+                "isRelative": True,
+            }
+        }
+    }
+    back = segments.read(storage, table, name)
+    ((folder, details),) = back.folders(table)
+    assert folder == str(tmp_path / "Fact" / "Part0" / "Segment_4")
+    assert details.files == raw["locationMap"]["/Fact/Part0/Segment_4"]["files"]
+
+
+def test_lock_is_exclusive_and_breaks_stale(tmp_path):
+    storage, table = Storage.for_path(tmp_path)
+    with TableLock(storage, table) as held:
+        assert (tmp_path / "LockFiles" / "tablestatus.lock").exists()
+        with pytest.raises(CarbonTableError, match="could not take lock .*held by"):
+            TableLock(storage, table, timeout=0.2).acquire()
+        assert held.held
+    assert not (tmp_path / "LockFiles" / "tablestatus.lock").exists()
+    # A lock left by a dead process is taken over once it is older than stale_after.
+    dead = TableLock(storage, table)
+    dead.acquire()
+    with TableLock(storage, table, timeout=5, stale_after=0.3):
+        pass
+    dead.release()  # the dead owner's late release must not remove someone else's lock
