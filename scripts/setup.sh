@@ -29,12 +29,15 @@ if [ ! -x .venv/bin/python ]; then
     "$py" -m venv .venv
 fi
 stamp=.venv/.carbon-ds-installed
-want=$(sha256sum pyproject.toml | cut -d' ' -f1)
+want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo ">> installing carbon-ds and its dependencies into .venv (first run takes a minute or two)"
     log=.venv/install.log
     # the build backend is chatty about editable installs: keep its output for when something fails
-    if ! { .venv/bin/python -m pip install --upgrade pip && .venv/bin/python -m pip install -e ".[spark,test,bench]"; } >"$log" 2>&1; then
+    # compat mode puts the project folder itself on sys.path (a plain .pth entry): Spark's Python workers
+    # find the top-level pyspark_carbondata module by scanning sys.path, which an import hook would hide
+    if ! { .venv/bin/python -m pip install --upgrade pip &&
+           .venv/bin/python -m pip install -e ".[spark,test,bench]" --config-settings editable_mode=compat; } >"$log" 2>&1; then
         tail -n 40 "$log" >&2
         echo "installing carbon-ds failed; the full log is $root/$log" >&2
         exit 1

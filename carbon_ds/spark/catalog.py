@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,8 @@ from carbon_ds.errors import CarbonTableError
 from carbon_ds.table.meta.handle import TableHandle
 
 CONF_PREFIX = "carbon_ds.table."
+
+_IDENTIFIER = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 
 
 @dataclass(frozen=True)
@@ -131,12 +134,35 @@ def drop_view(spark: Any, name: str) -> None:
     spark.sql(f"DROP VIEW IF EXISTS {quote(name)}")
 
 
-def check_free(spark: Any, table: TableName) -> None:
-    """A CREATE must not silently shadow a Spark catalog table of the same name."""
-    db = (table.db or current_db(spark)).lower()
+def check_name(table: TableName) -> None:
+    """Table and database names become folder names: only letters, digits and ``_`` (CarbonData's rule), so
+    no name can point outside the warehouse.
+
+    Raises:
+        CarbonTableError: naming the offending name.
+    """
+    for kind, name in (("database", table.db), ("table", table.name)):
+        if name is not None and not _IDENTIFIER.fullmatch(name):
+            raise CarbonTableError(f"invalid {kind} name {name!r}: expected letters, digits and '_' only, "
+                                   "starting with a letter or '_'")
+
+
+def _exists(spark: Any, name: str) -> bool:
     try:
-        exists = spark.catalog.tableExists(f"{quote(db)}.{quote(table.name)}")
-    except Exception:  # noqa: BLE001 - unknown database
-        exists = False
-    if exists:
+        return bool(spark.catalog.tableExists(name))
+    except Exception:  # noqa: BLE001 - an unknown database: nothing of that name exists
+        return False
+
+
+def check_free(spark: Any, table: TableName) -> None:
+    """A CREATE must not silently shadow a Spark catalog table or a temporary view of the same name.
+
+    Raises:
+        CarbonTableError: the name is taken; the message says by what.
+    """
+    db = (table.db or current_db(spark)).lower()
+    if _exists(spark, f"{quote(db)}.{quote(table.name)}"):
         raise CarbonTableError(f"table {db}.{table.name} already exists in the Spark catalog")
+    if table.db is None and _exists(spark, quote(table.name)):
+        raise CarbonTableError(f"{table.name} already exists as a temporary view in this Spark session; "
+                               "drop it first (DROP VIEW) or choose another name")

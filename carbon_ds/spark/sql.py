@@ -69,6 +69,7 @@ def _bool(value: str, key: str) -> bool:
 
 
 def _create(spark: Any, stmt: CreateTable):
+    catalog.check_name(stmt.table)
     db = (stmt.table.db or catalog.current_db(spark)).lower()
     existing = catalog.lookup(spark, stmt.table)
     if existing is not None and (existing.registered or stmt.location is None):
@@ -77,8 +78,17 @@ def _create(spark: Any, stmt: CreateTable):
             return _empty(spark)
         raise CarbonTableError(f"table {db}.{stmt.table.name} already exists at {existing.path}")
     if existing is None:
-        catalog.check_free(spark, stmt.table)
+        try:
+            catalog.check_free(spark, stmt.table)
+        except CarbonTableError:
+            if stmt.if_not_exists:  # Spark's IF NOT EXISTS: an existing name makes the statement a no-op
+                return _empty(spark)
+            raise
     path = catalog.local_path(stmt.location) if stmt.location else catalog.default_location(spark, db, stmt.table.name)
+    if not CarbonTable.exists(path) and _has_entries(path):
+        where = "LOCATION" if stmt.location else "the table's default location"
+        raise CarbonTableError(f"CREATE TABLE {db}.{stmt.table.name}: {where} {path} is a non-empty folder that is "
+                               "not a CarbonData table; give an empty folder or an existing table")
     schema = arrow_schema(stmt.columns + stmt.partition_columns)
     props = dict(stmt.properties)
     sort_columns = split_list(props.pop("sort_columns", None)) or None
@@ -125,9 +135,13 @@ def _drop(spark: Any, stmt: DropTable):
             f"DROP TABLE {entry.db}.{entry.name}: external segment folder(s) {', '.join(inside)} lie inside the "
             f"table folder {table.uri}; delete those segments first so their files are not removed"
         )
-    storage, fs_path = Storage.for_path(entry.path)
-    storage.delete_dir(fs_path)
+    segment_ops.drop_table_files(table)
     return _empty(spark)
+
+
+def _has_entries(path: str) -> bool:
+    storage, fs_path = Storage.for_path(path)
+    return storage.is_dir(fs_path) and bool(storage.list_dirs(fs_path) or storage.list(fs_path))
 
 
 def _add_segment(spark: Any, stmt: AddSegment):

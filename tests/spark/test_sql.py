@@ -156,3 +156,35 @@ def test_sql_location_tables_add_segment_and_new_session_lookup(spark, tmp_path)
     sql("DROP TABLE sqlt3")
     sql("DROP TABLE sqlt2")  # CarbonData drops a LOCATION (non-external) table's data too
     assert not CarbonTable.exists(loc) and not CarbonTable.exists(wh)
+
+
+def test_create_table_never_replaces_a_temp_view(spark):
+    sql = lambda text: _run(spark, text)  # noqa: E731
+    spark.range(2000).createOrReplaceTempView("user_view")
+    with pytest.raises(CarbonTableError, match="already exists as a temporary view"):
+        sql("CREATE TABLE user_view (id BIGINT) STORED AS carbondata")
+    sql("CREATE TABLE IF NOT EXISTS user_view (id BIGINT) STORED AS carbondata")  # Spark's no-op
+    assert spark.sql("SELECT count(*) AS n FROM user_view").collect()[0].n == 2000
+    spark.catalog.dropTempView("user_view")
+
+
+@pytest.mark.parametrize("name", ["`..`", "`.`", "`a/b`", "`x y`"])
+def test_table_names_that_are_not_identifiers_are_refused(spark, name):
+    with pytest.raises(CarbonTableError, match="invalid table name"):
+        _run(spark, f"CREATE TABLE {name} (id BIGINT) STORED AS carbondata")
+
+
+def test_location_must_be_empty_or_a_table_and_drop_keeps_foreign_files(spark, tmp_path):
+    sql = lambda text: _run(spark, text)  # noqa: E731
+    busy = tmp_path / "busy"
+    busy.mkdir()
+    (busy / "precious.txt").write_text("mine")
+    with pytest.raises(CarbonTableError, match="non-empty folder that is not a CarbonData table"):
+        sql(f"CREATE TABLE loc_t (id BIGINT) STORED AS carbondata LOCATION '{busy}'")
+    assert (busy / "precious.txt").read_text() == "mine"
+    loc = tmp_path / "loc"
+    sql(f"CREATE TABLE loc_t (id BIGINT) STORED AS carbondata LOCATION '{loc}'")
+    sql("INSERT INTO loc_t VALUES (1)")
+    (loc / "notes.txt").write_text("not a table file")
+    sql("DROP TABLE loc_t")
+    assert sorted(p.name for p in loc.iterdir()) == ["notes.txt"]  # only the table's own files went

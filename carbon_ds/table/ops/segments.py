@@ -486,3 +486,26 @@ def trash_contents(table: TableHandle) -> dict[str, list[str]]:
             norm_path(f.path)[len(base) + 1 :] for f in table.storage.list(folder, recursive=True)
         ]
     return out
+
+
+# Folders CarbonData itself creates in a table folder; DROP TABLE removes these and nothing else.
+_TABLE_DIRS = ("Metadata", "Fact", "LockFiles", TRASH_DIR)
+
+
+def drop_table_files(table: TableHandle) -> list[str]:
+    """DROP TABLE's deletion: the table's own folders (Metadata, Fact, LockFiles, .Trash and its ``col=value``
+    partition folders), never external segment folders, never files it does not know; the table folder
+    goes only when nothing else is left in it. Returns what was left in place (unknown entries)."""
+    storage = table.storage
+    external = external_folders(table, table.load_details())
+    for name in _TABLE_DIRS:
+        folder = Storage.join(table.path, name)
+        if not any(is_inside(x, folder) for x in external):
+            storage.delete_dir(folder)
+    for folder in storage.list_dirs(table.path):
+        if "=" in basename(folder) and not any(is_inside(x, folder) or is_inside(folder, x) for x in external):
+            storage.delete_dir(folder)
+    left = [basename(p) for p in storage.list_dirs(table.path)] + [basename(f.path) for f in storage.list(table.path)]
+    if not left:
+        storage.delete_dir(table.path)
+    return sorted(left)
