@@ -7,8 +7,10 @@ from carbon_ds.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
     And,
+    BoundExpr,
     Compare,
     Expr,
+    ExprVisitor,
     In,
     IsNull,
     Not,
@@ -16,14 +18,16 @@ from carbon_ds.expressions.tree import (
     NotNull,
     Or,
     StartsWith,
+    UnsupportedExpressionError,
     and_,
     between,
     or_,
     push_not,
+    visit,
 )
 
 __all__ = [
-    "AlwaysFalse", "AlwaysTrue", "And", "ColumnStats", "Compare", "Expr", "In", "IsNull", "Not", "NotIn",
-    "NotNull", "Or", "StartsWith", "and_", "between", "bind", "filter_table", "might_match", "or_", "parse",
-    "push_not", "to_arrow",
+    "AlwaysFalse", "AlwaysTrue", "And", "BoundExpr", "ColumnStats", "Compare", "Expr", "ExprVisitor", "In",
+    "IsNull", "Not", "NotIn", "NotNull", "Or", "StartsWith", "UnsupportedExpressionError", "and_", "between",
+    "bind", "filter_table", "might_match", "or_", "parse", "push_not", "to_arrow", "visit",
 ]

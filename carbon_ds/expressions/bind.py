@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import math
+from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -16,8 +17,10 @@ from carbon_ds.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
     And,
+    BoundExpr,
     Compare,
     Expr,
+    ExprVisitor,
     In,
     IsNull,
     Not,
@@ -25,6 +28,7 @@ from carbon_ds.expressions.tree import (
     NotNull,
     Or,
     StartsWith,
+    visit,
 )
 
 
@@ -93,39 +97,70 @@ def _coerce(value: Any, t: pa.DataType, column: str) -> Any:
     raise CarbonOptionError(f"filter on column {column!r}: columns of type {t} cannot be filtered")
 
 
-def bind(e: Expr, schema: pa.Schema) -> Expr:
-    """Resolve names case-insensitively to the schema's spelling and coerce literals; errors name the column."""
-    lookup = {f.name.lower(): f for f in schema}
+class _Bind(ExprVisitor[Expr]):
+    """Each leaf with its column resolved to the schema's spelling and its literals coerced."""
 
-    def field(name: str) -> pa.Field:
-        f = lookup.get(name.lower())
+    def __init__(self, schema: pa.Schema):
+        self.schema = schema
+        self.lookup = {f.name.lower(): f for f in schema}
+
+    def field(self, name: str) -> pa.Field:
+        f = self.lookup.get(name.lower())
         if f is None:
-            raise CarbonOptionError(f"filter names column {name!r}, which is not in the table ({', '.join(schema.names)})")
+            raise CarbonOptionError(
+                f"filter names column {name!r}, which is not in the table ({', '.join(self.schema.names)})"
+            )
         return f
 
-    def go(x: Expr) -> Expr:
-        if isinstance(x, And):
-            return And(go(x.left), go(x.right))
-        if isinstance(x, Or):
-            return Or(go(x.left), go(x.right))
-        if isinstance(x, Not):
-            return Not(go(x.child))
-        if isinstance(x, Compare):
-            f = field(x.column)
-            return Compare(f.name, x.op, _coerce(x.value, f.type, f.name))
-        if isinstance(x, In | NotIn):
-            f = field(x.column)
-            return type(x)(f.name, tuple(_coerce(v, f.type, f.name) for v in x.values))
-        if isinstance(x, IsNull | NotNull):
-            return type(x)(field(x.column).name)
-        if isinstance(x, StartsWith):
-            f = field(x.column)
-            if not (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)):
-                raise CarbonOptionError(f"LIKE needs a string column; {f.name!r} is {f.type}")
-            return StartsWith(f.name, x.prefix)
-        return x
+    def visit_true(self) -> Expr:
+        return AlwaysTrue()
 
-    return go(e)
+    def visit_false(self) -> Expr:
+        return AlwaysFalse()
+
+    def visit_and(self, left: Expr, right: Expr) -> Expr:
+        return And(left, right)
+
+    def visit_or(self, left: Expr, right: Expr) -> Expr:
+        return Or(left, right)
+
+    def visit_not(self, child: Expr) -> Expr:
+        return Not(child)
+
+    def visit_compare(self, node: Compare) -> Expr:
+        f = self.field(node.column)
+        return Compare(f.name, node.op, _coerce(node.value, f.type, f.name))
+
+    def visit_in(self, node: In) -> Expr:
+        f = self.field(node.column)
+        return In(f.name, tuple(_coerce(v, f.type, f.name) for v in node.values))
+
+    def visit_not_in(self, node: NotIn) -> Expr:
+        f = self.field(node.column)
+        return NotIn(f.name, tuple(_coerce(v, f.type, f.name) for v in node.values))
+
+    def visit_is_null(self, node: IsNull) -> Expr:
+        return IsNull(self.field(node.column).name)
+
+    def visit_not_null(self, node: NotNull) -> Expr:
+        return NotNull(self.field(node.column).name)
+
+    def visit_starts_with(self, node: StartsWith) -> Expr:
+        f = self.field(node.column)
+        if not (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)):
+            raise CarbonOptionError(f"LIKE needs a string column; {f.name!r} is {f.type}")
+        return StartsWith(f.name, node.prefix)
+
+
+def bind(e: Expr, schema: pa.Schema) -> BoundExpr:
+    """Resolve names case-insensitively to the schema's spelling and coerce literals; errors name the column.
+
+    Raises:
+        CarbonOptionError: a column is not in ``schema``, a literal does not fit its column, or LIKE is used
+            on a column that is not a string.
+        UnsupportedExpressionError: ``e`` holds a node type outside the predicate model.
+    """
+    return BoundExpr(visit(e, _Bind(schema)))
 
 
 def _scalar(value: Any, t: pa.DataType) -> pa.Scalar | Any:
@@ -160,49 +195,145 @@ def _value_set(values: tuple, t: pa.DataType) -> pa.Array:
     return pa.array(out, t)
 
 
+ARROW_EXPRESSION_LEAVES = 4_000
+"""The most leaves ``to_arrow`` puts in one pyarrow expression: pyarrow 26 crashes (stack overflow) when it
+evaluates one of about 8,500 leaves, whatever the tree's shape."""
+
+_EAGER_FROM_LEAVES = 1_000  # filter_table evaluates larger trees one kernel call per node instead
+
+_COMPARE = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
+            ">=": pc.greater_equal}
+
+
+class _ToArrow(ExprVisitor[Any]):
+    """Each node as pyarrow compute calls with SQL semantics (Kleene AND/OR, NULL for a NULL input).
+
+    Without ``table`` the calls build a lazy ``pc.Expression`` over ``pc.field`` references. With ``table``
+    the same calls run at once on its columns, giving a boolean array (or a scalar for a constant tree).
+    """
+
+    def __init__(self, schema: pa.Schema, table: pa.Table | None = None):
+        self.types = {f.name: f.type for f in schema}
+        if table is None:
+            self.column: Callable[[str], Any] = pc.field
+            self.literal: Callable[[Any], Any] = pc.scalar
+        else:
+            self.column = table.column
+            self.literal = pa.scalar
+
+    def visit_true(self) -> Any:
+        return self.literal(True)
+
+    def visit_false(self) -> Any:
+        return self.literal(False)
+
+    def visit_and(self, left: Any, right: Any) -> Any:
+        return pc.and_kleene(left, right)
+
+    def visit_or(self, left: Any, right: Any) -> Any:
+        return pc.or_kleene(left, right)
+
+    def visit_not(self, child: Any) -> Any:
+        return pc.invert(child)
+
+    def visit_compare(self, node: Compare) -> Any:
+        t = self.types[node.column]
+        return _COMPARE[node.op](self.column(node.column), _scalar(node.value, t))
+
+    def _inside(self, node: In | NotIn) -> Any:
+        t = self.types[node.column]
+        column = self.column(node.column)
+        inside = pc.is_in(column, value_set=_value_set(node.values, t))
+        # is_in says False for a null input; SQL says NULL, which matters once the result is negated
+        return pc.if_else(pc.is_valid(column), inside, self.literal(pa.scalar(None, pa.bool_())))
+
+    def visit_in(self, node: In) -> Any:
+        return self._inside(node)
+
+    def visit_not_in(self, node: NotIn) -> Any:
+        return pc.invert(self._inside(node))
+
+    def visit_is_null(self, node: IsNull) -> Any:
+        return pc.is_null(self.column(node.column), nan_is_null=False)
+
+    def visit_not_null(self, node: NotNull) -> Any:
+        return pc.is_valid(self.column(node.column))
+
+    def visit_starts_with(self, node: StartsWith) -> Any:
+        return pc.starts_with(self.column(node.column), pattern=node.prefix)
+
+
+class _Leaves(ExprVisitor[int]):
+    def visit_true(self) -> int:
+        return 1
+
+    def visit_false(self) -> int:
+        return 1
+
+    def visit_and(self, left: int, right: int) -> int:
+        return left + right
+
+    def visit_or(self, left: int, right: int) -> int:
+        return left + right
+
+    def visit_not(self, child: int) -> int:
+        return child
+
+    def visit_compare(self, node: Compare) -> int:
+        return 1
+
+    def visit_in(self, node: In) -> int:
+        return 1
+
+    def visit_not_in(self, node: NotIn) -> int:
+        return 1
+
+    def visit_is_null(self, node: IsNull) -> int:
+        return 1
+
+    def visit_not_null(self, node: NotNull) -> int:
+        return 1
+
+    def visit_starts_with(self, node: StartsWith) -> int:
+        return 1
+
+
 def to_arrow(e: Expr, schema: pa.Schema) -> pc.Expression:
-    """A pyarrow compute expression with SQL semantics: rows where the predicate is NULL are dropped."""
-    types = {f.name: f.type for f in schema}
+    """A pyarrow compute expression with SQL semantics: rows where the predicate is NULL are dropped.
 
-    def go(x: Expr) -> pc.Expression:
-        if isinstance(x, AlwaysTrue):
-            return pc.scalar(True)
-        if isinstance(x, AlwaysFalse):
-            return pc.scalar(False)
-        if isinstance(x, And):
-            return go(x.left) & go(x.right)
-        if isinstance(x, Or):
-            return go(x.left) | go(x.right)
-        if isinstance(x, Not):
-            return ~go(x.child)
-        if isinstance(x, IsNull):
-            return pc.field(x.column).is_null()
-        if isinstance(x, NotNull):
-            return pc.field(x.column).is_valid()
-        if isinstance(x, StartsWith):
-            return pc.starts_with(pc.field(x.column), pattern=x.prefix)
-        t = types[x.column]  # type: ignore[attr-defined]
-        if isinstance(x, In | NotIn):
-            inside = pc.is_in(pc.field(x.column), value_set=_value_set(x.values, t))
-            # is_in says False for a null input; SQL says NULL, which matters once the result is negated
-            inside = pc.if_else(pc.field(x.column).is_valid(), inside, pc.scalar(pa.scalar(None, pa.bool_())))
-            return inside if isinstance(x, In) else ~inside
-        assert isinstance(x, Compare)
-        f, v = pc.field(x.column), _scalar(x.value, t)
-        return {
-            "=": f == v,
-            "!=": f != v,
-            "<": f < v,
-            "<=": f <= v,
-            ">": f > v,
-            ">=": f >= v,
-        }[x.op]
+    ``e`` must be bound to ``schema`` (see :func:`bind`).
 
-    return go(e)
+    Raises:
+        CarbonOptionError: ``e`` has more than ``ARROW_EXPRESSION_LEAVES`` leaves, which pyarrow cannot
+            evaluate as one expression (``filter_table`` can).
+        UnsupportedExpressionError: ``e`` holds a node type outside the predicate model.
+    """
+    leaves = visit(e, _Leaves())
+    if leaves > ARROW_EXPRESSION_LEAVES:
+        raise CarbonOptionError(
+            f"filter has {leaves} terms; one pyarrow expression can hold at most {ARROW_EXPRESSION_LEAVES}"
+        )
+    return visit(e, _ToArrow(schema))
 
 
 def filter_table(table: pa.Table, e: Expr) -> pa.Table:
-    """Rows of ``table`` for which the bound predicate is TRUE."""
+    """Rows of ``table`` for which the bound predicate is TRUE.
+
+    A predicate of up to a thousand terms is one pyarrow expression; a larger one is evaluated node by
+    node on the whole table (the same kernels, so the same rows), which has no size limit.
+
+    Raises:
+        UnsupportedExpressionError: ``e`` holds a node type outside the predicate model.
+    """
     if isinstance(e, AlwaysTrue):
         return table
-    return table.filter(to_arrow(e, table.schema))
+    if visit(e, _Leaves()) <= _EAGER_FROM_LEAVES:
+        return table.filter(to_arrow(e, table.schema))
+    return _filter_eagerly(table, e)
+
+
+def _filter_eagerly(table: pa.Table, e: Expr) -> pa.Table:
+    mask = visit(e, _ToArrow(table.schema, table))
+    if isinstance(mask, pa.Scalar):  # a tree of TRUE/FALSE constants only
+        mask = pa.repeat(mask, table.num_rows)
+    return table.filter(mask)

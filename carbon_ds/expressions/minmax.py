@@ -15,18 +15,16 @@ from dataclasses import dataclass
 from typing import Any
 
 from carbon_ds.expressions.tree import (
-    AlwaysFalse,
-    AlwaysTrue,
-    And,
     Compare,
     Expr,
+    ExprVisitor,
     In,
     IsNull,
     NotIn,
     NotNull,
-    Or,
     StartsWith,
     push_not,
+    visit,
 )
 
 
@@ -99,45 +97,83 @@ def _starts_with(s: ColumnStats, prefix: str) -> bool:
     return True
 
 
-def might_match(e: Expr, stats: StatsLookup) -> bool:
-    """False only when no row of the unit described by ``stats`` can satisfy the bound predicate ``e``."""
-    return _visit(push_not(e), stats)
+class _MightMatch(ExprVisitor[bool]):
+    """Never negates a "might match": it runs on the ``push_not`` form, where the only Not left is NOT LIKE."""
 
+    def __init__(self, stats: StatsLookup):
+        self.stats = stats
 
-def _visit(e: Expr, stats: StatsLookup) -> bool:
-    if isinstance(e, AlwaysTrue):
+    def _leaf(self, column: str, check: Callable[[ColumnStats], bool], nulls_match: bool = False) -> bool:
+        """``check`` on the column's stats; True when they are unknown or not comparable. Unless the
+        predicate can hold on NULL (``nulls_match``), a unit of only nulls cannot match."""
+        s = self.stats(column)
+        if s is None:
+            return True
+        try:
+            if not nulls_match and s.all_null:
+                return False  # a comparison with NULL is never true
+            return check(s)
+        except TypeError:
+            return True
+
+    def visit_true(self) -> bool:
         return True
-    if isinstance(e, AlwaysFalse):
+
+    def visit_false(self) -> bool:
         return False
-    if isinstance(e, And):
-        return _visit(e.left, stats) and _visit(e.right, stats)
-    if isinstance(e, Or):
-        return _visit(e.left, stats) or _visit(e.right, stats)
-    if not isinstance(e, Compare | In | NotIn | IsNull | NotNull | StartsWith):
-        return True  # NOT LIKE and anything else we cannot reason about
-    s = stats(e.column)
-    if s is None:
-        return True
-    try:
-        if isinstance(e, IsNull):
-            return s.null_count is None or s.null_count > 0
-        if isinstance(e, NotNull):
-            return not s.all_null
-        if s.all_null:
-            return False  # a comparison with NULL is never true
-        if isinstance(e, Compare):
-            if not _usable(e.value):
-                return True
-            return _compare(s, e.op, e.value)
-        if isinstance(e, In):
-            return any(not _usable(v) or _compare(s, "=", v) for v in e.values)
-        if isinstance(e, NotIn):
+
+    def visit_and(self, left: bool, right: bool) -> bool:
+        return left and right
+
+    def visit_or(self, left: bool, right: bool) -> bool:
+        return left or right
+
+    def visit_not(self, child: bool) -> bool:
+        return True  # NOT LIKE: we cannot reason about it
+
+    def visit_compare(self, node: Compare) -> bool:
+        return self._leaf(node.column, lambda s: not _usable(node.value) or _compare(s, node.op, node.value))
+
+    def visit_in(self, node: In) -> bool:
+        return self._leaf(node.column, lambda s: any(not _usable(v) or _compare(s, "=", v) for v in node.values))
+
+    def visit_not_in(self, node: NotIn) -> bool:
+        def check(s: ColumnStats) -> bool:
             # cannot match only when every value in the unit is one single excluded value
             if _usable(s.min) and _usable(s.max) and _le(s.max, s.min):
-                return not any(_usable(v) and _le(s.min, v) and _le(v, s.min) for v in e.values)
+                return not any(_usable(v) and _le(s.min, v) and _le(v, s.min) for v in node.values)
             return True
-        if isinstance(e, StartsWith):
-            return _starts_with(s, e.prefix)
-    except TypeError:
-        return True
-    return True
+
+        return self._leaf(node.column, check)
+
+    def visit_is_null(self, node: IsNull) -> bool:
+        return self._leaf(node.column, lambda s: s.null_count is None or s.null_count > 0, nulls_match=True)
+
+    def visit_not_null(self, node: NotNull) -> bool:
+        return self._leaf(node.column, lambda s: not s.all_null, nulls_match=True)
+
+    def visit_starts_with(self, node: StartsWith) -> bool:
+        return self._leaf(node.column, lambda s: _starts_with(s, node.prefix))
+
+
+_NOT_FREE: dict[int, tuple[Expr, Expr]] = {}  # id(e) -> (e, push_not(e)); holding e keeps its id its own
+
+
+def _not_free(e: Expr) -> Expr:
+    """``push_not(e)``, remembered for the last few expressions: pruning asks about one filter for every
+    segment, file and blocklet."""
+    hit = _NOT_FREE.get(id(e))
+    if hit is None or hit[0] is not e:
+        if len(_NOT_FREE) >= 16:
+            _NOT_FREE.clear()
+        hit = _NOT_FREE[id(e)] = (e, push_not(e))
+    return hit[1]
+
+
+def might_match(e: Expr, stats: StatsLookup) -> bool:
+    """False only when no row of the unit described by ``stats`` can satisfy the bound predicate ``e``.
+
+    Raises:
+        UnsupportedExpressionError: ``e`` holds a node type outside the predicate model.
+    """
+    return visit(_not_free(e), _MightMatch(stats))

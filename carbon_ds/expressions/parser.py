@@ -11,6 +11,9 @@ Grammar (case-insensitive keywords):
     operand   := column | literal        (one side of a comparison must be a column)
     literal   := number | 'string' | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.ffffff]' | TRUE | FALSE | NULL
     column    := identifier | `quoted identifier` | "quoted identifier"
+
+A chain of ORs or ANDs becomes a balanced tree (see ``and_``), so its length costs no depth. Nesting
+(parentheses and NOTs) is limited to ``MAX_DEPTH`` levels, so no filter text can exhaust the stack.
 """
 
 from __future__ import annotations
@@ -50,6 +53,9 @@ _TOKEN = re.compile(
     """,
     re.VERBOSE,
 )
+MAX_DEPTH = 100
+"""How deeply parentheses and NOTs may nest in a filter."""
+
 _KEYWORDS = {"AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "LIKE", "TRUE", "FALSE", "DATE", "TIMESTAMP"}
 
 
@@ -65,13 +71,20 @@ class _Null:
 NULL = _Null()
 
 
+def _shown(text: str, most: int = 200) -> str:
+    """The filter as quoted in an error message: whole up to ``most`` characters, else its two ends."""
+    if len(text) <= most:
+        return repr(text)
+    return f"{text[:most // 2]!r} ... {text[-most // 4:]!r} ({len(text)} characters)"
+
+
 def _tokens(text: str) -> list[tuple[str, str, int]]:
     out = []
     pos = 0
     while pos < len(text):
         m = _TOKEN.match(text, pos)
         if not m:
-            raise CarbonOptionError(f"cannot parse filter {text!r}: unexpected {text[pos:pos + 10]!r} at position {pos}")
+            raise CarbonOptionError(f"cannot parse filter {_shown(text)}: unexpected {text[pos:pos + 10]!r} at position {pos}")
         kind = m.lastgroup or ""
         if kind != "ws":
             value = m.group()
@@ -87,10 +100,11 @@ class _Parser:
         self.text = text
         self.toks = _tokens(text)
         self.i = 0
+        self.depth = 0  # open parentheses and NOTs
 
     def error(self, msg: str) -> CarbonOptionError:
         where = self.toks[self.i][2] if self.i < len(self.toks) else len(self.text)
-        return CarbonOptionError(f"cannot parse filter {self.text!r}: {msg} at position {where}")
+        return CarbonOptionError(f"cannot parse filter {_shown(self.text)}: {msg} at position {where}")
 
     def peek(self, k: int = 0) -> tuple[str, str, int] | None:
         j = self.i + k
@@ -110,9 +124,13 @@ class _Parser:
             raise self.error(f"expected {value or kind}, found {t[1] if t else 'end of text'!r}")
         return got
 
+    def deeper(self) -> None:
+        self.depth += 1
+        if self.depth > MAX_DEPTH:
+            self.i -= 1  # point at the '(' or NOT that goes too deep
+            raise self.error(f"filter nests deeper than {MAX_DEPTH} levels of parentheses and NOT")
+
     def parse(self) -> Expr:
-        if not self.toks:
-            raise self.error("empty filter")
         e = self.or_()
         if self.peek() is not None:
             raise self.error(f"unexpected {self.peek()[1]!r}")  # type: ignore[index]
@@ -132,13 +150,18 @@ class _Parser:
 
     def not_(self) -> Expr:
         if self.accept("kw", "NOT"):
-            return Not(self.not_())
+            self.deeper()
+            e = Not(self.not_())
+            self.depth -= 1
+            return e
         return self.predicate()
 
     def predicate(self) -> Expr:
         if self.accept("punct", "("):
+            self.deeper()
             e = self.or_()
             self.expect("punct", ")")
+            self.depth -= 1
             return e
         t = self.peek()
         if t and t[0] == "kw" and t[1] in ("TRUE", "FALSE"):
@@ -250,5 +273,15 @@ class _Parser:
 
 
 def parse(text: str) -> Expr:
-    """Parse a SQL predicate into the expression tree; CarbonOptionError says what and where on failure."""
-    return _Parser(text).parse()
+    """Parse a SQL predicate into the expression tree.
+
+    Raises:
+        CarbonOptionError: the text is empty, is not a predicate of the grammar above, or nests deeper than
+            ``MAX_DEPTH`` levels; the message says what and where.
+    """
+    if not text.strip():
+        raise CarbonOptionError(f"empty filter {text!r}: give a predicate such as \"a > 1\", or no filter at all")
+    try:
+        return _Parser(text).parse()
+    except RecursionError:  # MAX_DEPTH keeps the parser well inside the limit; this is only a backstop
+        raise CarbonOptionError(f"filter nests too deeply to parse ({len(text)} characters)") from None

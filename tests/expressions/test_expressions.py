@@ -25,9 +25,11 @@ from carbon_ds.expressions import (
     NotNull,
     Or,
     StartsWith,
+    and_,
     bind,
     filter_table,
     might_match,
+    or_,
     parse,
     push_not,
 )
@@ -164,6 +166,17 @@ def test_exact_filter_matches_oracle_and_pruning_never_loses_rows(data, pred):
     assert got == want
     if want:
         assert might_match(e, _stats(table)), f"{pred} pruned a unit holding {want}"
+
+
+@settings(max_examples=50, deadline=None)
+@given(data=rows, pred=predicates)
+def test_a_predicate_too_large_for_one_arrow_expression_filters_the_same(data, pred):
+    # (i IS NULL OR i IS NOT NULL) is TRUE on every row, so ANDing 600 of them changes no answer; it only takes
+    # the tree past the size at which filter_table evaluates node by node instead of as one pyarrow expression
+    table = pa.table({"i": [r[0] for r in data], "s": [r[1] for r in data]}, schema=SMALL)
+    big = and_(pred, or_(*[IsNull("i"), NotNull("i")] * 600))
+    want = [r for r in table.to_pylist() if _oracle(pred, r) is True]
+    assert filter_table(table, bind(big, SMALL)).to_pylist() == want
 
 
 @settings(max_examples=200, deadline=None)
