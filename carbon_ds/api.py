@@ -54,7 +54,11 @@ def read_table(
         return scan.table_rows(table, names, segments)
     if segments is not None:
         raise CarbonOptionError(f"segments={segments!r} given, but {os.fspath(path)} has no Metadata/tablestatus")
-    return read_folder(os.fspath(path), columns=columns)
+    _storage, _folder, files = scan.bare_files(path)
+    if not files:
+        raise scan.no_data_error(path)
+    schema = scan.arrow_schema_of(path)
+    return read_folder(os.fspath(path), columns=resolve_columns(schema, columns, f"folder {os.fspath(path)}"))
 
 
 def explain(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None) -> dict:

@@ -387,12 +387,15 @@ def _with_nulls(arr: pa.Array, mask: pa.Array) -> pa.Array:
 
 
 def read_folder(path: str, columns: list[str] | None = None) -> pa.Table:
-    """Every ``*.carbondata`` under a folder of SDK output (recursive), in one table.
+    """Every ``*.carbondata`` under a folder of SDK output (recursive), or one data file, in one table.
 
     The schema is the first file's header; every other file must carry the same one.
     """
     storage, folder = Storage.for_path(path)
-    files = [f.path for f in storage.list(folder, recursive=True) if f.path.endswith(".carbondata")]
+    if storage.exists(folder) and not storage.is_dir(folder):
+        files = [folder]  # one data file
+    else:
+        files = [f.path for f in storage.list(folder, recursive=True) if f.path.endswith(".carbondata")]
     if not files:
         raise CarbonTableError(f"no .carbondata files under {path}")
     tables = []

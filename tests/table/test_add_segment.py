@@ -267,3 +267,23 @@ def test_seed_000_sql_table(spark, hive_folders, tmp_path):
     t.delete_segments(["0", "1", "2", "3"])
     t.clean_files(force=True)
     assert _digest(hive_folders) == before
+
+
+def test_csv_written_by_pyarrow_with_zone_designators_is_accepted(tmp_path):
+    import datetime as dt
+
+    import pyarrow.csv as pcsv
+
+    folder = tmp_path / "csv"
+    folder.mkdir()
+    stamps = pa.array([1_600_000_000_000_000, 0], pa.timestamp("us", "UTC"))
+    pcsv.write_csv(pa.table({"id": pa.array([1, 2], pa.int64()), "ts": stamps}), folder / "x.csv")
+    assert "Z" in (folder / "x.csv").read_text()  # pyarrow writes ISO 8601 with a zone designator
+    (folder / "y.csv").write_text('"id","ts"\n3,2021-11-23 08:00:00+08:00\n4,2021-11-23 00:00:00\n')
+    path = tmp_path / "t"
+    carbon_ds.write_table(pa.table({"id": pa.array([0], pa.int64()), "ts": pa.array([0], pa.timestamp("us"))}), path)
+    CarbonTable.open(path).add_segment(str(folder), format="csv")
+    got = carbon_ds.read_table(path, filter="id > 0").sort_by("id").column("ts").to_pylist()
+    utc = dt.UTC
+    assert got == [dt.datetime(2020, 9, 13, 12, 26, 40, tzinfo=utc), dt.datetime(1970, 1, 1, tzinfo=utc),
+                   dt.datetime(2021, 11, 23, 0, 0, tzinfo=utc), dt.datetime(2021, 11, 23, 0, 0, tzinfo=utc)]

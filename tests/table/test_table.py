@@ -108,11 +108,11 @@ def test_options_are_checked():
 def test_schema_mismatch_names_every_column(tmp_path):
     path = tmp_path / "t"
     api.write_table(_data(0, 3), path)
-    bad = pa.table({"ID": pa.array([1], pa.int32()), "name": ["x"], "extra": [1.5]})
+    bad = pa.table({"ID": pa.array([1.0], pa.float64()), "name": ["x"], "extra": [1.5]})
     with pytest.raises(CarbonSchemaError) as e:
         api.write_table(bad, path)
     msg = str(e.value)
-    assert "column 'id': expected int64, found int32" in msg
+    assert "column 'id': expected int64, found double" in msg
     assert "column 'score': expected double, found no such column" in msg
     assert "column 'extra': not in the table, found double" in msg
     assert str(path) in msg
@@ -184,3 +184,56 @@ def test_bare_sdk_folder(corpus):
     assert got.num_rows == 200
     with pytest.raises(CarbonOptionError, match="has no Metadata/tablestatus"):
         api.read_table(corpus / "sdk-1.3-name-age-b", segments="0")
+
+
+def test_read_table_says_what_is_wrong_with_the_path(tmp_path):
+    import pyarrow.parquet as pq
+
+    with pytest.raises(CarbonTableError, match="does not exist"):
+        api.read_table(tmp_path / "missing")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(CarbonTableError, match="is an empty folder"):
+        api.read_table(tmp_path / "empty")
+    (tmp_path / "pq").mkdir()
+    pq.write_table(pa.table({"a": [1]}), tmp_path / "pq" / "x.parquet")
+    with pytest.raises(CarbonTableError, match=r"found 1 \.parquet.*add_segment\(.*format='parquet'\)"):
+        api.read_table(tmp_path / "pq")
+    (tmp_path / "notes.txt").write_text("x")
+    with pytest.raises(CarbonTableError, match="is a file but not a .carbondata file"):
+        api.read_table(tmp_path / "notes.txt")
+
+
+def test_read_table_of_one_data_file_and_columns_as_a_string(tmp_path):
+    path = tmp_path / "t"
+    api.write_table(_data(0, 7), path)
+    one = next((path / "Fact" / "Part0" / "Segment_0").glob("*.carbondata"))
+    assert api.read_table(one).equals(api.read_table(path))
+    from carbon_ds.errors import CarbonOptionError
+
+    with pytest.raises(CarbonOptionError, match=r"write columns=\['id'\]"):
+        api.read_table(path, columns="id")
+
+
+def test_every_timestamp_unit_is_floored_to_the_millisecond(tmp_path):
+    import datetime as dt
+
+    ns = pa.array([1_637_668_800_123_456_789, -1], pa.timestamp("ns"))  # pandas' default unit
+    us = pa.array([1_637_668_800_123_456, -1], pa.timestamp("us", "UTC"))
+    for name, arr in (("ns", ns), ("us", us)):
+        path = tmp_path / name
+        api.write_table(pa.table({"ts": arr}), path)
+        got = api.read_table(path).column("ts").to_pylist()
+        utc = dt.UTC
+        assert got == [dt.datetime(2021, 11, 23, 12, 0, 0, 123000, tzinfo=utc),
+                       dt.datetime(1969, 12, 31, 23, 59, 59, 999000, tzinfo=utc)], name
+
+
+def test_append_accepts_the_documented_widenings(tmp_path):
+    path = tmp_path / "t"
+    api.write_table(pa.table({"n": pa.array([1], pa.int64()), "x": pa.array([1.5], pa.float64())}), path)
+    api.write_table(pa.table({"n": pa.array([2], pa.int32()), "x": pa.array([2.5], pa.float32())}), path)
+    got = api.read_table(path)
+    assert got.schema.field("n").type == pa.int64() and got.column("n").to_pylist() == [1, 2]
+    assert got.column("x").to_pylist() == [1.5, 2.5]
+    with pytest.raises(CarbonSchemaError, match="column 'n': expected int64, found string"):
+        api.write_table(pa.table({"n": ["3"], "x": [1.0]}), path)

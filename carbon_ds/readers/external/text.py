@@ -44,6 +44,19 @@ def text_types(table_schema: pa.Schema | None) -> dict[str, pa.DataType]:
     return out
 
 
+def iso_timestamps(col: pa.ChunkedArray) -> pa.ChunkedArray:
+    """ISO 8601 text as timestamp[us, UTC]: values with a zone designator (``Z``, ``+08:00``, as
+    ``pyarrow.csv.write_csv`` and Spark write them) are converted to UTC, values without one are UTC."""
+    try:
+        return col.cast(pa.timestamp("us")).cast(pa.timestamp("us", "UTC"))
+    except pa.ArrowInvalid:
+        pass  # some values carry a zone: give every value an explicit one, then one zone-aware cast
+    text = pc.replace_substring_regex(col, r"Z$", "+00:00")
+    has_zone = pc.match_substring_regex(text, r"[+-]\d\d:?\d\d$")
+    text = pc.if_else(has_zone, text, pc.binary_join_element_wise(text, pa.scalar("+00:00"), pa.scalar("")))
+    return text.cast(pa.timestamp("us", "UTC"))
+
+
 def parse_temporal(data: pa.Table, table_schema: pa.Schema | None, options: dict[str, str]) -> pa.Table:
     """Date and timestamp columns of text files, parsed with the given formats (ISO 8601 without one)."""
     if table_schema is None:
@@ -64,8 +77,7 @@ def parse_temporal(data: pa.Table, table_schema: pa.Schema | None, options: dict
             parsed = parsed.cast(pa.timestamp("us", "UTC"))
         else:
             # ISO 8601; a value without an offset is UTC (text files carry no zone of their own)
-            parsed = col.cast(pa.timestamp("us")).cast(pa.timestamp("us", "UTC")) if pa.types.is_timestamp(t) \
-                else col.cast(pa.date32())
+            parsed = iso_timestamps(col) if pa.types.is_timestamp(t) else col.cast(pa.date32())
         parsed = parsed.cast(pa.date32()) if pa.types.is_date(t) and pa.types.is_timestamp(parsed.type) else parsed
         data = data.set_column(i, name, parsed)
     return data

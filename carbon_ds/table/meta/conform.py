@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonSchemaError
+from carbon_ds.readers.external.base import check_type
 
 
 def type_signature(t: pa.DataType) -> str:
@@ -30,7 +32,8 @@ def type_signature(t: pa.DataType) -> str:
 
 def check_schema(expected: pa.Schema, found: pa.Schema, where: str) -> None:
     """Raise CarbonSchemaError naming every column whose presence or type differs (names match
-    case-insensitively)."""
+    case-insensitively). The safe widenings ADD SEGMENT accepts are accepted here too (``check_type``:
+    int32 into a bigint column, float into double, a decimal into a wider one, any timestamp unit)."""
     have = {f.name.lower(): f for f in found}
     want = {f.name.lower() for f in expected}
     problems = []
@@ -38,7 +41,7 @@ def check_schema(expected: pa.Schema, found: pa.Schema, where: str) -> None:
         g = have.get(f.name.lower())
         if g is None:
             problems.append(f"column {f.name!r}: expected {type_signature(f.type)}, found no such column")
-        elif type_signature(f.type) != type_signature(g.type):
+        elif type_signature(f.type) != type_signature(g.type) and not check_type(g.type, f.type):
             problems.append(f"column {f.name!r}: expected {type_signature(f.type)}, found {type_signature(g.type)}")
     for g in found:
         if g.name.lower() not in want:
@@ -59,4 +62,15 @@ def conform(data: pa.Table | pa.RecordBatch, target: pa.Schema) -> pa.Table | pa
         out = pa.Table.from_arrays(arrays, names=target.names)
     if out.schema.equals(target, check_metadata=False):
         return out
-    return out.cast(target)
+    return _floor_fine_timestamps(out, target).cast(target)
+
+
+def _floor_fine_timestamps(data: pa.Table | pa.RecordBatch, target: pa.Schema) -> pa.Table | pa.RecordBatch:
+    """CarbonData keeps milliseconds: timestamps of any finer unit (pandas' nanoseconds, Spark's and
+    Arrow's microseconds) are floored to the millisecond, one rule for every unit, so no cast fails."""
+    for i, f in enumerate(target):
+        t = data.schema.field(i).type
+        if pa.types.is_timestamp(t) and pa.types.is_timestamp(f.type) and t.unit == "ns":
+            floored = pc.floor_temporal(data.column(i), unit="millisecond")
+            data = data.set_column(i, data.schema.field(i).name, floored)
+    return data

@@ -34,8 +34,11 @@ class Source:
 
 def bare_files(path: str | os.PathLike) -> tuple[Storage, str, list[tuple[str, int]]]:
     """(storage, folder, [(path, size)]) of the ``.carbondata`` files under a folder, sorted; hidden and
-    ``_`` files skipped."""
+    ``_`` files skipped. A path to one ``.carbondata`` file lists just that file."""
     storage, fs_path = Storage.for_path(path)
+    if not storage.is_dir(fs_path):  # one data file is read as it is; anything else holds none
+        is_data = fs_path.endswith(DATA_EXT) and storage.exists(fs_path)
+        return storage, fs_path, [(fs_path, storage.size(fs_path))] if is_data else []
     files = [
         (f.path, f.size)
         for f in storage.list(fs_path, recursive=True)
@@ -49,10 +52,37 @@ def _bare_schema(storage: Storage, first: str) -> pa.Schema:
         return f.schema
 
 
-def _no_data_error(path: str) -> CarbonTableError:
-    return CarbonTableError(
-        f"{path} is neither a CarbonData table (no Metadata/schema) nor a folder with .carbondata files"
-    )
+_FOREIGN = {"parquet": "parquet", "orc": "orc", "csv": "csv", "json": "json", "jsonl": "json"}
+
+
+def no_data_error(path: str | os.PathLike) -> CarbonTableError:
+    """Why ``path`` cannot be read as CarbonData, and what to do instead."""
+    text = os.fspath(path)
+    storage, fs_path = Storage.for_path(text)
+    if not storage.exists(fs_path):
+        return CarbonTableError(f"{text} does not exist")
+    if not storage.is_dir(fs_path):
+        return CarbonTableError(f"{text} is a file but not a .carbondata file; expected a table folder, a folder "
+                                "of .carbondata files or one .carbondata file")
+    listing = storage.list(fs_path, recursive=True)
+    if not listing:
+        return CarbonTableError(f"{text} is an empty folder: no CarbonData table (Metadata/schema) and no "
+                                ".carbondata files")
+    exts: dict[str, int] = {}
+    for f in listing:
+        name = basename(f.path)
+        if "." in name and not name.startswith((".", "_")):
+            ext = name.rsplit(".", 1)[-1].lower()
+            exts[ext] = exts.get(ext, 0) + 1
+    found = ", ".join(f"{n} .{e}" for e, n in sorted(exts.items(), key=lambda x: -x[1])[:5]) or "no data files"
+    foreign = [e for e in exts if e in _FOREIGN] + [e for e in exts if e == "snappy" or e.endswith("parquet")]
+    hint = ""
+    if foreign:
+        fmt = _FOREIGN.get(foreign[0], "parquet")
+        hint = (f"; to read {fmt} data use pyarrow, or add the folder to a CarbonData table without converting "
+                f"it: CarbonTable.add_segment({text!r}, format={fmt!r})")
+    return CarbonTableError(f"{text} is not a CarbonData table (no Metadata/schema) and holds no .carbondata "
+                            f"files (found {found}){hint}")
 
 
 def arrow_schema_of(path: str | os.PathLike) -> pa.Schema:
@@ -61,7 +91,7 @@ def arrow_schema_of(path: str | os.PathLike) -> pa.Schema:
         return TableHandle.open(path).schema
     storage, _folder, files = bare_files(path)
     if not files:
-        raise _no_data_error(os.fspath(path))
+        raise no_data_error(path)
     return _bare_schema(storage, files[0][0])
 
 
@@ -88,7 +118,7 @@ def open_source(path: str | os.PathLike | TableHandle, segments=None) -> Source:
         raise CarbonOptionError(f"segments={segments!r} given, but {text} has no Metadata/tablestatus")
     storage, _folder, files = bare_files(text)
     if not files:
-        raise _no_data_error(text)
+        raise no_data_error(text)
     return Source(storage, _bare_schema(storage, files[0][0]), [(p, None) for p, _ in files], text)
 
 
