@@ -13,6 +13,7 @@ from importlib import import_module
 from typing import Any
 
 from carbon_ds.errors import (
+    CarbonDependencyError,
     CarbonError,
     CarbonFormatError,
     CarbonOptionError,
@@ -37,7 +38,11 @@ _LAZY = {
     "WriterOptions": "carbon_ds.writers.carbondata",
 }
 
+# optional dependency -> the extra that installs it
+_EXTRAS = {"pyspark": "spark", "pandas": "spark", "polars": "polars", "duckdb": "duckdb"}
+
 __all__ = [
+    "CarbonDependencyError",
     "CarbonError",
     "CarbonFormatError",
     "CarbonOptionError",
@@ -52,6 +57,14 @@ def __getattr__(name: str) -> Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module 'carbon_ds' has no attribute {name!r}")
-    value = getattr(import_module(module), name)
+    try:
+        value = getattr(import_module(module), name)
+    except ModuleNotFoundError as e:
+        extra = _EXTRAS.get((e.name or "").split(".")[0])
+        if extra is None:
+            raise
+        raise CarbonDependencyError(
+            f"carbon_ds.{name} needs {e.name.split('.')[0]}, which is not installed: pip install 'carbon-ds[{extra}]'"
+        ) from e
     globals()[name] = value
     return value

@@ -12,7 +12,7 @@ from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import bind, filter_table, parse
 from carbon_ds.readers.carbondata import read_folder
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
-from carbon_ds.table.meta.options import normalize
+from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
 from carbon_ds.table.read import scan
 from carbon_ds.table.write.prepare import prepare_table
 from carbon_ds.table.write.protocol import start_load
@@ -97,7 +97,7 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", **opti
     """
     if mode not in MODES:
         raise CarbonOptionError(f"mode must be one of {', '.join(MODES)}, found {mode!r}")
-    normalize(options)
+    normalize(options, WRITE_OPTIONS, "write option")
     schema, batches = _as_reader(data)
     table, load = prepare_table(path, schema, options)
     overwrite = mode == "overwrite"

@@ -34,3 +34,7 @@ class CarbonOptionError(CarbonError, ValueError):
 
 class CarbonTableError(CarbonError):
     """A table-level operation cannot be carried out (missing table, bad state, conflict)."""
+
+
+class CarbonDependencyError(CarbonError, ImportError):
+    """An optional dependency (PySpark, Polars, DuckDB, ...) that a call needs is not installed."""

@@ -153,6 +153,20 @@ class AlterPartition:
     location: str | None = None  # ADD PARTITION ... LOCATION '<folder>'
 
 
+@dataclass
+class Unsupported:
+    """A CarbonData statement carbon-ds does not run yet (on a carbondata table it is refused clearly)."""
+
+    table: TableName
+    what: str  # e.g. "COMPACT", "ADD COLUMNS"
+
+
+# CarbonData's ALTER TABLE forms not implemented yet; on other tables they are Spark's
+_UNSUPPORTED_ALTER = re.compile(
+    r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<what>COMPACT|ADD\s+COLUMNS|DROP\s+COLUMNS|CHANGE(?:\s+COLUMN)?|"
+    r"SET\s+TBLPROPERTIES|UNSET\s+TBLPROPERTIES|RENAME\s+TO|SPLIT\s+PARTITION)\b", re.IGNORECASE)
+
+
 class _Parser:
     def __init__(self, text: str, tokens: list[Token], statement: str):
         self.text = text
@@ -486,6 +500,9 @@ def parse(text: str):
             spec = partition_spec(clause.group("body"), "ALTER TABLE ... PARTITION")
             return AlterPartition(table_name(m.group("name")), m.group("act").lower(), spec, bool(m.group("ie")),
                                   loc.group("path") if loc else None)
+        m = _UNSUPPORTED_ALTER.match(text)
+        if m is not None:
+            return Unsupported(table_name(m.group("name")), " ".join(m.group("what").upper().split()))
     if words[:2] == ["CLEAN", "FILES"]:
         return _Parser(text, tokenize(text), "CLEAN FILES").clean_files()
     if head == "INSERT":

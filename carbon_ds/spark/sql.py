@@ -22,6 +22,7 @@ from carbon_ds.ddl.parser import (
     Insert,
     ShowPartitions,
     ShowSegments,
+    Unsupported,
     UpdateRows,
     parse,
 )
@@ -285,6 +286,13 @@ def sql(spark: Any, text: str):
         return _show_partitions(spark, stmt)
     if isinstance(stmt, AlterPartition):
         return _alter_partition(spark, stmt)
+    if isinstance(stmt, Unsupported):
+        if catalog.lookup(spark, stmt.table) is None:
+            return spark.sql(text)  # not a carbondata table: Spark's statement
+        raise CarbonOptionError(
+            f"ALTER TABLE ... {stmt.what} is a CarbonData statement carbon-ds does not support yet "
+            f"(table {stmt.table}); supported: CREATE/DROP TABLE, INSERT, DELETE, UPDATE, ADD SEGMENT, "
+            "SHOW SEGMENTS, DELETE FROM TABLE ... WHERE SEGMENT, CLEAN FILES, SHOW/ADD/DROP PARTITION")
 
     if isinstance(stmt, (DeleteRows, UpdateRows)):
         # the WHERE (and SET) are Spark's: any Spark SQL predicate; the deltas are written here (docs/dml.md)

@@ -237,3 +237,22 @@ def test_append_accepts_the_documented_widenings(tmp_path):
     assert got.column("x").to_pylist() == [1.5, 2.5]
     with pytest.raises(CarbonSchemaError, match="column 'n': expected int64, found string"):
         api.write_table(pa.table({"n": ["3"], "x": [1.0]}), path)
+
+
+def test_write_option_errors_list_only_write_options(tmp_path):
+    from carbon_ds.errors import CarbonOptionError
+
+    with pytest.raises(CarbonOptionError, match=r"unknown write option 'filter' \(a read option\)") as e:
+        api.write_table(_data(0, 1), tmp_path / "t", filter="id > 1")
+    assert "segments" not in str(e.value) and "sort_columns" in str(e.value)
+
+
+def test_spark_entry_points_without_pyspark_say_how_to_install(tmp_path):
+    import subprocess
+    import sys
+
+    code = ("import sys; sys.modules['pyspark'] = None\nimport carbon_ds\n"
+            "try:\n    carbon_ds.register\nexcept carbon_ds.CarbonDependencyError as e:\n    print('MSG', e)\n")
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "MSG carbon_ds.register needs pyspark, which is not installed: pip install 'carbon-ds[spark]'" in r.stdout, \
+        r.stderr[-2000:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,8 +34,6 @@ VALID = (*READ_OPTIONS, *WRITE_OPTIONS)
 
 def _text(value: Any) -> str:
     if isinstance(value, Mapping):
-        import json
-
         return json.dumps({str(k): v for k, v in value.items()}, default=str)
     if isinstance(value, (list, tuple)):
         return ",".join(str(v) for v in value)
@@ -43,15 +42,18 @@ def _text(value: Any) -> str:
     return str(value)
 
 
-def normalize(options: Mapping[str, Any] | None) -> dict[str, str]:
-    """Lower-cased keys, string values; unknown keys raise CarbonOptionError listing the valid ones."""
+def normalize(options: Mapping[str, Any] | None, valid: tuple[str, ...] = VALID, what: str = "option") -> dict[str, str]:
+    """Lower-cased keys, string values; unknown keys raise CarbonOptionError listing the valid ones
+    (``valid``: all options for Spark, whose views share one option set between reads and writes; only the
+    write options for ``write_table``)."""
     out: dict[str, str] = {}
     for key, value in (options or {}).items():
         k = key.lower()
         if k in SPARK_OPTIONS or value is None:
             continue
-        if k not in VALID:
-            raise CarbonOptionError(f"unknown option {key!r}; valid options: {', '.join(sorted(VALID))}")
+        if k not in valid:
+            extra = " (a read option)" if k in READ_OPTIONS else ""
+            raise CarbonOptionError(f"unknown {what} {key!r}{extra}; valid {what}s: {', '.join(sorted(valid))}")
         out[k] = _text(value)
     return out
 
@@ -154,8 +156,6 @@ def _partition_spec(text: str | None) -> dict[str, Any] | None:
         return None
     text = text.strip()
     if text.startswith("{"):
-        import json
-
         try:
             spec = json.loads(text)
         except json.JSONDecodeError as e:
