@@ -10,6 +10,7 @@ import pyarrow as pa
 
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import bind, filter_table, parse
+from carbon_ds.progress import row_progress
 from carbon_ds.readers.carbondata import read_folder
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
@@ -108,7 +109,7 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", **opti
     try:
         with start_load(table, load, overwrite=overwrite, partition=load.partition,
                         dynamic=overwrite and load.partition_overwrite_mode == "dynamic") as job:
-            job.write(batches)
+            job.write(row_progress(batches, f"writing {os.fspath(path)}"))
     finally:
         if lock is not None:
             lock.release()

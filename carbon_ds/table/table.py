@@ -7,6 +7,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from carbon_ds.errors import CarbonError
 from carbon_ds.table.meta.handle import DataFile, SegmentInfo, TableHandle, resolve_columns
 from carbon_ds.table.meta.options import LoadOptions, parse_write
 from carbon_ds.table.ops import add_segment, dml, partitions
@@ -24,6 +25,20 @@ class CarbonTable(TableHandle):
     Reading: ``to_arrow``, ``count``, ``files``, ``segments``. Changing: ``load`` (a new segment),
     ``delete``/``update`` (rows), ``add_segment``, ``delete_segments``, ``clean_files``, partitions.
     """
+
+    def __repr__(self) -> str:
+        schema = self.schema
+        cols = ", ".join(f"{f.name}: {f.type}" for f in list(schema)[:6]) + (", ..." if len(schema) > 6 else "")
+        try:
+            segs = self.segments()
+            readable = sum(s.readable for s in segs)
+            rows = f"{self.count():,}"
+        except CarbonError as e:  # a damaged table still gets a repr
+            return f"CarbonTable({self.uri!r}, {len(schema)} columns [{cols}], unreadable: {e})"
+        extra = [f"sort_columns={self.sort_columns}"] if self.sort_columns else []
+        extra += [f"partition_by={self.partition_columns}"] if self.partition_columns else []
+        return (f"CarbonTable({self.uri!r}, {len(schema)} columns [{cols}], {readable} readable segment(s) "
+                f"of {len(segs)}, {rows} rows" + "".join(f", {x}" for x in extra) + ")")
 
     # ------------------------------------------------------------------ reading
     def to_arrow(self, columns: list[str] | None = None, segments: str | list | None = None) -> pa.Table:

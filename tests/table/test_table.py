@@ -256,3 +256,32 @@ def test_spark_entry_points_without_pyspark_say_how_to_install(tmp_path):
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "MSG carbon_ds.register needs pyspark, which is not installed: pip install 'carbon-ds[spark]'" in r.stdout, \
         r.stderr[-2000:]
+
+
+def test_progress_bars_show_when_asked_and_stay_quiet_otherwise(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("CARBON_DS_PROGRESS", "1")
+    api.write_table(_data(0, 50), tmp_path / "a")
+    assert "writing" in capsys.readouterr().err
+    monkeypatch.setenv("CARBON_DS_PROGRESS", "0")
+    api.write_table(_data(0, 50), tmp_path / "b")
+    assert capsys.readouterr().err == ""
+    monkeypatch.delenv("CARBON_DS_PROGRESS")
+    api.write_table(_data(0, 50), tmp_path / "c")  # not a terminal: quiet
+    assert capsys.readouterr().err == ""
+
+
+def test_repr_segment_times_and_explain_text_are_readable(tmp_path):
+    import datetime as dt
+
+    path = tmp_path / "t"
+    api.write_table(_data(0, 10), path, sort_columns="id")
+    t = CarbonTable.open(path)
+    text = repr(t)
+    assert str(path) in text and "id: int64" in text and "1 readable segment(s) of 1" in text
+    assert "10 rows" in text and "sort_columns=['id']" in text
+    seg = t.segments()[0]
+    assert isinstance(seg.load_start_time, dt.datetime) and seg.load_start_time.tzinfo is not None
+    assert abs(seg.load_start_time.timestamp() * 1000 - seg.load_start) < 1
+    report = api.explain(path, "id = 3")
+    assert report["rows"]["total"] == 10 and str(report).splitlines()[0] == f"table: {path}"
+    assert "blocklets  read" in str(report)

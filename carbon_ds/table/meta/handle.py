@@ -6,6 +6,7 @@ them that adds one short method per operation. Nothing below the facade imports 
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 from dataclasses import dataclass
 
@@ -35,6 +36,26 @@ class SegmentInfo:
     path: str | None  # external folder of an added segment, else None
     segment_file: str | None
     readable: bool
+
+    @property
+    def load_start_time(self) -> dt.datetime | None:
+        """When the load started, as an aware UTC datetime (``load_start`` is epoch milliseconds)."""
+        return _datetime(self.load_start)
+
+    @property
+    def load_end_time(self) -> dt.datetime | None:
+        """When the load was committed, as an aware UTC datetime."""
+        return _datetime(self.load_end)
+
+    def __repr__(self) -> str:
+        start = self.load_start_time.isoformat(sep=" ", timespec="seconds") if self.load_start else None
+        where = f", path={self.path!r}" if self.path else ""
+        return (f"SegmentInfo(id={self.id!r}, status={self.status!r}, format={self.file_format!r}, "
+                f"load_start={start!r}, data_size={self.data_size}{where})")
+
+
+def _datetime(epoch_ms: int | None) -> dt.datetime | None:
+    return None if epoch_ms is None else dt.datetime.fromtimestamp(epoch_ms / 1000, dt.UTC)
 
 
 @dataclass(frozen=True)

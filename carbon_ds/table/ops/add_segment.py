@@ -27,6 +27,7 @@ import pyarrow.compute as pc
 from carbon_ds.ddl.types import arrow_type
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonSchemaError, CarbonTableError
 from carbon_ds.fs import Storage, basename, dirname, norm_path
+from carbon_ds.progress import progress
 from carbon_ds.readers import external as ext
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.table.meta import segment_file as segfiles
@@ -320,7 +321,7 @@ def add_segment(table: TableHandle, path: str, format: str | None = "carbondata"
             except (pa.ArrowException, ValueError) as e:
                 report.problems.append(f"folder {storage.uri(folder)}: partition value {c}={raw} is not a "
                                        f"{schema.field(c).type}: {e}")
-        for p, size in files:
+        for p, size in progress(files, f"checking {fmt} files of {basename(folder) or folder}", unit=" files"):
             checks.append(check_file(storage, p, size, fmt, opts, schema, pcols, parts))
         report.segments.append(PlannedSegment(folder, parts, checks))
     if not report.files:

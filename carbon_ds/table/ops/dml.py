@@ -27,6 +27,7 @@ from carbon_ds.errors import CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, filter_table
 from carbon_ds.expressions.values import SqlExpr, apply_set
 from carbon_ds.fs import Storage, dirname, norm_path
+from carbon_ds.progress import progress
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus as ts
@@ -64,7 +65,7 @@ def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
     cols = list(schema.names) if want_data else (sorted(expr.columns()) or [schema.names[0]])
     need_schema = pa.schema([schema.field(n) for n in cols])
     out = []
-    for piece in plan.pieces:
+    for piece in progress(plan.pieces, "finding rows", unit=" files", min_items=8):
         fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
         if fd is not None and fd.marked:
             continue

@@ -24,6 +24,7 @@ from datetime import datetime
 
 from carbon_ds.errors import CarbonFormatError, CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, basename, dirname, is_inside, norm_path
+from carbon_ds.progress import progress
 from carbon_ds.table.meta import deltas
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta import tablestatus as ts
@@ -358,7 +359,7 @@ def clean_files(
             if not files:
                 continue
             vacated.update(dirname(f) for f in files)
-            for f in files:
+            for f in progress(files, f"CLEAN FILES: segment {e.name}", unit=" files", min_items=50):
                 if force:
                     storage.delete(f)
                 else:

@@ -193,13 +193,20 @@ def _deletes(source: Source) -> Deletes | None:
     return source.table.deletes() if source.table is not None else None
 
 
-def explain(path, filter=None, segments=None) -> dict:
+class ExplainReport(dict):
+    """What ``explain`` returns: a dict (``report["blocklets"]["skipped"]``) that prints as a table."""
+
+    def __str__(self) -> str:
+        return "\n".join(format_explain(self))
+
+
+def explain(path, filter=None, segments=None) -> ExplainReport:
     """What a filtered read would touch: units read vs skipped at each level (no data page is decoded)."""
     source = open_source(path, segments)
     expr = pruning.as_expr(filter, source.schema)
     p = plan(source, expr)
     pruning.count_pages(source.storage, p.pieces, expr, p.counts)
-    out = {"path": source.uri, "filter": str(expr), **p.counts.as_dict()}
+    out = ExplainReport({"path": source.uri, "filter": str(expr), **p.counts.as_dict()})
     if source.table is None:
         out["segments"] = None
     return out

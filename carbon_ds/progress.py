@@ -1,0 +1,47 @@
+"""Progress bars for long pure-Python work (writes, ADD SEGMENT checks, CLEAN FILES, DELETE/UPDATE scans).
+
+A bar shows only on a terminal (tqdm's own test of stderr); ``CARBON_DS_PROGRESS=0`` in the environment or
+``carbon_ds.progress.enabled = False`` turns bars off everywhere, ``=1`` forces them on.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from typing import TypeVar
+
+from tqdm.auto import tqdm
+
+T = TypeVar("T")
+
+enabled: bool | None = None  # None: on a terminal only
+
+
+def _disable() -> bool | None:
+    env = os.environ.get("CARBON_DS_PROGRESS", "").strip().lower()
+    if enabled is False or env in ("0", "false", "no", "off"):
+        return True
+    if enabled is True or env in ("1", "true", "yes", "on"):
+        return False
+    return None  # tqdm: off when stderr is not a terminal
+
+
+def progress(items: Iterable[T], desc: str, total: int | None = None, unit: str = "it",
+             min_items: int = 2) -> Iterator[T]:
+    """``items`` with a progress bar named ``desc``; short runs (fewer than ``min_items``) show none."""
+    if total is None and hasattr(items, "__len__"):
+        total = len(items)  # type: ignore[arg-type]
+    if total is not None and total < min_items:
+        yield from items
+        return
+    with tqdm(items, desc=desc, total=total, unit=unit, disable=_disable(), leave=False, dynamic_ncols=True) as bar:
+        yield from bar
+
+
+def row_progress(batches: Iterable[T], desc: str) -> Iterator[T]:
+    """Batches (Arrow tables or record batches) with a bar counting their rows."""
+    disable = _disable()
+    with tqdm(desc=desc, unit=" rows", unit_scale=True, disable=disable, leave=False, dynamic_ncols=True) as bar:
+        for b in batches:
+            yield b
+            bar.update(getattr(b, "num_rows", 0))
