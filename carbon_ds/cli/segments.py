@@ -1,10 +1,12 @@
-"""`carbon-ds` subcommands for segment management: show-segments, delete-segment, clean-files, add-segment."""
+"""`carbon-ds` subcommands for segment management: show-segments, delete-segment, clean-files, add-segment,
+unlock."""
 
 from __future__ import annotations
 
 import argparse
 
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.table.meta.locks import remove_locks
 from carbon_ds.table.table import CarbonTable
 
 
@@ -24,6 +26,17 @@ def _delete(args: argparse.Namespace) -> int:
     else:
         ids = table.delete_segments_before(args.before)
     print(f"marked for delete: {', '.join(ids)} (run clean-files to remove their files)")
+    return 0
+
+
+def _unlock(args: argparse.Namespace) -> int:
+    table = _open(args.table)
+    removed = remove_locks(table.storage, table.path, force=args.force)
+    for line in removed:
+        print(f"removed {line}")
+    if not removed:
+        print("no lock of a crashed writer found" + ("" if args.force else
+              " (a lock of another host cannot be judged from here: --force removes every lock)"))
     return 0
 
 
@@ -78,6 +91,11 @@ def add_commands(sub) -> None:
     clean.add_argument("--force", action="store_true", help="delete at once and empty the trash (not recoverable)")
     clean.add_argument("--retention-days", type=float, default=None, help="trash retention in days (default 7)")
     clean.set_defaults(func=_clean)
+    unlock = sub.add_parser("unlock", help="remove lock files left by crashed writers")
+    unlock.add_argument("table", help="table folder or URI")
+    unlock.add_argument("--force", action="store_true",
+                        help="remove every lock file, even one a live writer on another host may hold")
+    unlock.set_defaults(func=_unlock)
 
     add = sub.add_parser("add-segment", help="register an existing folder of files as a new segment")
     add.add_argument("table", help="table folder or URI")

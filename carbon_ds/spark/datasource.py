@@ -290,7 +290,7 @@ class CarbonArrowWriter(DataSourceArrowWriter):
         self.lock_token = None
         if overwrite:
             operation = "INSERT OVERWRITE" + (" PARTITION" if load_options.partition else "") + " (Spark)"
-            self.lock_token = table.update_lock(operation).token
+            self.lock_token = table.update_lock(operation, pid_bound=False).token
         try:
             load = start_load(table, load_options, overwrite=overwrite, partition=load_options.partition,
                               dynamic=overwrite and load_options.partition_overwrite_mode == "dynamic")

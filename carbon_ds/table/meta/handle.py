@@ -132,9 +132,10 @@ class TableHandle:
         """The tablestatus lock (``with table.lock(): ...`` around a read-modify-write of tablestatus)."""
         return TableLock(self.storage, self.path, **kwargs)
 
-    def update_lock(self, operation: str, timeout: float = 0.0) -> TableLock:
-        """The held update lock (UPDATE, DELETE and overwrites never run at once); see meta.locks.update_lock."""
-        return update_lock(self.storage, self.path, operation, timeout)
+    def update_lock(self, operation: str, timeout: float = 0.0, pid_bound: bool = True) -> TableLock:
+        """The held update lock (UPDATE, DELETE and overwrites never run at once); see meta.locks.update_lock.
+        ``pid_bound=False`` for a lock another process releases (it then waits for its lease to expire)."""
+        return update_lock(self.storage, self.path, operation, timeout, pid_bound)
 
     # ------------------------------------------------------------------ construction
     @staticmethod

@@ -48,6 +48,7 @@ class TableLock:
         timeout: float = DEFAULT_TIMEOUT_S,
         stale_after: float = DEFAULT_STALE_AFTER_S,
         operation: str | None = None,
+        pid_bound: bool = True,
     ):
         self.storage = storage
         self.path = lock_path(storage, table_path, name)
@@ -56,19 +57,29 @@ class TableLock:
         self.token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex}"
         self.held = False
         self.operation = operation  # recorded in the file, so a refused writer learns who holds the lock
+        # A pid-bound lock is broken as soon as its process is gone (same host); a lock handed between
+        # processes (Spark's driver-side writer, committed by another worker) waits for its lease instead.
+        self.pid_bound = pid_bound
 
     def _content(self) -> bytes:
-        info = {"owner": self.token, "time": time.time_ns() // 1_000_000}
+        info = {"owner": self.token, "time": time.time_ns() // 1_000_000, "host": socket.gethostname()}
+        if self.pid_bound:
+            info["pid"] = os.getpid()
         if self.operation:
             info["operation"] = self.operation
         return json.dumps(info).encode()
 
-    def holder(self) -> str | None:
-        """The operation recorded by whoever holds the lock now (None: free, or not recorded)."""
+    def _info(self) -> dict | None:
         try:
-            return str(json.loads(self.storage.read_text(self.path)).get("operation") or "") or None
-        except (FileNotFoundError, ValueError, AttributeError, OSError):
+            info = json.loads(self.storage.read_text(self.path))
+            return info if isinstance(info, dict) else None
+        except (FileNotFoundError, ValueError, OSError):
             return None
+
+    def holder(self) -> str | None:
+        """Who holds the lock now: operation, host, pid and since when (None: free, or not recorded)."""
+        info = self._info()
+        return describe_holder(info) if info else None
 
     def _read_existing(self) -> tuple[str, int] | None:
         try:
@@ -92,16 +103,18 @@ class TableLock:
                 self.held = True
                 return
             existing = self._read_existing()
-            if existing is not None and time.time() * 1000 - existing[1] > self.stale_after * 1000:
+            if existing is not None and (time.time() * 1000 - existing[1] > self.stale_after * 1000
+                                         or holder_is_gone(self._info())):
                 # Only break the very lock we judged stale: someone may have replaced it meanwhile.
                 if self._read_existing() == existing:
                     self.storage.delete(self.path)
                 continue
             if time.monotonic() > deadline:
-                owner = existing[0] if existing else "unknown"
+                info = self._info()
+                owner = describe_holder(info) if info else (existing[0] if existing else "unknown")
                 raise CarbonTableError(
                     f"could not take lock {self.storage.uri(self.path)} within {self.timeout:.0f}s: "
-                    f"held by {owner!r}; delete the file if that process is gone"
+                    f"held by {owner}; if that process is gone, 'carbon-ds unlock <table>' removes the lock"
                 )
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
@@ -126,7 +139,67 @@ class TableLock:
         self.release()
 
 
-def update_lock(storage: Storage, table_path: str, operation: str, timeout: float = 0.0) -> TableLock:
+def describe_holder(info: dict) -> str:
+    """``DELETE (host h, pid 12, since 2026-11-23 10:00:00 UTC)`` from a lock file's content."""
+    parts = [f"host {info['host']}"] if info.get("host") else []
+    if info.get("pid") is not None:
+        parts.append(f"pid {info['pid']}")
+    if isinstance(info.get("time"), int):
+        since = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(info["time"] / 1000))
+        parts.append(f"since {since} UTC")
+    what = str(info.get("operation") or "a writer")
+    return f"{what} ({', '.join(parts)})" if parts else what
+
+
+def holder_is_gone(info: dict | None) -> bool:
+    """Whether a lock's holder is provably dead: a pid-bound lock of this host whose process is gone."""
+    if not info or info.get("host") != socket.gethostname() or not isinstance(info.get("pid"), int):
+        return False
+    try:
+        os.kill(info["pid"], 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OSError):
+        return False  # it exists (another user's) or cannot be told: assume alive
+    return False
+
+
+def stale_locks(storage: Storage, table_path: str) -> list[tuple[str, str]]:
+    """(lock path, holder) of every lock file whose holder is provably gone."""
+    out = []
+    for f in storage.list(Storage.join(table_path, "LockFiles")):
+        if not f.path.endswith(".lock"):
+            continue
+        try:
+            info = json.loads(storage.read_text(f.path))
+        except (FileNotFoundError, ValueError, OSError):
+            continue
+        if isinstance(info, dict) and holder_is_gone(info):
+            out.append((f.path, describe_holder(info)))
+    return out
+
+
+def remove_locks(storage: Storage, table_path: str, force: bool = False) -> list[str]:
+    """Remove the locks whose holder is gone (``force``: every lock file, whoever holds it). Returns the
+    removed lock files with their holders."""
+    if force:
+        found = []
+        for f in storage.list(Storage.join(table_path, "LockFiles")):
+            if f.path.endswith(".lock"):
+                try:
+                    info = json.loads(storage.read_text(f.path))
+                except (FileNotFoundError, ValueError, OSError):
+                    info = {}
+                found.append((f.path, describe_holder(info) if isinstance(info, dict) else "unknown"))
+    else:
+        found = stale_locks(storage, table_path)
+    for path, _holder in found:
+        storage.delete(path)
+    return [f"{storage.uri(p)} ({h})" for p, h in found]
+
+
+def update_lock(storage: Storage, table_path: str, operation: str, timeout: float = 0.0,
+                pid_bound: bool = True) -> TableLock:
     """Take ``LockFiles/update.lock`` (held on return; use it with ``with``) or fail clearly: UPDATE, DELETE
     and overwrites (whole table or partitions, Python and Spark) never run concurrently on one table.
 
@@ -134,15 +207,15 @@ def update_lock(storage: Storage, table_path: str, operation: str, timeout: floa
         CarbonTableError: another operation holds the lock; the message names the lock file and it.
     """
     lock = TableLock(storage, table_path, UPDATE_LOCK, timeout=timeout, stale_after=UPDATE_LOCK_STALE_S,
-                     operation=operation)
+                     operation=operation, pid_bound=pid_bound)
     try:
         lock.acquire()
-    except CarbonTableError as e:
+    except CarbonTableError:
         holder = lock.holder()
         raise CarbonTableError(
             f"{operation} on table {storage.uri(table_path)} refused: another UPDATE/DELETE/overwrite "
-            f"({holder or 'operation not recorded'}) holds the update lock {storage.uri(lock.path)} ({e}); "
-            "retry when it has finished"
+            f"({holder or 'operation not recorded'}) holds the update lock {storage.uri(lock.path)}; "
+            "retry when it has finished, or 'carbon-ds unlock' if that process is gone"
         ) from None
     return lock
 

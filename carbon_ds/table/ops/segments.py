@@ -29,7 +29,7 @@ from carbon_ds.table.meta import deltas
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle, int_or_none
-from carbon_ds.table.meta.locks import UPDATE_LOCK, UPDATE_LOCK_STALE_S, TableLock
+from carbon_ds.table.meta.locks import UPDATE_LOCK, UPDATE_LOCK_STALE_S, TableLock, remove_locks
 from carbon_ds.table.meta.naming import COLUMNAR, INDEX_EXT, is_columnar, owned_by_index
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops.leftovers import external_folders, leftovers, partition_dirs
@@ -266,6 +266,7 @@ class CleanResult:
     # or never-committed loads and of dropped/overwritten partition folders, superseded delta/status files.
     leftovers: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # what was not swept, and why
+    unlocked: list[str] = field(default_factory=list)  # lock files of processes that are gone
 
     def rows(self) -> list[tuple[str, str]]:
         out = [(i, "moved to trash") for i in self.trashed]
@@ -274,6 +275,7 @@ class CleanResult:
         out += [(f, "trash folder expired") for f in self.expired_trash]
         out += [(f, "leftover removed") for f in self.leftovers]
         out += [(f, "skipped") for f in self.skipped]
+        out += [(f, "stale lock removed") for f in self.unlocked]
         return out
 
 
@@ -346,6 +348,8 @@ def clean_files(
     storage = table.storage
     result = CleanResult()
     trash_run = Storage.join(trash_dir(table), str(now))
+    # locks of crashed writers on this host first: a dead writer's update lock would block the sweep
+    result.unlocked = remove_locks(storage, table.path)
     with table.lock():
         entries = table.load_details()
         victims = [e for e in entries if e.status in _CLEANABLE]
