@@ -19,7 +19,8 @@ from carbon_ds.errors import CarbonOptionError, CarbonSchemaError
 from carbon_ds.fs import Storage, norm_path
 
 DEFAULT_PARTITION = "__HIVE_DEFAULT_PARTITION__"
-_ESCAPED = set('"#%\'*/:=?\\{[]^') | {chr(c) for c in range(1, 32)} | {"\x7f"}
+_ESCAPED = set('"#%\'*/:=?\\{[]^') | {chr(c) for c in range(0, 32)} | {"\x7f"}
+MAX_COMPONENT_BYTES = 255  # the longest file name local file systems and HDFS accept
 
 
 def escape(text: str) -> str:
@@ -55,8 +56,17 @@ def value_text(value, arrow_type: pa.DataType) -> str | None:
 
 
 def component(column: str, text: str | None) -> str:
-    """One folder name, ``col=value`` (``col=__HIVE_DEFAULT_PARTITION__`` for null or empty)."""
-    return f"{escape(column.lower())}={DEFAULT_PARTITION if text is None or text == '' else escape(text)}"
+    """One folder name, ``col=value`` (``col=__HIVE_DEFAULT_PARTITION__`` for null or empty).
+
+    Raises:
+        CarbonSchemaError: the escaped name is longer than a file system accepts.
+    """
+    name = f"{escape(column.lower())}={DEFAULT_PARTITION if text is None or text == '' else escape(text)}"
+    if len(name.encode("utf-8")) > MAX_COMPONENT_BYTES:
+        raise CarbonSchemaError(
+            f"partition value of column {column!r} is too long for a folder name: {len(name.encode('utf-8'))} "
+            f"bytes escaped, at most {MAX_COMPONENT_BYTES} (value starts {text[:40]!r})")
+    return name
 
 
 def parse_component(name: str) -> tuple[str, str | None]:

@@ -88,6 +88,9 @@ def arrow_type(node: ColumnNode) -> pa.DataType:
     if dt == DataType.DECIMAL:
         precision = c.precision if c.precision and c.precision > 0 else 38
         scale = c.scale if c.scale and c.scale > 0 else 0
+        if not 0 <= scale <= precision <= 38:
+            raise CarbonSchemaError(f"column {c.column_name!r}: DECIMAL({c.precision},{c.scale}) in the schema is "
+                                    "not a valid decimal (precision 1..38, scale 0..precision)")
         return pa.decimal128(precision, scale)
     if dt == DataType.ARRAY:
         if len(node.children) != 1:
@@ -132,6 +135,10 @@ def carbon_type(t: pa.DataType, name: str) -> DataType:
         (pa.types.is_struct, DataType.STRUCT),
     ):
         if check(t):
+            if dt == DataType.DECIMAL and t.precision > 38:
+                raise CarbonSchemaError(
+                    f"column {name!r}: {t} has precision {t.precision}; CarbonData decimals hold at most 38 digits "
+                    "(cast the column to decimal128(38, s) or narrower)")
             return dt
     if pa.types.is_list(t) or pa.types.is_large_list(t):
         return DataType.ARRAY

@@ -211,3 +211,55 @@ def test_sql_partitioned_table(spark):
     got = sorted(r.id for r in carbon_ds.read(spark, path, filter="day >= 20211123").collect())
     assert got == [2]
     sql("DROP TABLE ptab")
+
+
+def test_empty_and_default_marker_partition_values_match_filters_like_spark(tmp_path):
+    path = str(tmp_path / "t")
+    data = pa.table({"id": pa.array([1, 2, 3, 4], pa.int64()),
+                     "p": pa.array(["", None, "__HIVE_DEFAULT_PARTITION__", "x"], pa.string())})
+    write_table(data, path, partition_by="p")
+
+    def ids(where):
+        return sorted(read_table(path, filter=where).column("id").to_pylist())
+
+    # Spark's three-valued logic on the stored values: '' and the literal are strings, None is null
+    assert ids("p = ''") == [1]
+    assert ids("p <> 'x'") == [1, 3]
+    assert ids("p = '__HIVE_DEFAULT_PARTITION__'") == [3]
+    assert ids("p IS NULL") == [2]
+    assert CarbonTable.open(path).delete("p = ''") == 1
+    assert sorted(read_table(path).column("id").to_pylist()) == [2, 3, 4]
+
+
+def test_add_segment_refuses_folders_inside_or_around_the_table(tmp_path):
+    path = tmp_path / "t"
+    write_table(pa.table({"id": pa.array([1], pa.int64()), "p": ["a"]}), str(path))
+    t = CarbonTable.open(path)
+    with pytest.raises(CarbonTableError, match="lies inside table"):
+        t.add_segment(str(path / "Fact" / "Part0" / "Segment_0"))
+    with pytest.raises(CarbonTableError, match="contains table"):
+        t.add_segment(str(tmp_path))
+    assert read_table(str(path)).num_rows == 1
+
+
+def test_an_empty_where_is_an_error_not_every_row(tmp_path):
+    path = str(tmp_path / "t")
+    write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), path)
+    with pytest.raises(CarbonTableError, match="empty WHERE"):
+        CarbonTable.open(path).delete("  ")
+    assert read_table(path).num_rows == 2
+
+
+def test_hostile_partition_values_give_clear_errors_or_round_trip(tmp_path):
+    path = str(tmp_path / "t")
+    write_table(pa.table({"id": pa.array([1], pa.int64()), "p": ["a\x00b"]}), path, partition_by="p")
+    assert read_table(path, filter="p = 'a\x00b'").column("id").to_pylist() == [1]
+    assert any("%00" in d for d in os.listdir(path))
+    with pytest.raises(CarbonSchemaError, match="partition value of column 'p' is too long for a folder name"):
+        write_table(pa.table({"id": pa.array([2], pa.int64()), "p": ["x" * 10_000]}), path)
+    assert read_table(path).num_rows == 1
+
+
+def test_decimal_wider_than_38_digits_is_refused_by_name(tmp_path):
+    with pytest.raises(CarbonSchemaError, match="column 'd': decimal256.* at most 38 digits"):
+        write_table(pa.table({"d": pa.array([1], pa.decimal256(40, 2))}), str(tmp_path / "t"))

@@ -151,7 +151,7 @@ def test_held_update_lock_makes_overwrite_fail_fast(tmp_path):
     t = CarbonTable.open(path)
     lock = t.update_lock("DELETE")
     try:
-        with pytest.raises(CarbonTableError, match=r"INSERT OVERWRITE.*refused: another UPDATE/DELETE/overwrite \(DELETE\) holds the update lock .*update\.lock"):
+        with pytest.raises(CarbonTableError, match=r"INSERT OVERWRITE.*refused: another UPDATE/DELETE/overwrite \(DELETE \(host .*\)\) holds the update lock .*update\.lock"):
             write_table(_data([3], [1], [1]), path, mode="overwrite")
         with pytest.raises(CarbonTableError, match="INSERT OVERWRITE PARTITION"):
             write_table(_data([3], [1], [1]), path, mode="overwrite", partition={"day": 1})
@@ -200,7 +200,7 @@ def test_spark_add_partition_delete_update_and_overwrite_lock(spark, tmp_path):
     t = CarbonTable.open(path)
     lock = t.update_lock("UPDATE")
     try:
-        with pytest.raises(Exception, match=r"refused: another UPDATE/DELETE/overwrite \(UPDATE\) holds the update lock"):
+        with pytest.raises(Exception, match=r"refused: another UPDATE/DELETE/overwrite \(UPDATE \(host .*\)\) holds the update lock"):
             run(spark, "INSERT OVERWRITE TABLE pmore PARTITION (day = 9) SELECT 7, 'q'")
     finally:
         lock.release()

@@ -26,7 +26,7 @@ import pyarrow.compute as pc
 
 from carbon_ds.ddl.types import arrow_type
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonSchemaError, CarbonTableError
-from carbon_ds.fs import Storage, basename, dirname, norm_path
+from carbon_ds.fs import Storage, basename, dirname, is_inside, norm_path
 from carbon_ds.progress import progress
 from carbon_ds.readers import external as ext
 from carbon_ds.readers.carbondata import CarbonDataFile
@@ -286,6 +286,11 @@ def add_segment(table: TableHandle, path: str, format: str | None = "carbondata"
         raise CarbonTableError(f"add segment: path {storage.uri(root)} does not exist")
     if not storage.is_dir(root):
         raise CarbonTableError(f"add segment: path {storage.uri(root)} is a file; expected the folder holding the data")
+    if is_inside(root, table.path) or is_inside(table.path, root):
+        # its files would be read twice (as table files and as the segment) and cleaned with the table's
+        where = "lies inside" if is_inside(root, table.path) else "contains"
+        raise CarbonTableError(f"add segment: path {storage.uri(root)} {where} table {table.uri}; "
+                               "expected a folder outside the table")
     pcols = table.partition_columns
     schema = table.schema
     if pcols:

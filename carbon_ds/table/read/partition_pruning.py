@@ -21,7 +21,11 @@ def partition_stats(values: dict[str, str | None], schema: pa.Schema):
         if f is None:
             continue
         if text is None:
-            stats[col] = ColumnStats(min=None, max=None, null_count=1, row_count=1)
+            # Hive's default folder holds nulls, but a string column's '' and the literal
+            # __HIVE_DEFAULT_PARTITION__ land there too (the data files keep the real values): only a
+            # non-string column's default folder is known to hold nulls alone
+            if not (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)):
+                stats[col] = ColumnStats(min=None, max=None, null_count=1, row_count=1)
             continue
         v = typed_value(text, f.type)
         if v is not None and not pa.types.is_timestamp(f.type):
