@@ -32,6 +32,7 @@ _LAZY = {
     "write_table": "carbon_ds.api",
     "CarbonTable": "carbon_ds.table.table",
     "sql": "carbon_ds.spark.sql",
+    "optimize": "carbon_ds.spark.query",
     "SqlExpr": "carbon_ds.expressions.values",
     "CarbonDataFile": "carbon_ds.readers.carbondata",
     "CarbonWriter": "carbon_ds.writers.carbondata",

@@ -1,8 +1,10 @@
 """The Spark data source ``carbondata`` (Spark 4 Python Data Source API, Arrow in and out).
 
 Reads: one input partition per data file of every readable segment (large files split into groups of
-blocklets). Spark never pushes a projection to Python sources, so columns are only pruned when the user
-gives ``.schema(...)``; batches are cast to exactly the declared schema, as Spark requires.
+blocklets). Spark never pushes a projection to Python sources, so columns are only pruned when the
+relation declares them with ``.schema(...)`` (the user, or carbon_ds.spark.query for them); batches are
+cast to exactly the declared schema, as Spark requires. A relation declaring no column yields column-less
+batches that carry the row count (``count(*)``), taken from the index files when it has no filter.
 
 Writes: ``writer()`` runs once per write, before any task: it creates the table if needed and reserves the
 new segment ("In Progress"); the reservation travels to the tasks inside the pickled writer. Each task
@@ -40,11 +42,13 @@ from carbon_ds.table.meta.options import normalize
 from carbon_ds.table.ops.dml import POSITION_FIELDS, POSITION_NAMES, position_tables
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.scan import Source, arrow_schema_of, open_source, partition_pruned
+from carbon_ds.table.read.scan import count as count_rows
 from carbon_ds.table.write.load import TaskResult
 from carbon_ds.table.write.prepare import prepare_table
 from carbon_ds.table.write.protocol import load_for, start_load
 
 SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several partitions
+COUNT_BATCH_ROWS = 1 << 20  # rows per column-less batch of a rows-only read
 PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -118,6 +122,14 @@ class CarbonPartition(InputPartition):
         self.fingerprint = fingerprint
 
 
+class CarbonCountPartition(InputPartition):
+    """The one partition of a rows-only read (no column, no filter): the row count is taken when the task
+    runs, from the index files, so a kept DataFrame or a reused plan still counts the current table."""
+
+    def __init__(self) -> None:
+        super().__init__(0)
+
+
 class CarbonReader(DataSourceReader):
     """The reader Spark gets on every PySpark release so far: it does NOT implement ``pushFilters``.
 
@@ -163,12 +175,23 @@ class CarbonReader(DataSourceReader):
         pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
         return source.storage, pieces, fingerprint
 
+    def _rows_only(self) -> bool:
+        """A relation declared with no column at all (``.schema(StructType([]))``, e.g. the rewrite of
+        ``count(*)`` in carbon_ds.spark.query): Spark needs only how many rows there are."""
+        return not self.target.names and not self.filter and not self.positions
+
     def partitions(self) -> list[InputPartition]:
+        if self._rows_only():
+            return [CarbonCountPartition()]
         _storage, pieces, fingerprint = self._plan()
         n = max(1, len(pieces))
         return [CarbonPartition(i, n, tuple(pieces[i : i + 1]), fingerprint) for i in range(n)]
 
-    def read(self, partition: CarbonPartition) -> Iterator[pa.RecordBatch]:
+    def read(self, partition: CarbonPartition | CarbonCountPartition) -> Iterator[pa.RecordBatch]:
+        if isinstance(partition, CarbonCountPartition):
+            # index row counts less deleted rows (CarbonTable.count): no data page is opened
+            yield from _column_less(count_rows(self.path, None, self.segments))
+            return
         pieces = partition.pieces
         if partition.fingerprint is not None:
             if _fingerprint(TableHandle.open(self.path)) != partition.fingerprint:
@@ -192,7 +215,8 @@ class CarbonReader(DataSourceReader):
         )
         for table in tables:
             for b in table.to_batches():
-                yield conform(b, self.target)
+                # no declared column: keep the row count (conform would rebuild a batch of 0 rows)
+                yield conform(b, self.target) if self.target.names else b.select([])
 
 
 class CarbonPushdownReader(CarbonReader):
@@ -236,6 +260,15 @@ def pushdown_is_safe(version: str) -> bool:
         digits = "".join(ch for ch in part if ch.isdigit())
         nums.append(int(digits) if digits else 0)
     return tuple(nums) >= PUSHDOWN_SAFE_FROM
+
+
+def _column_less(rows: int) -> Iterator[pa.RecordBatch]:
+    """Batches with no column holding ``rows`` rows in all: Spark counts their rows. A batch built from
+    no arrays has 0 rows, so each one is a null column's batch with that column dropped."""
+    while rows > 0:
+        n = min(rows, COUNT_BATCH_ROWS)
+        yield pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([])
+        rows -= n
 
 
 def _sizes(source: Source) -> list[tuple[str, int]]:

@@ -31,6 +31,7 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, is_inside
 from carbon_ds.spark import catalog
 from carbon_ds.spark.dml import run_row_dml
+from carbon_ds.spark.query import run as run_query
 from carbon_ds.spark.session import register
 from carbon_ds.table.meta.conform import check_schema
 from carbon_ds.table.meta.options import split_list
@@ -255,7 +256,8 @@ def _alter_partition(spark: Any, stmt: AlterPartition):
 
 
 def sql(spark: Any, text: str):
-    """Run one statement; CarbonData statements here, the rest through ``spark.sql``. Returns a DataFrame."""
+    """Run one statement; CarbonData statements here, the rest through ``spark.sql`` (queries and INSERT ...
+    SELECT first rewritten to read only what they need: carbon_ds.spark.query). Returns a DataFrame."""
     if not isinstance(text, str) or not text.strip():
         raise CarbonOptionError(f"sql() needs a statement, found {text!r}")
     text = text.strip().rstrip(";").strip()
@@ -267,7 +269,8 @@ def sql(spark: Any, text: str):
         else:
             raise
     if stmt is None:
-        return spark.sql(text)
+        # queries and INSERT ... SELECT read only the columns and rows they need (docs/sql.md)
+        return run_query(spark, text)
     _registered(spark)
     if isinstance(stmt, CreateTable):
         return _create(spark, stmt)
@@ -300,6 +303,6 @@ def sql(spark: Any, text: str):
         return spark.createDataFrame([(n,)], "num_affected_rows long")
     if isinstance(stmt, Insert):
         out = _insert(spark, stmt, text)
-        return spark.sql(text) if out is None else out
+        return run_query(spark, text) if out is None else out
     raise AssertionError(f"unhandled statement {stmt!r}")  # pragma: no cover
 

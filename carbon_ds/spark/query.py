@@ -1,0 +1,325 @@
+"""Spark queries over carbondata relations that read only what they need.
+
+Spark pushes neither a projection nor (on PySpark 4.1-4.3, safely) a filter into a Python data source, so
+``SELECT a FROM t WHERE b = 5`` over a carbondata view decodes every column of every row. Spark's
+optimizer does know what each relation occurrence needs; carbon_ds.spark.plan_walk reads that from the
+optimized plan. Here every carbondata occurrence of the *analyzed* plan is replaced by a drop-in node:
+
+    Project([Alias(fresh.col or NULL, name)(old exprId, ...) for each old column], fresh relation)
+
+The fresh relation is a new ``spark.read.format("carbondata")`` load declaring only the needed columns
+(its ``.schema``) and carrying the translated predicates as its ``filter`` option, so the reader decodes
+only those columns of the blocklets and pages that can match. The node keeps the old output attributes,
+so nothing above it changes, and Spark analyzes and optimizes the rewritten plan as usual.
+
+Why the answer is the same: the optimized plan O is equivalent to the analyzed plan P for any contents
+of the relations. O reads only the needed columns of each occurrence, and the occurrence's rows reach
+nothing but the Filters the predicates come from (which Spark still evaluates). Replacing a relation by
+"the rows where a weaker predicate holds, unneeded columns NULL" therefore leaves O's answer, hence P's,
+unchanged. Every new relation is a fresh load: it shares no reader or partition list with any other
+query, which is what keeps repeated queries on one view correct (see datasource.pushdown_is_safe).
+
+What passes through unchanged (``rewrite`` returns None): commands other than INSERT ... SELECT into a
+data source (DDL, CACHE, EXPLAIN, ...), plans that read cached data, statements with no carbondata
+relation, and Spark Connect sessions (no JVM to ask).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+from py4j.java_gateway import is_instance_of
+from pyspark.sql.classic.dataframe import DataFrame
+from pyspark.sql.types import StructType
+
+from carbon_ds.errors import CarbonError, CarbonOptionError
+from carbon_ds.spark.catalyst import field_kind, node_name, scala_object, to_list
+from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
+from carbon_ds.table.read.pruning import as_expr
+from carbon_ds.table.read.scan import arrow_schema_of
+
+__all__ = ["CONF_REWRITE", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
+
+CONF_REWRITE = "carbon_ds.sql.rewrite"
+"""Spark conf: ``false`` makes ``carbon_ds.sql`` pass queries to ``spark.sql`` unchanged."""
+
+# Write commands whose query may be rewritten: their target is a field, not a child, so it stays as is.
+WRITE_ROOTS = frozenset({"AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
+                         "InsertIntoHadoopFsRelationCommand"})
+# First keywords of the statements worth analyzing (anything else is a command: not rewritten).
+QUERY_KEYWORDS = frozenset({"SELECT", "WITH", "INSERT", "FROM", "TABLE"})
+_COMMAND = "org.apache.spark.sql.catalyst.plans.logical.Command"
+# Cheapest columns to decode when rows must be read without any column (ties: the first column).
+_CHEAP = {"boolean": 0, "byte": 0, "short": 1, "integer": 2, "date": 2, "float": 2, "long": 3, "timestamp": 3,
+          "double": 3}
+
+
+@dataclass(frozen=True)
+class RelationRead:
+    """What a rewritten statement reads for one carbondata relation occurrence of its analyzed plan.
+
+    ``columns`` are decoded (empty: only rows are counted, from the index files when there is no
+    ``filter``); ``filter`` is the new relation's ``filter`` option (the original one AND the translated
+    predicates). ``unchanged`` says why the occurrence keeps its original relation (None: replaced).
+    """
+
+    view: str | None
+    path: str | None
+    columns: tuple[str, ...]
+    filter: str | None
+    all_columns: tuple[str, ...]
+    copies: int = 1  # optimized occurrences it serves (a CTE used twice: 2)
+    untranslated: tuple[str, ...] = ()  # predicates above it left to Spark alone (Catalyst SQL)
+    unchanged: str | None = None
+
+
+@dataclass
+class _Analysis:
+    analyzed: Any
+    root: str
+    reason: str | None  # why the whole statement passes through (None: rewrite what `reads` says)
+    relations: list[Relation]
+    reads: list[RelationRead]
+
+    @property
+    def replaces(self) -> bool:
+        return self.reason is None and any(r.unchanged is None for r in self.reads)
+
+
+# ----------------------------------------------------------------------------------------------- API
+
+
+def rewrite_enabled(spark: Any) -> bool:
+    """Whether ``carbon_ds.sql`` rewrites queries in this session (conf ``carbon_ds.sql.rewrite``)."""
+    value = str(spark.conf.get(CONF_REWRITE, "true")).strip().lower()
+    if value not in ("true", "false"):
+        raise CarbonOptionError(f"spark conf {CONF_REWRITE} must be 'true' or 'false', found {value!r}")
+    return value == "true"
+
+
+def is_query(text: str) -> bool:
+    """Whether ``text`` starts (after comments and parentheses) like a query or INSERT ... SELECT."""
+    rest = text.lstrip()
+    while True:
+        if rest.startswith("--"):
+            rest = rest.partition("\n")[2].lstrip()
+        elif rest.startswith("/*"):
+            rest = rest.partition("*/")[2].lstrip()
+        elif rest.startswith("("):
+            rest = rest[1:].lstrip()
+        else:
+            break
+    word = rest.split(None, 1)[0] if rest else ""
+    return word.upper() in QUERY_KEYWORDS
+
+
+def analyze(spark: Any, text: str) -> list[RelationRead]:
+    """What ``rewrite(spark, text)`` would read for each carbondata relation occurrence. Nothing runs:
+    an INSERT is analyzed, not executed. A statement that passes through gives []."""
+    analysis = _analyze(spark, _query_execution(spark, text))
+    return analysis.reads if analysis.reason is None else []
+
+
+def rewrite(spark: Any, text: str) -> DataFrame | None:
+    """``spark.sql(text)`` with every carbondata relation reading only what the statement needs, or None
+    when the statement must pass through unchanged (see the module docstring) or the rewrite cannot be
+    planned. An INSERT ... SELECT runs here, once, as ``spark.sql`` runs it; its errors are raised."""
+    if not hasattr(spark, "_jsparkSession"):
+        return None  # Spark Connect
+    try:
+        qe = _query_execution(spark, text)
+        qe.assertAnalyzed()
+    except Exception:  # noqa: BLE001 - the user's parse/analysis error: spark.sql(text) raises it as usual
+        return None
+    return _rewritten(spark, qe)
+
+
+def run(spark: Any, text: str) -> DataFrame:
+    """``spark.sql(text)``, rewritten to read only what it needs when it is a query or INSERT ... SELECT
+    over carbondata relations and the conf ``carbon_ds.sql.rewrite`` is not ``false``."""
+    if is_query(text) and rewrite_enabled(spark):
+        out = rewrite(spark, text)
+        if out is not None:
+            return out
+    return spark.sql(text)
+
+
+def optimize(df: DataFrame) -> DataFrame:
+    """An equivalent DataFrame whose carbondata relations read only the columns and rows ``df`` needs.
+
+    For DataFrames built from carbondata loads with select/filter/join/aggregations:
+    ``carbon_ds.optimize(spark.read.format("carbondata").load(p).where("b = 5").select("a"))`` decodes
+    only ``a`` and ``b`` of the blocklets where b can be 5. ``df`` itself is returned when there is
+    nothing to rewrite (or on Spark Connect).
+    """
+    jdf = getattr(df, "_jdf", None)
+    if jdf is None:
+        return df
+    out = _rewritten(df.sparkSession, jdf.queryExecution())
+    return df if out is None else out
+
+
+# ------------------------------------------------------------------------------------------ analysis
+
+
+def _query_execution(spark: Any, text: str) -> Any:
+    return _skip_mode(spark, spark._jsparkSession.sessionState().sqlParser().parsePlan(text))
+
+
+def _skip_mode(spark: Any, plan: Any) -> Any:
+    """Spark's QueryExecution of ``plan`` in SKIP mode: analyzed and optimized, commands never run."""
+    skip = scala_object(spark._jvm, "org.apache.spark.sql.execution.CommandExecutionMode$").SKIP()
+    return spark._jsparkSession.sessionState().executePlan(plan, skip)
+
+
+def _analyze(spark: Any, qe: Any) -> _Analysis:
+    analyzed = qe.analyzed()
+    root = node_name(analyzed)
+    out = _Analysis(analyzed, root, None, [], [])
+    if root not in WRITE_ROOTS and is_instance_of(spark._sc._gateway, analyzed, _COMMAND):
+        out.reason = f"command {root}"
+        return out
+    out.relations = relations_of(spark._jvm, analyzed)
+    if not out.relations:
+        out.reason = "no carbondata relation"
+        return out
+    walk = scans_of(qe.optimizedPlan())
+    if walk.cached:
+        # the cache matches the original relations only: a rewrite would read the table again
+        out.reason = "the plan reads cached data"
+        return out
+    if assign(spark._jvm, out.relations, walk.scans):
+        out.reason = "an optimized relation matches no relation of the analyzed plan"
+        return out
+    out.reads = [_decide(r, walk.nondeterministic) for r in out.relations]
+    return out
+
+
+def _decide(rel: Relation, nondeterministic: bool) -> RelationRead:
+    """The columns and filter of the relation that replaces ``rel``."""
+    base = RelationRead(rel.view, rel.path, tuple(rel.names), rel.options.get("filter"), tuple(rel.names),
+                        copies=len(rel.scans), untranslated=tuple(t for s in rel.scans for t in s.untranslated))
+    if not rel.scans and not rel.any_ambiguous:
+        return _unchanged(base, "not read by the optimized plan")
+    if rel.path is None:
+        return _unchanged(base, "not one table path")
+    if rel.options.get("with_row_positions", "false").strip().lower() != "false":
+        return _unchanged(base, "a with_row_positions relation (DELETE/UPDATE)")
+    needed = set(rel.ambiguous).union(*(s.needed for s in rel.scans))
+    # an unneeded column becomes NULL, which a non-nullable attribute must never be
+    needed |= {f["name"].lower() for f in rel.fields if not f["nullable"]}
+    columns = [n for n in rel.names if n.lower() in needed]
+    predicate = None
+    if not nondeterministic and not rel.any_ambiguous:
+        predicate = _predicate(rel)
+    original = rel.options.get("filter") or None
+    text = f"({original}) AND ({predicate})" if original and predicate else original or predicate
+    if not columns and nondeterministic:
+        # a rows-only read is planned as one partition; rand() and the like must see the same partitions
+        columns = [min(rel.names, key=lambda n: (_CHEAP.get(_kind(rel, n), 9), rel.names.index(n)))]
+    return RelationRead(rel.view, rel.path, tuple(columns), text, tuple(rel.names), len(rel.scans),
+                        base.untranslated)
+
+
+def _unchanged(read: RelationRead, why: str) -> RelationRead:
+    return RelationRead(read.view, read.path, read.all_columns, read.filter, read.all_columns, read.copies,
+                        read.untranslated, why)
+
+
+def _kind(rel: Relation, name: str) -> str:
+    return field_kind(rel.fields[rel.names.index(name)]) or ""
+
+
+def _predicate(rel: Relation) -> str | None:
+    """OR over the optimized occurrences of the AND of each one's predicates; None when one of them
+    has none (it reads every row). Predicates the carbondata parser refuses are dropped: they only prune."""
+    schema = arrow_schema_of(rel.path)
+    alternatives: list[str] = []
+    for scan in rel.scans:
+        kept = [p for p in scan.predicates if _accepted(p, schema)]
+        if not kept:
+            return None
+        text = " AND ".join(kept)
+        if text not in alternatives:
+            alternatives.append(text)
+    if not alternatives:
+        return None
+    return alternatives[0] if len(alternatives) == 1 else " OR ".join(f"({a})" for a in alternatives)
+
+
+def _accepted(predicate: str, schema: Any) -> bool:
+    try:
+        as_expr(predicate, schema)
+    except CarbonError:
+        return False
+    return True
+
+
+# ------------------------------------------------------------------------------------------ rewriting
+
+
+def _rewritten(spark: Any, qe: Any) -> DataFrame | None:
+    try:
+        analysis = _analyze(spark, qe)
+        if not analysis.replaces:
+            return None
+        plan = _replace(spark, analysis)
+        if analysis.root not in WRITE_ROOTS:
+            return _dataframe(spark, plan)  # analyzed only: a query runs when an action asks
+        # a write runs inside Dataset.ofRows: prove the plan analyzes before anything is written
+        _skip_mode(spark, plan).assertAnalyzed()
+    except Exception as e:  # noqa: BLE001 - the unchanged statement is always right
+        warnings.warn(f"carbon_ds: query not rewritten ({type(e).__name__}: {str(e)[:300]})", stacklevel=3)
+        return None
+    return _dataframe(spark, plan)  # runs the write; its errors are the write's, never retried
+
+
+def _replace(spark: Any, analysis: _Analysis) -> Any:
+    """The analyzed plan with each replaced relation swapped for its drop-in node (subqueries too)."""
+    jvm = spark._jvm
+    mapping = jvm.java.util.HashMap()
+    for rel, read in zip(analysis.relations, analysis.reads, strict=True):
+        if read.unchanged is None:
+            mapping.put(rel.node, _drop_in(spark, rel, read))
+    # a Scala Map is a PartialFunction from the old nodes to the new ones
+    return analysis.analyzed.transformUpWithSubqueries(jvm.scala.jdk.javaapi.CollectionConverters.asScala(mapping))
+
+
+def _fresh(spark: Any, rel: Relation, read: RelationRead) -> Any:
+    """The analyzed plan of a new relation over ``read.path`` declaring ``read.columns`` with the types
+    and nullability of ``rel``'s attributes (a user schema of other types is kept)."""
+    by_name = {f["name"].lower(): f for f in rel.fields}
+    fields = [{**by_name[c.lower()], "metadata": {}} for c in read.columns]
+    reader = spark.read.format("carbondata").schema(StructType.fromJson({"type": "struct", "fields": fields}))
+    for key, value in rel.options.items():
+        if key not in ("path", "paths", "filter"):
+            reader = reader.option(key, value)
+    if read.filter:
+        reader = reader.option("filter", read.filter)
+    return reader.load(read.path)._jdf.queryExecution().analyzed()
+
+
+def _drop_in(spark: Any, rel: Relation, read: RelationRead) -> Any:
+    """Project over the fresh relation with exactly ``rel``'s output attributes (same exprIds)."""
+    jvm = spark._jvm
+    exprs = jvm.org.apache.spark.sql.catalyst.expressions
+    alias, literal, some = exprs.Alias, exprs.Literal, jvm.scala.Some  # each lookup is a JVM round trip
+    fresh = _fresh(spark, rel, read)
+    # the fresh relation's output is the declared schema: read.columns in order
+    by_name = {c.lower(): a for c, a in zip(read.columns, to_list(fresh.output()), strict=True)}
+    nil = scala_object(jvm, "scala.collection.immutable.Nil$")
+    items = jvm.java.util.ArrayList()
+    for name, old in zip(rel.names, to_list(rel.node.output()), strict=True):
+        value = by_name.get(name.lower())
+        if value is None:
+            value = literal.create(None, old.dataType())
+        items.add(alias(value, name, old.exprId(), old.qualifier(), some(old.metadata()), nil))
+    project_list = jvm.scala.jdk.javaapi.CollectionConverters.asScala(items).toSeq()
+    return jvm.org.apache.spark.sql.catalyst.plans.logical.Project(project_list, fresh)
+
+
+def _dataframe(spark: Any, plan: Any) -> DataFrame:
+    jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, plan)
+    return DataFrame(jdf, spark)
