@@ -1,0 +1,77 @@
+"""The 22 TPC-H queries through ``carbon_ds.sql`` over carbondata tables give the rows Spark gives over
+Parquet copies of the same data (SF 0.01 from DuckDB's dbgen; queries in benchmarks/tpch_queries.py).
+
+The two sides run in two sessions of the shared SparkContext (``spark.newSession()``): each has its own
+temporary views, so the same query text finds the carbondata tables on one side and the Parquet ones on
+the other, and nothing leaks into the session other tests use."""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("duckdb")
+pytest.importorskip("duckdb_extension_tpch")
+
+import carbon_ds  # noqa: E402
+
+pytestmark = pytest.mark.spark
+
+SF = 0.01
+QUERIES_FILE = next(
+    p / "benchmarks" / "tpch_queries.py"
+    for p in Path(__file__).resolve().parents
+    if (p / "benchmarks" / "tpch_queries.py").is_file()
+)
+
+
+def _load_queries():
+    spec = importlib.util.spec_from_file_location("tpch_queries", QUERIES_FILE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+tpch = _load_queries()
+
+
+@pytest.fixture(scope="module")
+def sides(spark, tmp_path_factory):
+    """(carbon session, parquet session): the TPC-H tables as carbondata tables registered through
+    ``carbon_ds.sql`` in one, as Parquet temporary views in the other."""
+    work = tmp_path_factory.mktemp("tpch")
+    stage = tpch.generate(SF, str(work / "stage"), threads=2)
+    carbon = spark.newSession()
+    parquet = spark.newSession()
+    carbon_ds.register(carbon)
+    for name, path in stage.items():
+        df = carbon.read.parquet(path)
+        target = os.path.join(str(work), "carbondata", name)
+        df.write.format("carbondata").mode("overwrite").save(target)
+        fields = [(f.name, f.dataType.simpleString()) for f in df.schema]
+        carbon_ds.sql(carbon, tpch.carbon_create_sql(name, fields, target))
+        parquet.read.parquet(path).createOrReplaceTempView(name)
+    yield carbon, parquet
+    for name in stage:
+        carbon.catalog.dropTempView(name)
+        parquet.catalog.dropTempView(name)
+
+
+def test_tables_are_carbondata(sides):
+    carbon, _parquet = sides
+    for name in tpch.TABLES:
+        plan = carbon.sql(f"EXPLAIN SELECT * FROM {name}").collect()[0][0].lower()
+        assert "parquet" not in plan, f"{name} on the carbon side reads Parquet:\n{plan}"
+
+
+@pytest.mark.parametrize("n", tpch.NUMBERS, ids=[f"q{n}" for n in tpch.NUMBERS])
+def test_query_matches_parquet(sides, n):
+    carbon, parquet = sides
+    text = tpch.query(n, SF)
+    got = carbon_ds.sql(carbon, text).collect()
+    want = parquet.sql(text).collect()
+    equal, note = tpch.compare(got, want, tpch.ordered(text))
+    assert equal, f"Q{n}: carbondata vs Parquet: {note}"
