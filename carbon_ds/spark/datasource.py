@@ -35,6 +35,7 @@ from carbon_ds.expressions import AlwaysTrue, and_, bind
 from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.fs import Storage
 from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.spark.messages import short_errors
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.locks import release_update_lock
@@ -69,19 +70,23 @@ class CarbonDataSource(DataSource):
     def name(cls) -> str:
         return "carbondata"
 
+    @short_errors
     def __init__(self, options):
         super().__init__(options)
         normalize(dict(options))  # unknown options fail here, before any work
 
+    @short_errors
     def schema(self) -> StructType:
         schema = arrow_schema_of(_path(self.options))
         if _positions(self.options):
             schema = pa.schema([*schema, *POSITION_FIELDS])
         return from_arrow_schema(schema, prefer_timestamp_ntz=False)
 
+    @short_errors
     def reader(self, schema: StructType) -> CarbonReader:
         return CarbonReader(_path(self.options), schema, normalize(dict(self.options)))
 
+    @short_errors
     def writer(self, schema: StructType, overwrite: bool) -> CarbonArrowWriter:
         return CarbonArrowWriter(_path(self.options), schema, overwrite, dict(self.options))
 
@@ -99,6 +104,7 @@ class CarbonPushdownDataSource(CarbonDataSource):
     """Registered by ``carbon_ds.register`` only where ``pushdown_is_safe`` (which also sets
     ``spark.sql.python.filterPushdown.enabled``, without which a pushFilters reader fails every read)."""
 
+    @short_errors
     def reader(self, schema: StructType) -> CarbonReader:
         return CarbonPushdownReader(_path(self.options), schema, normalize(dict(self.options)))
 
@@ -180,6 +186,7 @@ class CarbonReader(DataSourceReader):
         ``count(*)`` in carbon_ds.spark.query): Spark needs only how many rows there are."""
         return not self.target.names and not self.filter and not self.positions
 
+    @short_errors
     def partitions(self) -> list[InputPartition]:
         if self._rows_only():
             return [CarbonCountPartition()]
@@ -187,6 +194,7 @@ class CarbonReader(DataSourceReader):
         n = max(1, len(pieces))
         return [CarbonPartition(i, n, tuple(pieces[i : i + 1]), fingerprint) for i in range(n)]
 
+    @short_errors
     def read(self, partition: CarbonPartition | CarbonCountPartition) -> Iterator[pa.RecordBatch]:
         if isinstance(partition, CarbonCountPartition):
             # index row counts less deleted rows (CarbonTable.count): no data page is opened
@@ -230,6 +238,7 @@ class CarbonPushdownReader(CarbonReader):
         super().__init__(path, schema, options)
         self.pushed = AlwaysTrue()
 
+    @short_errors
     def pushFilters(self, filters):  # noqa: N802 - Spark's name
 
         parts = []
@@ -340,12 +349,14 @@ class CarbonArrowWriter(DataSourceArrowWriter):
         if self.lock_token is not None:
             release_update_lock(table.storage, table.path, self.lock_token)
 
+    @short_errors
     def write(self, iterator: Iterator[pa.RecordBatch]) -> CarbonCommitMessage:
         ctx = TaskContext.get()
         # Unique per task attempt within the application, so a retried task never reuses file names.
         task_no = ctx.taskAttemptId() if ctx is not None else 0
         return CarbonCommitMessage(self._load().write_task(task_no, iterator))
 
+    @short_errors
     def commit(self, messages: list[CarbonCommitMessage | None]) -> None:
         load = self._load()
         try:
@@ -353,6 +364,7 @@ class CarbonArrowWriter(DataSourceArrowWriter):
         finally:
             self._release(load.table)
 
+    @short_errors
     def abort(self, messages: list[CarbonCommitMessage | None]) -> None:
         load = self._load()
         try:

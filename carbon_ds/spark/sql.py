@@ -31,6 +31,7 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, is_inside
 from carbon_ds.spark import catalog
 from carbon_ds.spark.dml import run_row_dml
+from carbon_ds.spark.messages import surface
 from carbon_ds.spark.query import run as run_query
 from carbon_ds.spark.session import register
 from carbon_ds.table.meta.conform import check_schema
@@ -257,7 +258,14 @@ def _alter_partition(spark: Any, stmt: AlterPartition):
 
 def sql(spark: Any, text: str):
     """Run one statement; CarbonData statements here, the rest through ``spark.sql`` (queries and INSERT ...
-    SELECT first rewritten to read only what they need: carbon_ds.spark.query). Returns a DataFrame."""
+    SELECT first rewritten to read only what they need: carbon_ds.spark.query). Returns a DataFrame.
+
+    A carbon-ds error raised inside Spark while planning arrives as that carbon-ds error (Spark's as cause)."""
+    with surface():
+        return _statement(spark, text)
+
+
+def _statement(spark: Any, text: str):
     if not isinstance(text, str) or not text.strip():
         raise CarbonOptionError(f"sql() needs a statement, found {text!r}")
     text = text.strip().rstrip(";").strip()

@@ -1,0 +1,79 @@
+"""Our error messages through Spark: short inside the Python workers, first on the driver.
+
+Spark wraps anything a Python data source raises into its own error whose text is a traceback with our
+message at the very end. Two measures keep the message in front of the user:
+
+- ``short_errors`` (on every data source entry point) re-raises a carbon-ds error from the entry point
+  itself, so the traceback Spark ships is one frame long instead of the whole call chain;
+- ``surface`` (around ``carbon_ds.sql`` and ``carbon_ds.read``) finds a carbon-ds error inside a Spark
+  error and raises it again as the same carbon-ds type, with our message as its first line and Spark's
+  error kept as the cause.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+import re
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Any, TypeVar
+
+from carbon_ds import errors
+from carbon_ds.errors import CarbonError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+# "carbon_ds.errors.CarbonTableError: <message>" up to Spark's own trailer (SQLSTATE, JVM frames)
+_OURS = re.compile(r"carbon_ds\.errors\.(?P<kind>Carbon\w*Error): (?P<message>.*?)"
+                   r"(?=\n\s*SQLSTATE:|\n\s*at |\n\s*JVM stacktrace:|\n\n|\Z)", re.DOTALL)
+
+
+def short_errors(fn: F) -> F:
+    """Re-raise carbon-ds errors from ``fn`` with a one-frame traceback (generators too)."""
+    if inspect.isgeneratorfunction(fn):
+        @functools.wraps(fn)
+        def stream(*args: Any, **kwargs: Any) -> Iterator[Any]:
+            try:
+                yield from fn(*args, **kwargs)
+            except CarbonError as exc:
+                raise exc.with_traceback(None) from None
+        return stream  # type: ignore[return-value]
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except CarbonError as exc:
+            raise exc.with_traceback(None) from None
+    return call  # type: ignore[return-value]
+
+
+def ours(exc: BaseException) -> CarbonError | None:
+    """The carbon-ds error a Spark error carries in its text (the innermost one), or None."""
+    if isinstance(exc, CarbonError):
+        return None
+    found = list(_OURS.finditer(str(exc)))
+    if not found:
+        return None
+    kind = getattr(errors, found[-1].group("kind"), None)
+    if not (isinstance(kind, type) and issubclass(kind, CarbonError)):
+        return None
+    message = found[-1].group("message").strip()
+    if kind is errors.CarbonFormatError:
+        return errors.CarbonFormatError(message)
+    return kind(message)
+
+
+@contextmanager
+def surface() -> Iterator[None]:
+    """Raise a carbon-ds error that Spark wrapped as that error (Spark's error becomes its cause)."""
+    try:
+        yield
+    except CarbonError:
+        raise
+    except Exception as exc:
+        mine = ours(exc)
+        if mine is None:
+            raise
+        raise mine from exc
