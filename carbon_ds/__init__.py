@@ -16,6 +16,7 @@ from typing import Any
 from carbon_ds.errors import (
     CarbonDependencyError,
     CarbonError,
+    CarbonFilterError,
     CarbonFormatError,
     CarbonOptionError,
     CarbonSchemaError,
@@ -47,6 +48,7 @@ _EXTRAS = {"pyspark": "spark", "pandas": "spark", "polars": "polars", "duckdb": 
 __all__ = [
     "CarbonDependencyError",
     "CarbonError",
+    "CarbonFilterError",
     "CarbonFormatError",
     "CarbonOptionError",
     "CarbonSchemaError",
