@@ -3,6 +3,7 @@
 Public API (see README):
     carbon_ds.register(spark)
     carbon_ds.read_table(path, columns=None, filter=None, segments=None) -> pyarrow.Table
+    carbon_ds.scan(path, columns=None, filter=None, segments=None, limit=None, ...) -> Scan (streaming)
     carbon_ds.write_table(table, path, mode="append", **options)
     carbon_ds.CarbonTable.open(path) / CarbonTable.create(path, schema, ...)
 """
@@ -15,6 +16,7 @@ from typing import Any
 from carbon_ds.errors import (
     CarbonDependencyError,
     CarbonError,
+    CarbonFilterError,
     CarbonFormatError,
     CarbonOptionError,
     CarbonSchemaError,
@@ -29,6 +31,7 @@ _LAZY = {
     "read": "carbon_ds.spark.session",
     "explain": "carbon_ds.api",
     "read_table": "carbon_ds.api",
+    "scan": "carbon_ds.api",
     "write_table": "carbon_ds.api",
     "CarbonTable": "carbon_ds.table.table",
     "sql": "carbon_ds.spark.sql",
@@ -45,6 +48,7 @@ _EXTRAS = {"pyspark": "spark", "pandas": "spark", "polars": "polars", "duckdb": 
 __all__ = [
     "CarbonDependencyError",
     "CarbonError",
+    "CarbonFilterError",
     "CarbonFormatError",
     "CarbonOptionError",
     "CarbonSchemaError",

@@ -1,4 +1,4 @@
-"""The no-Spark entry points: read_table, write_table, explain."""
+"""The no-Spark entry points: read_table, scan, write_table, explain."""
 
 from __future__ import annotations
 
@@ -11,10 +11,9 @@ import pyarrow as pa
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import bind, filter_table, parse
 from carbon_ds.progress import row_progress
-from carbon_ds.readers.carbondata import read_folder
-from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
-from carbon_ds.table.read import scan
+from carbon_ds.table.read import scan as pruned
+from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write.prepare import prepare_table
 from carbon_ds.table.write.protocol import start_load
 
@@ -47,24 +46,35 @@ def read_table(
     Returns:
         a pyarrow.Table of exactly the matching rows.
     """
-    if filter is not None and not (isinstance(filter, str) and not filter.strip()):
-        return scan.read(path, columns, filter, segments)
-    if TableHandle.exists(path):
-        table = TableHandle.open(path)
-        names = resolve_columns(table.schema, columns, f"table {table.uri}")
-        return scan.table_rows(table, names, segments)
-    if segments is not None:
-        raise CarbonOptionError(f"segments={segments!r} given, but {os.fspath(path)} has no Metadata/tablestatus")
-    _storage, _folder, files = scan.bare_files(path)
-    if not files:
-        raise scan.no_data_error(path)
-    schema = scan.arrow_schema_of(path)
-    return read_folder(os.fspath(path), columns=resolve_columns(schema, columns, f"folder {os.fspath(path)}"))
+    return Scan(path, columns, filter, segments).to_arrow()
+
+
+def scan(
+    path: str | os.PathLike,
+    columns: list[str] | None = None,
+    filter: Any = None,
+    segments: str | list | None = None,
+    limit: int | None = None,
+    batch_size: int | None = None,
+    use_threads: bool = True,
+) -> Scan:
+    """A lazy scan of a table or a bare folder: ``to_batches()`` streams one blocklet / row group at a time,
+    ``to_reader()`` (also ``__arrow_c_stream__``), ``to_arrow()``, ``to_pandas()``, ``count()``,
+    ``explain()`` and ``plan()`` (the file pieces left after pruning).
+
+    Args are those of :func:`read_table`, and:
+        filter: also a ``pyarrow.compute.Expression`` (``pc.field("a") > 1``, ``isin``, ``is_null``,
+            ``&``, ``|``, ``~``).
+        limit: stop after this many matching rows.
+        batch_size: at most this many rows per record batch.
+        use_threads: decode blocklets and files on a thread pool (results keep their order).
+    """
+    return Scan(path, columns, filter, segments, limit, batch_size, use_threads)
 
 
 def explain(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None) -> dict:
     """Segments, files, blocklets, pages and rows a filtered read would read and skip (reads no data page)."""
-    return scan.explain(path, filter, segments)
+    return pruned.explain(path, filter, segments)
 
 
 def _as_reader(data: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch | pa.Table]]:

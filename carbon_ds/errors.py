@@ -32,6 +32,10 @@ class CarbonOptionError(CarbonError, ValueError):
     """An option, argument or SQL clause is invalid."""
 
 
+class CarbonFilterError(CarbonOptionError):
+    """A filter that cannot be translated into carbon-ds predicates (names the part that cannot)."""
+
+
 class CarbonTableError(CarbonError):
     """A table-level operation cannot be carried out (missing table, bad state, conflict)."""
 

@@ -1,11 +1,14 @@
-"""Filters given as Python objects: an expression tree, or (column, op, value) tuples in the style of
+"""Filters given as Python objects: an expression tree, a pyarrow.compute.Expression, or (column, op, value) tuples in the style of
 pyarrow/pandas ``filters`` (a list of tuples is ANDed; a list of such lists is ORed)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+import pyarrow.compute as pc
+
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.expressions.pyarrow_filter import from_pyarrow
 from carbon_ds.expressions.tree import OPS, Compare, Expr, In, IsNull, NotIn, NotNull, and_, or_
 
 _ALIASES = {"==": "=", "<>": "!="}
@@ -38,6 +41,8 @@ def _one(t: Any) -> Expr:
 def to_expr(obj: Any) -> Expr:
     if isinstance(obj, Expr):
         return obj
+    if isinstance(obj, pc.Expression):
+        return from_pyarrow(obj)
     if isinstance(obj, tuple):
         return _one(obj)
     if isinstance(obj, list):
@@ -45,5 +50,5 @@ def to_expr(obj: Any) -> Expr:
             return or_(*(and_(*(_one(t) for t in conj)) for conj in obj))
         return and_(*(_one(t) for t in obj))
     raise CarbonOptionError(
-        f"filter must be a SQL string, an expression or (column, op, value) tuples, found {type(obj).__name__}"
+        f"filter must be a SQL string, an expression, a pyarrow.compute.Expression or (column, op, value) tuples, found {type(obj).__name__}"
     )

@@ -13,6 +13,7 @@ from carbon_ds.table.meta.options import LoadOptions, parse_write
 from carbon_ds.table.ops import add_segment, dml, partitions
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.read import scan
+from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write.load import Load
 from carbon_ds.table.write.protocol import start_load
 
@@ -22,7 +23,7 @@ __all__ = ["CarbonTable", "DataFile", "SegmentInfo", "resolve_columns"]
 class CarbonTable(TableHandle):
     """A CarbonData table: ``CarbonTable.open(path)`` or ``CarbonTable.create(path, schema, ...)``.
 
-    Reading: ``to_arrow``, ``count``, ``files``, ``segments``. Changing: ``load`` (a new segment),
+    Reading: ``scan``, ``to_arrow``, ``count``, ``files``, ``segments``. Changing: ``load`` (a new segment),
     ``delete``/``update`` (rows), ``add_segment``, ``delete_segments``, ``clean_files``, partitions.
     """
 
@@ -44,6 +45,12 @@ class CarbonTable(TableHandle):
     def to_arrow(self, columns: list[str] | None = None, segments: str | list | None = None) -> pa.Table:
         """Every live row of the table (or of the chosen ``segments``, ``"0,2"``), ``columns`` of it."""
         return scan.table_rows(self, columns, segments)
+
+    def scan(self, columns: list[str] | None = None, filter: Any = None, segments: str | list | None = None,
+             limit: int | None = None, batch_size: int | None = None, use_threads: bool = True) -> Scan:
+        """A lazy, pruned scan (see ``carbon_ds.scan``): ``to_batches()``, ``to_reader()``, ``to_arrow()``,
+        ``to_pandas()``, ``count()``, ``explain()``, ``plan()``."""
+        return Scan(self, columns, filter, segments, limit, batch_size, use_threads)
 
     def count(self, filter: Any = None, segments: str | list | None = None) -> int:
         """Rows where ``filter`` (SQL text, expression or tuples) is TRUE; without a filter from the index

@@ -23,7 +23,7 @@ LAYERS = [
     ("ops", ["carbon_ds.table.ops"]),
     ("facade", ["carbon_ds.table.table", "carbon_ds.table"]),
     ("engines", ["carbon_ds.spark"]),
-    ("entry", ["carbon_ds.api", "carbon_ds.cli", "carbon_ds.demo", "carbon_ds"]),
+    ("entry", ["carbon_ds.api", "carbon_ds.cli", "carbon_ds.demo", "carbon_ds.polars", "carbon_ds.duckdb", "carbon_ds"]),
 ]
 # read/ and write/ share a layer but never import each other
 SIBLINGS_APART = [("carbon_ds.table.read", "carbon_ds.table.write")]

@@ -318,58 +318,72 @@ def read_pieces(
     ``exact=True`` only rows where ``expr`` is TRUE, with an expression only rows where that one is TRUE
     (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema. ``deletes``
     (carbon_ds.table.deltas.Deletes) drops rows removed by committed delete deltas."""
-    keep_rows = expr if exact is True else exact if isinstance(exact, Expr) else None
-    if isinstance(keep_rows, AlwaysTrue):
-        keep_rows = None
-
-    out_names = list(columns) if columns is not None else list(schema.names)
-    prune = not isinstance(expr, AlwaysTrue)
-    filter_cols = expr.columns() | (keep_rows.columns() if keep_rows is not None else set())
-    need = list(dict.fromkeys(out_names + sorted(filter_cols)))
-    need_schema = pa.schema([schema.field(n) for n in need])
+    how = Reading(expr, columns, schema, exact)
     for piece in pieces:
         if piece.external is not None:
-
-            table = read_external(storage, piece.path, piece.external, need, need_schema, piece.blocklets)
-            if counts is not None:
-                counts.rows_read += table.num_rows
-            if keep_rows is not None:
-                table = filter_table(table, keep_rows)
-            yield table.select(out_names) if need != out_names else table
+            yield how.external(storage, piece, counts)
             continue
         fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
         if fd is not None and fd.marked:
             continue
         f = CarbonDataFile(piece.path, storage=storage)
         try:
-            blocklets = piece.blocklets if piece.blocklets is not None else range(f.num_blocklets)
-            for b in blocklets:
-                keep = None
-                if prune:
-                    keep, n = surviving_pages(f, b, expr)
-                    if counts is not None:
-                        counts.pages_read += len(keep)
-                    if not keep:
-                        continue
-                    if len(keep) == n:
-                        keep = None
-                elif counts is not None:
-                    counts.pages_read += f.page_count(b)
-                batch = f.read_blocklet(b, need, pages=keep) if keep is not None else f.read_blocklet(b, need)
-                if counts is not None:
-                    counts.rows_read += batch.num_rows
-                if fd is not None and fd.blocklet_has(b):
-                    sizes = f.page_rows(b)
-                    mask = fd.keep_mask(b, keep if keep is not None else list(range(len(sizes))),
-                                        [sizes[j] for j in keep] if keep is not None else sizes)
-                    if mask is not None:
-                        batch = batch.filter(pa.array(mask))
-                table = conform(pa.Table.from_batches([batch]), need_schema)
-                if keep_rows is not None:
-                    table = filter_table(table, keep_rows)
-                yield table.select(out_names) if need != out_names else table
+            for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
+                table = how.blocklet(f, b, fd, counts)
+                if table is not None:
+                    yield table
         finally:
             f.close()
+
+
+class Reading:
+    """How to read one unit (a carbondata blocklet, an external file's chosen units) of a pruned read:
+    the columns needed, the page pruning and the exact filter. Stateless once built, so threads share it."""
+
+    def __init__(self, expr: Expr, columns: list[str] | None, schema: pa.Schema, exact: bool | Expr = True):
+        keep_rows = expr if exact is True else exact if isinstance(exact, Expr) else None
+        self.keep_rows = None if isinstance(keep_rows, AlwaysTrue) else keep_rows
+        self.expr = expr
+        self.out_names = list(columns) if columns is not None else list(schema.names)
+        self.prune = not isinstance(expr, AlwaysTrue)
+        filter_cols = expr.columns() | (self.keep_rows.columns() if self.keep_rows is not None else set())
+        self.need = list(dict.fromkeys(self.out_names + sorted(filter_cols)))
+        self.need_schema = pa.schema([schema.field(n) for n in self.need])
+
+    def _finish(self, table: pa.Table) -> pa.Table:
+        if self.keep_rows is not None:
+            table = filter_table(table, self.keep_rows)
+        return table.select(self.out_names) if self.need != self.out_names else table
+
+    def external(self, storage: Storage, piece: Piece, counts: Counts | None = None) -> pa.Table:
+        table = read_external(storage, piece.path, piece.external, self.need, self.need_schema, piece.blocklets)
+        if counts is not None:
+            counts.rows_read += table.num_rows
+        return self._finish(table)
+
+    def blocklet(self, f: CarbonDataFile, b: int, fd=None, counts: Counts | None = None) -> pa.Table | None:
+        """Blocklet ``b`` of the open file ``f`` less the deleted rows of ``fd``; None when every page is pruned."""
+        keep = None
+        if self.prune:
+            keep, n = surviving_pages(f, b, self.expr)
+            if counts is not None:
+                counts.pages_read += len(keep)
+            if not keep:
+                return None
+            if len(keep) == n:
+                keep = None
+        elif counts is not None:
+            counts.pages_read += f.page_count(b)
+        batch = f.read_blocklet(b, self.need, pages=keep) if keep is not None else f.read_blocklet(b, self.need)
+        if counts is not None:
+            counts.rows_read += batch.num_rows
+        if fd is not None and fd.blocklet_has(b):
+            sizes = f.page_rows(b)
+            mask = fd.keep_mask(b, keep if keep is not None else list(range(len(sizes))),
+                                [sizes[j] for j in keep] if keep is not None else sizes)
+            if mask is not None:
+                batch = batch.filter(pa.array(mask))
+        return self._finish(conform(pa.Table.from_batches([batch]), self.need_schema))
 
 
 def count_pages(storage: Storage, pieces: list[Piece], expr: Expr, counts: Counts) -> None:

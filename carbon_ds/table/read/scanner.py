@@ -1,0 +1,238 @@
+"""A scan of a table or a bare folder: one pruned plan, read as a stream of Arrow batches.
+
+``Scan`` plans once (segments, files, blocklets pruned by min/max and partition values) and then reads
+one unit at a time: a carbondata blocklet, a Parquet row group, an ORC stripe, or a whole CSV/JSON file.
+So ``to_batches`` holds at most a few units in memory whatever the table's size. With ``use_threads`` the
+units are decoded on a thread pool (decompression, the numba kernels and Arrow's kernels release the
+GIL), and results still come out in plan order.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import pyarrow as pa
+
+from carbon_ds.errors import CarbonOptionError
+from carbon_ds.expressions import AlwaysTrue
+from carbon_ds.readers.carbondata import CarbonDataFile, read_folder
+from carbon_ds.readers.external import open_reader
+from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.read import pruning, scan
+from carbon_ds.table.read.pruning import Counts, Piece
+
+THREADS = os.cpu_count() or 1
+_SPLIT = ("parquet", "orc")  # external formats read one statistics unit (row group, stripe) at a time
+
+
+class Scan:
+    """What ``carbon_ds.scan(path, ...)`` and ``CarbonTable.scan(...)`` return. Nothing is read until asked.
+
+    ``to_batches()`` streams; ``to_reader()`` / ``__arrow_c_stream__`` hand the stream to any Arrow
+    consumer; ``to_arrow()`` / ``to_pandas()`` collect it; ``count()``, ``explain()`` and ``plan()`` read
+    metadata (and, for ``count`` with a filter, the filter columns only).
+    """
+
+    def __init__(self, path: str | os.PathLike | TableHandle, columns: list[str] | None = None, filter: Any = None,
+                 segments: str | list | None = None, limit: int | None = None, batch_size: int | None = None,
+                 use_threads: bool = True):
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+            raise CarbonOptionError(f"limit must be a whole number >= 0, found {limit!r}")
+        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
+                                       or batch_size < 1):
+            raise CarbonOptionError(f"batch_size must be a whole number >= 1, found {batch_size!r}")
+        self._path = path
+        self.source = scan.open_source(path, segments)
+        self.expr = pruning.as_expr(filter, self.source.schema)
+        where = self.source.uri
+        if isinstance(self.expr, AlwaysTrue):  # as read_table has always named them
+            where = f"table {where}" if self.source.table is not None else f"folder {os.fspath(path)}"
+        self.columns = resolve_columns(self.source.schema, columns, where)
+        self.segments = segments
+        self.limit = limit
+        self.batch_size = batch_size
+        self.use_threads = use_threads
+        names = self.columns if self.columns is not None else self.source.schema.names
+        self.schema = pa.schema([self.source.schema.field(n) for n in names])
+        self.counts = Counts()  # units planned and read so far (plan counts once planned, then pages/rows)
+        self._plan: pruning.Plan | None = None
+
+    def __repr__(self) -> str:
+        extra = f", limit={self.limit}" if self.limit is not None else ""
+        return f"Scan({self.source.uri!r}, columns={self.schema.names}, filter={str(self.expr)!r}{extra})"
+
+    # ------------------------------------------------------------------ planning
+    def _planned(self) -> pruning.Plan:
+        if self._plan is None:
+            self._plan = scan.plan(self.source, self.expr)
+            self.counts.add(self._plan.counts)
+        return self._plan
+
+    def plan(self) -> list[Piece]:
+        """The file pieces left after pruning, in read order: each a path, its surviving blocklets (or
+        row groups/stripes; None: all), segment id and row count when the index knows it. Other engines
+        can split the work by these."""
+        return list(self._planned().pieces)
+
+    def explain(self) -> scan.ExplainReport:
+        """Segments, files, blocklets, pages and rows this scan's filter reads and skips (no page decoded)."""
+        return scan.explain(self.source.table or self._path, self.expr, self.segments)
+
+    def count(self) -> int:
+        """Matching rows (capped by ``limit``); without a filter from index row counts alone."""
+        n = scan.count(self.source.table or self._path, self.expr, self.segments)
+        return n if self.limit is None else min(n, self.limit)
+
+    # ------------------------------------------------------------------ reading
+    def _tasks(self, opened: list[CarbonDataFile]) -> Iterator[tuple[Callable[[], tuple[pa.Table | None, Counts]], CarbonDataFile | None]]:
+        """(read one unit, the file to close once that unit is consumed), in plan order; every file opened
+        is also appended to ``opened`` for the caller to close once no unit of it is in flight."""
+        source = self.source
+        storage = source.storage
+        how = pruning.Reading(self.expr, self.columns, source.schema, True)
+        deletes = scan._deletes(source)
+
+        def external(piece: Piece):
+            def run():
+                c = Counts()
+                return how.external(storage, piece, c), c
+            return run
+
+        def blocklet(f: CarbonDataFile, b: int, fd):
+            def run():
+                c = Counts()
+                return how.blocklet(f, b, fd, c), c
+            return run
+
+        yield from self._units(self._planned().pieces, opened, external, blocklet, deletes)
+
+    def _units(self, pieces, opened, external, blocklet, deletes):
+        storage, source = self.source.storage, self.source
+        for piece in pieces:
+            if piece.external is not None:
+                units = piece.blocklets
+                if units is None and piece.external.format in _SPLIT:
+                    ref = piece.external
+                    units = tuple(range(len(open_reader(storage, piece.path, ref.format, ref.options_dict,
+                                                        source.schema).units))) or None
+                if units is None:
+                    yield external(piece), None
+                else:
+                    for u in units:
+                        yield external(Piece(piece.path, (u,), piece.segment_id, None, piece.external)), None
+                continue
+            fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
+            if fd is not None and fd.marked:
+                continue
+            f = CarbonDataFile(piece.path, storage=storage)
+            opened.append(f)
+            blocklets = list(piece.blocklets if piece.blocklets is not None else range(f.num_blocklets))
+            if not blocklets:
+                f.close()
+            for k, b in enumerate(blocklets):
+                yield blocklet(f, b, fd), f if k == len(blocklets) - 1 else None
+
+    def _tables(self) -> Iterator[pa.Table]:
+        """Unit results in plan order; threaded reads keep a bounded number of units in flight."""
+        opened: list[CarbonDataFile] = []
+        tasks = self._tasks(opened)
+        threads = THREADS if self.use_threads else 1
+        if threads < 2:
+            try:
+                for run, last_of in tasks:
+                    table, c = run()
+                    self.counts.add(c)
+                    if last_of is not None:
+                        last_of.close()
+                    if table is not None:
+                        yield table
+            finally:  # a stream stopped early (limit, error) still closes every file it opened
+                tasks.close()
+                for f in opened:
+                    f.close()
+            return
+        pending: deque[tuple[Future, CarbonDataFile | None]] = deque()
+        pool = ThreadPoolExecutor(threads, thread_name_prefix="carbon-scan")
+        try:
+            for run, last_of in tasks:
+                pending.append((pool.submit(run), last_of))
+                while len(pending) >= 2 * threads:
+                    yield from self._take(pending)
+            while pending:
+                yield from self._take(pending)
+        finally:
+            for fut, _ in pending:
+                fut.cancel()
+            pool.shutdown(wait=True)  # no unit in flight any more: files may close
+            tasks.close()
+            for f in opened:
+                f.close()
+
+    def _take(self, pending: deque) -> Iterator[pa.Table]:
+        fut, last_of = pending.popleft()
+        table, c = fut.result()
+        self.counts.add(c)
+        if last_of is not None:
+            last_of.close()
+        if table is not None:
+            yield table
+
+    def _limited(self) -> Iterator[pa.Table]:
+        left = self.limit
+        if left == 0:
+            return
+        tables = self._tables()
+        try:
+            for table in tables:
+                if table.schema != self.schema:
+                    table = table.cast(self.schema)
+                if left is not None:
+                    if table.num_rows >= left:
+                        yield table.slice(0, left)
+                        return
+                    left -= table.num_rows
+                yield table
+        finally:
+            tables.close()
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The matching rows as record batches, read one unit at a time (``batch_size`` caps their rows)."""
+        for table in self._limited():
+            yield from table.to_batches(max_chunksize=self.batch_size)
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        """A ``pyarrow.RecordBatchReader`` over ``to_batches()``."""
+        return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    def to_arrow(self) -> pa.Table:
+        """Every matching row in one ``pyarrow.Table``."""
+        if isinstance(self.expr, AlwaysTrue) and self.limit is None and self.use_threads:
+            # a whole read: each file decodes its (blocklet, column) chunks in parallel, as read_table always did
+            return self._whole()
+        tables = list(self._limited())
+        if not tables:
+            return self.schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def _whole(self) -> pa.Table:
+        source = self.source
+        if source.table is not None:
+            return scan.table_rows(source.table, self.columns, self.segments)
+        return read_folder(os.fspath(self._path), columns=self.columns)
+
+    def to_pandas(self, **kwargs: Any):
+        """``to_arrow().to_pandas(**kwargs)`` (needs pandas)."""
+        return self.to_arrow().to_pandas(**kwargs)
+
+
+def open_scan(path: str | os.PathLike | TableHandle, columns: list[str] | None = None, filter: Any = None,
+              segments: str | list | None = None, limit: int | None = None, batch_size: int | None = None,
+              use_threads: bool = True) -> Scan:
+    return Scan(path, columns, filter, segments, limit, batch_size, use_threads)
