@@ -5,10 +5,11 @@ from __future__ import annotations
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonTableError
+from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage
-from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar, to_table_schema
+from carbon_ds.table.meta.column_map import open_file
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import DataFile
 from carbon_ds.table.meta.naming import COLUMNAR
@@ -24,13 +25,15 @@ def read_external(storage: Storage, path: str, ref: ExternalRef, columns: list[s
     return to_table_schema(f.read(columns if columns is not None else target.names, units), target, parts)
 
 
-def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, target: pa.Schema) -> pa.Table:
-    """Every row of one data file (``columns`` of it, None: all) as exactly ``target``."""
+def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, target: pa.Schema,
+              table_columns: list[ColumnSchema] | None = None) -> pa.Table:
+    """Every row of one data file (``columns`` of it, None: all) as exactly ``target``; with the table's
+    ``table_columns`` the file is read through the table's current columns (see meta.column_map)."""
     if data_file.file_format != COLUMNAR:
         if data_file.external is None:
             raise CarbonTableError(
                 f"segment {data_file.segment_id} has format {data_file.file_format!r} but no reading details"
             )
         return read_external(storage, data_file.path, data_file.external, columns, target)
-    with CarbonDataFile(data_file.path, storage=storage) as f:
-        return conform(f.read(columns=columns), target)
+    with open_file(data_file.path, storage, table_columns) as f:
+        return conform(f.read(columns=columns if columns is not None else target.names), target)
