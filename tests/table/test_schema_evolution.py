@@ -176,3 +176,36 @@ def test_properties(tmp_path):
         t.set_properties({"sort_columns": "id"})
     with pytest.raises(CarbonError, match="cannot be changed after creation"):
         t.set_properties({"bogus": "1"})
+
+
+def test_old_statistics_follow_column_ids(tmp_path):
+    """Rename id -> ident, then add a new 'id' with a default: the old files' min/max of the old 'id'
+    (1..3) must not prune the new 'id' (default 100) away."""
+    t = CarbonTable.create(tmp_path / "t", BASE)
+    _load(t, _rows([1, 2, 3], ["a", "b", "c"], ["1.00", "2.00", "3.00"]))
+    with t.update_schema() as u:
+        u.rename_column("id", "ident").add_column("id", pa.int32(), default=100)
+    assert carbon_ds.read_table(t.uri, filter="id = 100").column("ident").to_pylist() == [1, 2, 3]
+    assert t.count("id = 100") == 3 and t.count("id = 1") == 0
+    assert carbon_ds.read_table(t.uri, filter="ident = 2").column("id").to_pylist() == [100]
+    report = carbon_ds.explain(t.uri, filter="id = 5")
+    assert report["files"]["read"] == 0  # pruned by the default value, no page opened
+
+
+def test_external_segment_maps_by_name(tmp_path):
+    import pyarrow.parquet as pq
+
+    t = CarbonTable.create(tmp_path / "t", pa.schema([("id", pa.int32()), ("name", pa.string())]))
+    (tmp_path / "pq").mkdir()
+    pq.write_table(pa.table({"id": pa.array([10, 11], pa.int32()), "name": ["x", "y"]}), tmp_path / "pq" / "a.parquet")
+    t.add_segment(str(tmp_path / "pq"), format="parquet")
+    _load(t, pa.table({"id": pa.array([1], pa.int32()), "name": ["a"]}))
+    with t.update_schema() as u:
+        u.add_column("q", pa.int64(), default=5).widen_column("id", pa.int64()).rename_column("name", "nm")
+    oracle = pa.table({"id": pa.array([1, 10, 11], pa.int64()), "nm": ["a", "x", "y"], "q": pa.array([5, 5, 5])})
+    _check(t, oracle)
+    assert carbon_ds.read_table(t.uri, filter="q = 5 AND nm = 'y'").column("id").to_pylist() == [11]
+    with pytest.raises(CarbonError, match="missing column"):  # ADD SEGMENT checks the current schema
+        (tmp_path / "pq2").mkdir()
+        pq.write_table(pa.table({"id": [20], "nm": ["z"]}), tmp_path / "pq2" / "a.parquet")
+        t.add_segment(str(tmp_path / "pq2"), format="parquet")

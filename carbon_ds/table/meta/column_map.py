@@ -140,3 +140,39 @@ def open_file(path: str, storage: Storage | None, table_columns: list[ColumnSche
     if table_columns is None:
         return CarbonDataFile(path, storage=storage)
     return MappedFile(path, storage, table_columns)
+
+
+# ------------------------------------------------------------------ external (Parquet, ORC, CSV, JSON) files
+FORMER_NAMES = "carbon_ds.former_names"  # columnProperties key: a renamed column's earlier names, oldest first
+
+
+def external_names(file_names: list[str], table_columns: list[ColumnSchema] | None
+                   ) -> tuple[dict[str, str], list[ColumnSchema]]:
+    """For a file without column ids: (file column name -> table column name, the table's columns the
+    file does not hold). A column is found by its current name, else by a name it had before a rename."""
+    if table_columns is None:
+        return {}, []
+    have = {n.lower(): n for n in file_names}
+    renames: dict[str, str] = {}
+    absent: list[ColumnSchema] = []
+    for node in nest(table_columns):
+        c = node.schema
+        former = [n for n in ((c.columnProperties or {}).get(FORMER_NAMES, "")).split(",") if n]
+        found = next((have[n.lower()] for n in [c.column_name, *reversed(former)] if n.lower() in have), None)
+        if found is None:
+            absent.append(c)
+        elif found != c.column_name:
+            renames[found] = c.column_name
+    return renames, absent
+
+
+def fill_defaults(data: pa.Table, absent: list[ColumnSchema], skip: set[str]) -> pa.Table:
+    """``data`` with each absent column that has a default holding that default (``skip``: lower names
+    filled otherwise, such as partition values)."""
+    for c in absent:
+        if c.default_value is None or c.column_name.lower() in skip or c.column_name not in data.schema.names:
+            continue
+        i = data.schema.get_field_index(c.column_name)
+        t = data.schema.field(i).type
+        data = data.set_column(i, data.schema.field(i), pa.repeat(default_scalar(c, t), data.num_rows))
+    return data

@@ -22,7 +22,7 @@ from carbon_ds.errors import CarbonSchemaError
 from carbon_ds.format.schema import COMPLEX, ColumnNode, arrow_type, carbon_type, columns_for, nest
 from carbon_ds.format.structs import ColumnSchema, DataType, SchemaEvolutionEntry, TableInfo
 from carbon_ds.table.meta import schema_file
-from carbon_ds.table.meta.column_map import default_scalar
+from carbon_ds.table.meta.column_map import FORMER_NAMES, default_scalar
 from carbon_ds.table.meta.locks import TableLock
 
 
@@ -181,6 +181,10 @@ def apply(info: TableInfo, changes: list[Change], partition_columns: list[str], 
                 for key in ("sort_columns", "long_string_columns"):
                     _with_prop(props, key, node.name, target)
                 old = node.name
+                props_c = dict(node.schema.columnProperties or {})
+                # external segments (Parquet, ...) have no column ids: they find the column by these names
+                props_c[FORMER_NAMES] = ",".join([n for n in props_c.get(FORMER_NAMES, "").split(",") if n] + [old])
+                node.schema.columnProperties = props_c
                 node.schema.column_name = target
                 for c in _flatten(node.children):
                     if c.column_name.lower().startswith(old.lower() + "."):

@@ -218,7 +218,8 @@ def _count_all(entry: FileEntry, counts: Counts) -> None:
     counts.pages_total += sum(entry.pages)
 
 
-def _external_entry(storage: Storage, path: str, ref: ExternalRef, schema: pa.Schema | None) -> FileEntry:
+def _external_entry(storage: Storage, path: str, ref: ExternalRef, schema: pa.Schema | None,
+                    table_columns: list[ColumnSchema] | None = None) -> FileEntry:
     """Statistics units of a non-carbondata file (Parquet row groups, ORC stripes; CSV/JSON: one unit
     without statistics, not even opened), each also knowing the segment's partition values."""
 
@@ -231,7 +232,11 @@ def _external_entry(storage: Storage, path: str, ref: ExternalRef, schema: pa.Sc
     if ref.format in ("csv", "json"):
         return FileEntry([dict(part)], [None], [], ref)
     f = open_reader(storage, path, ref.format, ref.options_dict, schema)
-    units = [{**u.stats, **part} for u in f.units] or [dict(part)]
+    renames, absent = column_map.external_names(f.schema.names, table_columns)
+    names = {s.lower(): t.lower() for s, t in renames.items()}
+    gone = {c.column_name.lower() for c in absent}
+    units = [{**{names.get(k, k): v for k, v in u.stats.items() if k not in gone or k in names},
+              **column_map.default_stats(absent, u.rows), **part} for u in f.units] or [dict(part)]
     rows = [u.rows for u in f.units] or [0]
     return FileEntry(units, rows, [], ref)
 
@@ -253,7 +258,7 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
         for path in paths:
             entry = None
             if path in external:
-                entries.append((path, _external_entry(storage, path, external[path], schema)))
+                entries.append((path, _external_entry(storage, path, external[path], schema, table_columns)))
                 continue
             if use_index:
                 folder = dirname(path)
@@ -340,7 +345,8 @@ def read_pieces(
     for piece in pieces:
         if piece.external is not None:
 
-            table = read_external(storage, piece.path, piece.external, need, need_schema, piece.blocklets)
+            table = read_external(storage, piece.path, piece.external, need, need_schema, piece.blocklets,
+                                  table_columns)
             if counts is not None:
                 counts.rows_read += table.num_rows
             if keep_rows is not None:
