@@ -209,3 +209,24 @@ def test_external_segment_maps_by_name(tmp_path):
         (tmp_path / "pq2").mkdir()
         pq.write_table(pa.table({"id": [20], "nm": ["z"]}), tmp_path / "pq2" / "a.parquet")
         t.add_segment(str(tmp_path / "pq2"), format="parquet")
+
+
+def test_complex_and_date_columns(tmp_path):
+    st = pa.struct([("a", pa.int32()), ("b", pa.string())])
+    t = CarbonTable.create(tmp_path / "t", pa.schema([("id", pa.int32())]))
+    _load(t, pa.table({"id": pa.array([1, 2], pa.int32())}))
+    with t.update_schema() as u:
+        u.add_column("s", st).add_column("l", "array<string>").add_column("dt", "date", default="2024-01-02")
+    new = pa.table({"id": pa.array([3], pa.int32()), "s": pa.array([{"a": 1, "b": "x"}], st),
+                    "l": pa.array([["q"]], pa.list_(pa.string())), "dt": pa.array([None], pa.date32())})
+    _load(t, new)
+    import datetime as dt
+
+    oracle = pa.table({"id": pa.array([1, 2, 3], pa.int32()), "s": pa.array([None, None, {"a": 1, "b": "x"}], st),
+                       "l": pa.array([None, None, ["q"]], pa.list_(pa.string())),
+                       "dt": pa.array([dt.date(2024, 1, 2)] * 2 + [None], pa.date32())})
+    _check(t, oracle)
+    assert carbon_ds.read_table(t.uri, filter="dt = DATE '2024-01-02'").column("id").to_pylist() == [1, 2]
+    with t.update_schema() as u:
+        u.rename_column("s", "s2").drop_column("l")
+    _check(t, oracle.rename_columns(["id", "s2", "l", "dt"]).drop_columns(["l"]))

@@ -123,7 +123,8 @@ class MappedFile(CarbonDataFile):
         self._index = {id(c): i for i, c in enumerate(physical)}
         order = {n.name.lower(): i for i, n in enumerate(in_schema_order(nest(self._table_columns)))}
         present = [n for n in nest(physical) if not n.name.startswith(HIDDEN)]
-        virtual = [ColumnNode(c) for c in absent]
+        gone = {id(c) for c in absent}
+        virtual = [n for n in nest(self._table_columns) if id(n.schema) in gone]  # with their children
         self._virtual = {id(n.schema): default_scalar(n.schema, arrow_type(n)) for n in virtual}
         self._nodes = sorted(present + virtual, key=lambda n: order.get(n.name.lower(), len(order)))
         self.schema = pa.schema([pa.field(n.name, arrow_type(n)) for n in self._nodes])
