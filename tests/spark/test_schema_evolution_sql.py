@@ -69,3 +69,22 @@ def test_alter_sequence_sql(spark, tmp_path):
     run("ALTER TABLE evo_t UNSET TBLPROPERTIES ('table_blocksize')")
     assert "table_blocksize" not in CarbonTable.open(str(tmp_path / "evo")).properties
     run("DROP TABLE evo_t")
+
+
+def test_spark_reads_evolved_mixed_table(spark, tmp_path):
+    """The data source and the Spark-native read of external segments both follow renames and defaults."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    t = CarbonTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int32()), ("name", pa.string())]))
+    (tmp_path / "pq").mkdir()
+    pq.write_table(pa.table({"id": pa.array([10], pa.int32()), "name": ["x"]}), tmp_path / "pq" / "a.parquet")
+    t.add_segment(str(tmp_path / "pq"), format="parquet")
+    carbon_ds.write_table(pa.table({"id": pa.array([1], pa.int32()), "name": ["a"]}), str(tmp_path / "t"))
+    with t.update_schema() as u:
+        u.rename_column("name", "nm").add_column("q", pa.int64(), default=5).widen_column("id", pa.int64())
+    want = [(1, "a", 5), (10, "x", 5)]
+    for native in (False, True):
+        df = carbon_ds.read(spark, str(tmp_path / "t"), native=native)
+        assert df.columns == ["id", "nm", "q"]
+        assert sorted(tuple(r) for r in df.collect()) == want, native
