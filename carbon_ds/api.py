@@ -11,7 +11,9 @@ import pyarrow as pa
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import bind, filter_table, parse
 from carbon_ds.progress import row_progress
+from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
+from carbon_ds.table.ops.schema import merge_columns
 from carbon_ds.table.read import scan as pruned
 from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write.prepare import prepare_table
@@ -90,7 +92,8 @@ def _as_reader(data: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch | pa.Table
     )
 
 
-def write_table(data: Any, path: str | os.PathLike, mode: str = "append", **options: Any) -> str:
+def write_table(data: Any, path: str | os.PathLike, mode: str = "append", schema_mode: str | None = None,
+                **options: Any) -> str:
     """Append ``data`` to the table at ``path`` as one new segment (creating the table on first write),
     or replace the table's rows with ``mode="overwrite"``.
 
@@ -99,6 +102,8 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", **opti
             (pandas through pyarrow, Polars, DuckDB results).
         path: the table folder (created on the first write).
         mode: "append" or "overwrite".
+        schema_mode: "merge" adds the data's new columns to an existing table first (one schema change)
+            and writes null for table columns the data lacks; None: the data must match the table.
         **options: write options: sort_columns, partition_by, partition, compressor, table_blocksize,
             blocklet_size, local_dictionary_enable, local_dictionary_threshold, long_string_columns, ...
             (see README "Tables, segments and commits").
@@ -110,6 +115,11 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", **opti
         raise CarbonOptionError(f"mode must be one of {', '.join(MODES)}, found {mode!r}")
     normalize(options, WRITE_OPTIONS, "write option")
     schema, batches = _as_reader(data)
+    if schema_mode is not None:
+        if schema_mode != "merge":
+            raise CarbonOptionError(f"schema_mode must be 'merge' or None, found {schema_mode!r}")
+        if TableHandle.exists(path):
+            schema, batches = merge_columns(TableHandle.open(path), schema, batches, options.get("partition"))
     table, load = prepare_table(path, schema, options)
     overwrite = mode == "overwrite"
     lock = None

@@ -3,7 +3,8 @@
 Production code calls ``point("name")`` at each step of a commit protocol (a no-op unless a test installed
 a hook); tests use ``with inject(hook): ...`` where ``hook(name)`` may raise to simulate a crash there.
 The points: ``load.segment_file``, ``load.index_moved``, ``load.before_status``, ``load.committed``
-(partitioned loads), ``dml.deltas_written``, ``dml.before_status`` (DELETE / UPDATE).
+(partitioned loads), ``dml.deltas_written``, ``dml.before_status`` (DELETE / UPDATE),
+``schema.before_write``, ``schema.after_write`` (schema changes).
 """
 
 from __future__ import annotations

@@ -161,10 +161,25 @@ class Unsupported:
     what: str  # e.g. "COMPACT", "ADD COLUMNS"
 
 
+@dataclass
+class AlterSchema:
+    """ALTER TABLE ADD COLUMNS / DROP COLUMNS / CHANGE / SET TBLPROPERTIES / UNSET TBLPROPERTIES."""
+
+    table: TableName
+    action: str  # "add", "drop", "change", "set", "unset"
+    columns: list[tuple[str, str]] = field(default_factory=list)  # ADD: (name, type text)
+    names: list[str] = field(default_factory=list)  # DROP / UNSET: column or property names
+    properties: dict[str, str] = field(default_factory=dict)  # ADD's TBLPROPERTIES, SET's properties
+    new_name: str | None = None  # CHANGE
+    type_text: str | None = None  # CHANGE
+
+
 # CarbonData's ALTER TABLE forms not implemented yet; on other tables they are Spark's
 _UNSUPPORTED_ALTER = re.compile(
-    r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<what>COMPACT|ADD\s+COLUMNS|DROP\s+COLUMNS|CHANGE(?:\s+COLUMN)?|"
-    r"SET\s+TBLPROPERTIES|UNSET\s+TBLPROPERTIES|RENAME\s+TO|SPLIT\s+PARTITION)\b", re.IGNORECASE)
+    r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<what>COMPACT|RENAME\s+TO|SPLIT\s+PARTITION)\b", re.IGNORECASE)
+_SCHEMA_ALTER = re.compile(
+    r"^\s*ALTER\s+TABLE\s+\S+\s+(ADD\s+COLUMNS|DROP\s+COLUMNS|CHANGE|SET\s+TBLPROPERTIES|UNSET\s+TBLPROPERTIES)\b",
+    re.IGNORECASE)
 
 
 class _Parser:
@@ -283,6 +298,47 @@ class _Parser:
         if self.accept_kw("COMMENT"):
             self.string("a comment string")
         return " ".join(text.split())
+
+    def name_list(self, what: str) -> list[str]:
+        """(a, b, ...) of names or quoted strings."""
+        self.expect_punct("(")
+        out: list[str] = []
+        while True:
+            tok = self.peek()
+            if tok is None or tok.kind not in ("word", "ident", "string"):
+                raise self.fail(what)
+            self.i += 1
+            out.append(tok.text)
+            if self.accept_punct(")"):
+                return out
+            self.expect_punct(",")
+
+    def alter_schema(self) -> AlterSchema:
+        self.expect_kw("ALTER")
+        self.expect_kw("TABLE")
+        name = self.table_name()
+        if self.accept_kw("ADD"):
+            self.expect_kw("COLUMNS")
+            stmt = AlterSchema(name, "add", columns=self.column_list())
+            if self.accept_kw("TBLPROPERTIES"):
+                stmt.properties = self.options()
+        elif self.accept_kw("DROP"):
+            self.expect_kw("COLUMNS")
+            stmt = AlterSchema(name, "drop", names=self.name_list("a column name"))
+        elif self.accept_kw("CHANGE"):
+            self.accept_kw("COLUMN")
+            old = self.ident("the column to change")
+            new = self.ident("the new column name")
+            stmt = AlterSchema(name, "change", names=[old], new_name=new, type_text=self.type_text())
+        elif self.accept_kw("SET"):
+            self.expect_kw("TBLPROPERTIES")
+            stmt = AlterSchema(name, "set", properties=self.options())
+        else:
+            self.expect_kw("UNSET")
+            self.expect_kw("TBLPROPERTIES")
+            stmt = AlterSchema(name, "unset", names=self.name_list("a property name"))
+        self.end()
+        return stmt
 
     def column_list(self) -> list[tuple[str, str]]:
         self.expect_punct("(")
@@ -500,6 +556,8 @@ def parse(text: str):
             spec = partition_spec(clause.group("body"), "ALTER TABLE ... PARTITION")
             return AlterPartition(table_name(m.group("name")), m.group("act").lower(), spec, bool(m.group("ie")),
                                   loc.group("path") if loc else None)
+        if _SCHEMA_ALTER.match(text):
+            return _Parser(text, tokenize(text), "ALTER TABLE").alter_schema()
         m = _UNSUPPORTED_ALTER.match(text)
         if m is not None:
             return Unsupported(table_name(m.group("name")), " ".join(m.group("what").upper().split()))

@@ -30,7 +30,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from carbon_ds.errors import CarbonError, CarbonOptionError
+from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, and_, bind
 from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.fs import Storage
@@ -177,7 +177,7 @@ class CarbonReader(DataSourceReader):
 
         expr = self._prune_expr()
         plan = pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=self.is_table,
-                                  external=source.external, schema=source.schema)
+                                  external=source.external, schema=source.schema, table_columns=source.columns)
         pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
         return source.storage, pieces, fingerprint
 
@@ -210,21 +210,41 @@ class CarbonReader(DataSourceReader):
         planned = [pruning.Piece(p[0], p[1], external=p[2] if len(p) > 2 else None) for p in pieces]
         # exact filtering by the option only: pushed filters are Spark's to evaluate
         # committed delete deltas, read here on the executor (the status file name is the cache key)
-        deletes = TableHandle.open(self.path).deletes() if self.is_table else None
+        handle = TableHandle.open(self.path) if self.is_table else None
+        deletes = handle.deletes() if handle is not None else None
+        columns = self._current_columns(handle)
         if self.positions:
             # every live row with where it lives; the DELETE/UPDATE predicate is Spark's to evaluate
-            for table in position_tables(storage, planned, self.columns or [], self.source_schema, deletes):
+            for table in position_tables(storage, planned, self.columns or [], self.source_schema, deletes,
+                                         columns):
                 for b in table.to_batches():
                     yield conform(b, self.target)
             return
         tables = pruning.read_pieces(
             storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
-            deletes=deletes,
+            deletes=deletes, table_columns=columns,
         )
         for table in tables:
             for b in table.to_batches():
                 # no declared column: keep the row count (conform would rebuild a batch of 0 rows)
                 yield conform(b, self.target) if self.target.names else b.select([])
+
+
+    def _current_columns(self, handle: TableHandle | None):
+        """The table's columns to read files through; a schema changed since planning (ALTER TABLE) is
+        refused rather than read as a mix of the old and new columns."""
+        if handle is None:
+            return None
+        now = handle.schema
+        if not now.equals(self.source_schema):
+            raise CarbonTableError(
+                f"the schema of table {handle.uri} changed after this DataFrame was planned (planned columns: "
+                f"{_columns_text(self.source_schema)}; now: {_columns_text(now)}); read the table again")
+        return handle.columns
+
+
+def _columns_text(schema: pa.Schema) -> str:
+    return ", ".join(f"{f.name} {f.type}" for f in schema)
 
 
 class CarbonPushdownReader(CarbonReader):

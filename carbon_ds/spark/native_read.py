@@ -15,6 +15,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 
 from carbon_ds.format.hive import DEFAULT_PARTITION as HIVE_DEFAULT_PARTITION
 from carbon_ds.readers.external.base import ExternalRef
+from carbon_ds.table.meta.column_map import default_scalar, external_names
 from carbon_ds.table.meta.handle import TableHandle
 
 _SPARK_OPTIONS = {
@@ -32,7 +33,8 @@ def _has_ntz_arg() -> bool:
     return "prefer_timestamp_ntz" in inspect.signature(from_arrow_type).parameters
 
 
-def _external_frame(spark: Any, fmt: str, paths: list[str], ref: ExternalRef, target: pa.Schema):
+def _external_frame(spark: Any, fmt: str, paths: list[str], ref: ExternalRef, target: pa.Schema,
+                    table_columns=None):
     opts = ref.options_dict
     reader = spark.read.format(fmt)
     if fmt == "csv":
@@ -43,6 +45,10 @@ def _external_frame(spark: Any, fmt: str, paths: list[str], ref: ExternalRef, ta
             reader = reader.option(spark_key, value)
     df = reader.load(paths)
     by_lower = {c.lower(): c for c in df.columns}
+    # schema evolution: a renamed column under an earlier name, an added one as its default
+    renames, absent = external_names(list(df.columns), table_columns)
+    by_lower.update({t.lower(): s for s, t in renames.items()})
+    defaults = {c.column_name.lower(): c for c in absent if c.default_value is not None}
     parts = {k.lower(): v for k, v in ref.partitions}
     cols = []
     for f in target:
@@ -58,6 +64,8 @@ def _external_frame(spark: Any, fmt: str, paths: list[str], ref: ExternalRef, ta
         elif key in parts:
             raw = parts[key]
             cols.append(F.lit(None if raw == HIVE_DEFAULT_PARTITION else raw).cast(st).alias(f.name))
+        elif key in defaults:
+            cols.append(F.lit(default_scalar(defaults[key], f.type).as_py()).cast(st).alias(f.name))
         else:
             cols.append(F.lit(None).cast(st).alias(f.name))
     return df.select(*cols)
@@ -73,7 +81,7 @@ def read(spark: Any, path: str, table: TableHandle, names: list[str] | None, fil
     for f in files:
         if f.external is not None:
             groups.setdefault((f.external.format, f.external), []).append(table.storage.uri(f.path))
-    frames = [_external_frame(spark, fmt, paths, ref, schema) for (fmt, ref), paths in groups.items()]
+    frames = [_external_frame(spark, fmt, paths, ref, schema, table.columns) for (fmt, ref), paths in groups.items()]
     if carbon_ids or not frames:
         reader = spark.read.format("carbondata").schema(from_arrow_schema(schema, prefer_timestamp_ntz=False))
         if filter:

@@ -14,6 +14,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 from carbon_ds.ddl.parser import (
     AddSegment,
     AlterPartition,
+    AlterSchema,
     CleanFiles,
     CreateTable,
     DeleteRows,
@@ -26,7 +27,7 @@ from carbon_ds.ddl.parser import (
     UpdateRows,
     parse,
 )
-from carbon_ds.ddl.types import arrow_schema
+from carbon_ds.ddl.types import arrow_schema, arrow_type
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, is_inside
 from carbon_ds.spark import catalog
@@ -256,6 +257,49 @@ def _alter_partition(spark: Any, stmt: AlterPartition):
     return _empty(spark)
 
 
+def _alter_schema(spark: Any, stmt: AlterSchema, text: str):
+    """ADD / DROP COLUMNS, CHANGE, SET / UNSET TBLPROPERTIES: one schema change, then the session's view
+    is re-created so later queries see the new columns (docs/schema-evolution.md)."""
+    if catalog.lookup(spark, stmt.table) is None:
+        return spark.sql(text)  # not a carbondata table: Spark's statement
+    entry = catalog.ensure(spark, stmt.table)
+    table = CarbonTable.open(entry.path)
+    if stmt.action == "add":
+        prefix = "default.value."
+        other = [k for k in stmt.properties if not k.startswith(prefix)]
+        if other:
+            raise CarbonOptionError(f"ALTER TABLE ... ADD COLUMNS: TBLPROPERTIES may only hold "
+                                    f"'DEFAULT.VALUE.<column>', found {', '.join(repr(k) for k in other)}")
+        defaults = {k[len(prefix):]: v for k, v in stmt.properties.items()}
+        names = {n.lower() for n, _t in stmt.columns}
+        stray = [c for c in defaults if c not in names]
+        if stray:
+            raise CarbonOptionError(f"ALTER TABLE ... ADD COLUMNS: default value for {', '.join(stray)}, which "
+                                    "is not among the columns added")
+        with table.update_schema() as u:
+            for name, type_text in stmt.columns:
+                u.add_column(name, arrow_type(type_text, name), default=defaults.get(name.lower()))
+    elif stmt.action == "drop":
+        with table.update_schema() as u:
+            for name in stmt.names:
+                u.drop_column(name)
+    elif stmt.action == "change":
+        old, new = stmt.names[0], stmt.new_name or stmt.names[0]
+        want = arrow_type(stmt.type_text or "", new)
+        current = {f.name.lower(): f.type for f in table.schema}
+        with table.update_schema() as u:
+            if new != old:
+                u.rename_column(old, new)
+            if old.lower() in current and not current[old.lower()].equals(want):
+                u.widen_column(new, want)
+    elif stmt.action == "set":
+        table.set_properties(stmt.properties)
+    else:
+        table.unset_properties(stmt.names)
+    catalog.create_view(spark, entry)
+    return _empty(spark)
+
+
 def sql(spark: Any, text: str):
     """Run one statement; CarbonData statements here, the rest through ``spark.sql`` (queries and INSERT ...
     SELECT first rewritten to read only what they need: carbon_ds.spark.query). Returns a DataFrame.
@@ -297,13 +341,16 @@ def _statement(spark: Any, text: str):
         return _show_partitions(spark, stmt)
     if isinstance(stmt, AlterPartition):
         return _alter_partition(spark, stmt)
+    if isinstance(stmt, AlterSchema):
+        return _alter_schema(spark, stmt, text)
     if isinstance(stmt, Unsupported):
         if catalog.lookup(spark, stmt.table) is None:
             return spark.sql(text)  # not a carbondata table: Spark's statement
         raise CarbonOptionError(
             f"ALTER TABLE ... {stmt.what} is a CarbonData statement carbon-ds does not support yet "
             f"(table {stmt.table}); supported: CREATE/DROP TABLE, INSERT, DELETE, UPDATE, ADD SEGMENT, "
-            "SHOW SEGMENTS, DELETE FROM TABLE ... WHERE SEGMENT, CLEAN FILES, SHOW/ADD/DROP PARTITION")
+            "SHOW SEGMENTS, DELETE FROM TABLE ... WHERE SEGMENT, CLEAN FILES, SHOW/ADD/DROP PARTITION, "
+            "ADD/DROP COLUMNS, CHANGE, SET/UNSET TBLPROPERTIES")
 
     if isinstance(stmt, (DeleteRows, UpdateRows)):
         # the WHERE (and SET) are Spark's: any Spark SQL predicate; the deltas are written here (docs/dml.md)

@@ -11,6 +11,7 @@ from carbon_ds.errors import CarbonError
 from carbon_ds.table.meta.handle import DataFile, SegmentInfo, TableHandle, resolve_columns
 from carbon_ds.table.meta.options import LoadOptions, parse_write
 from carbon_ds.table.ops import add_segment, dml, partitions
+from carbon_ds.table.ops import schema as schema_ops
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.read import scan
 from carbon_ds.table.read.scanner import Scan
@@ -113,3 +114,17 @@ class CarbonTable(TableHandle):
     def drop_partitions(self, spec: dict, if_exists: bool = False) -> list[str]:
         """ALTER TABLE DROP PARTITION; returns the dropped folders."""
         return partitions.drop_partitions(self, spec, if_exists)
+
+    # ------------------------------------------------------------------ schema
+    def update_schema(self) -> schema_ops.UpdateSchema:
+        """Staged column changes (add/drop/rename/widen) committed as one schema change:
+        ``with t.update_schema() as u: u.add_column("c", pa.int64())``."""
+        return schema_ops.update_schema(self)
+
+    def set_properties(self, properties: dict[str, str]) -> None:
+        """ALTER TABLE SET TBLPROPERTIES (only properties that may change after creation)."""
+        schema_ops.set_properties(self, properties)
+
+    def unset_properties(self, names: list[str]) -> None:
+        """ALTER TABLE UNSET TBLPROPERTIES."""
+        schema_ops.unset_properties(self, names)

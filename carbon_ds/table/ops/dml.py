@@ -31,6 +31,7 @@ from carbon_ds.progress import progress
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.column_map import open_file
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
@@ -69,7 +70,7 @@ def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
         fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
         if fd is not None and fd.marked:
             continue
-        f = CarbonDataFile(piece.path, storage=table.storage)
+        f = open_file(piece.path, table.storage, table.columns)
         try:
             m = Match(piece.path, piece.segment_id or "", sum(f.blocklet_rows(b) for b in range(f.num_blocklets)))
             for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
@@ -277,7 +278,7 @@ POSITION_NAMES = tuple(f.name for f in POSITION_FIELDS)
 
 
 def position_tables(storage: Storage, pieces: list[pruning.Piece], columns: list[str], schema: pa.Schema,
-                    deletes: Deletes | None):
+                    deletes: Deletes | None, table_columns=None):
     """Every live row of ``pieces`` (``columns`` of ``schema``) plus the position columns, one table per
     blocklet. No row is filtered here: Spark evaluates the user's predicate on these rows."""
     cols = list(columns) or [schema.names[0]]
@@ -289,7 +290,7 @@ def position_tables(storage: Storage, pieces: list[pruning.Piece], columns: list
         fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
         if fd is not None and fd.marked:
             continue
-        f = CarbonDataFile(piece.path, storage=storage)
+        f = open_file(piece.path, storage, table_columns)
         try:
             for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
                 sizes = f.page_rows(b)

@@ -28,10 +28,13 @@ from carbon_ds.expressions import AlwaysTrue, Expr, bind, filter_table, might_ma
 from carbon_ds.expressions.minmax import ColumnStats
 from carbon_ds.expressions.objects import to_expr
 from carbon_ds.format.index import read_index, read_merge_index
+from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage, basename, dirname
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar
+from carbon_ds.table.meta import column_map
+from carbon_ds.table.meta.column_map import open_file
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.naming import INDEX_EXT, MERGE_INDEX_EXT
@@ -114,23 +117,28 @@ _CACHE_LOCK = threading.Lock()
 _CACHE_MAX = 4096
 
 
-def _entries_of(header, entries) -> dict[str, FileEntry]:
+def _entries_of(header, entries, table_columns: list[ColumnSchema] | None = None) -> dict[str, FileEntry]:
     columns = list(header.table_columns or [])
+    absent: list[ColumnSchema] = []
+    if table_columns is not None and not column_map.is_identity(columns, table_columns):
+        columns, absent = column_map.view(columns, table_columns)  # statistics under the table's names
     trusted = S.trusted_columns(columns)
     out: dict[str, FileEntry] = {}
     for e in entries:
         rows = e.blocklet_info.num_rows if e.blocklet_info is not None else None
         mm = e.block_index.min_max_index if e.block_index is not None else None
         fe = out.setdefault(basename(e.file_name), FileEntry([], []))
-        fe.blocklets.append(S.unit_stats(columns, trusted, mm, rows))
+        fe.blocklets.append({**S.unit_stats(columns, trusted, mm, rows), **column_map.default_stats(absent, rows)})
         fe.rows.append(rows)
         fe.pages.append(int(e.blocklet_info.number_number_of_pages or 0) if e.blocklet_info is not None else 0)
     return out
 
 
-def read_index_file(storage: Storage, path: str, size: int, mtime: int | None) -> dict[str, FileEntry]:
-    """Data file name -> its index entries, for one ``.carbonindex`` or ``.carbonindexmerge`` (cached)."""
-    key = (storage.uri(path), size, mtime)
+def read_index_file(storage: Storage, path: str, size: int, mtime: int | None,
+                    table_columns: list[ColumnSchema] | None = None) -> dict[str, FileEntry]:
+    """Data file name -> its index entries, for one ``.carbonindex`` or ``.carbonindexmerge`` (cached);
+    with ``table_columns`` the statistics are named by the table's current columns."""
+    key = (storage.uri(path), size, mtime, column_map.table_key(table_columns))
     with _CACHE_LOCK:
         hit = _CACHE.get(key)
     if hit is not None:
@@ -138,11 +146,11 @@ def read_index_file(storage: Storage, path: str, size: int, mtime: int | None) -
     out: dict[str, FileEntry] = {}
     if path.endswith(MERGE_INDEX_EXT):
         for _name, header, entries in read_merge_index(path, storage):
-            for k, v in _entries_of(header, entries).items():
+            for k, v in _entries_of(header, entries, table_columns).items():
                 out.setdefault(k, v)
     else:
         header, entries = read_index(path, storage)
-        out = _entries_of(header, entries)
+        out = _entries_of(header, entries, table_columns)
     with _CACHE_LOCK:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
@@ -150,32 +158,33 @@ def read_index_file(storage: Storage, path: str, size: int, mtime: int | None) -
     return out
 
 
-def folder_index(storage: Storage, folder: str) -> dict[str, FileEntry]:
+def folder_index(storage: Storage, folder: str, table_columns: list[ColumnSchema] | None = None
+                 ) -> dict[str, FileEntry]:
     """Every data file named by the index files in ``folder`` (merge index files first)."""
     found: dict[str, FileEntry] = {}
     listing = [f for f in storage.list(folder) if f.path.endswith((INDEX_EXT, MERGE_INDEX_EXT))]
     listing.sort(key=lambda f: (not f.path.endswith(MERGE_INDEX_EXT), f.path))
     for f in listing:
         try:
-            for name, entry in read_index_file(storage, f.path, f.size, f.mtime_ns).items():
+            for name, entry in read_index_file(storage, f.path, f.size, f.mtime_ns, table_columns).items():
                 found.setdefault(name, entry)
         except CarbonFormatError:
             continue  # an unreadable index only costs pruning: the file's footer is used instead
     return found
 
 
-def _footer_entry(storage: Storage, path: str) -> FileEntry:
-
-    f = CarbonDataFile(path, storage=storage)
+def _footer_entry(storage: Storage, path: str, table_columns: list[ColumnSchema] | None = None) -> FileEntry:
+    f = open_file(path, storage, table_columns)
     try:
         columns = f.columns
+        absent = f.absent if isinstance(f, column_map.MappedFile) else []
         trusted = S.trusted_columns(columns)
         blocks = list(f.footer.blocklet_index_list or [])
         stats, rows, pages = [], [], []
         for b in range(f.num_blocklets):
             mm = blocks[b].min_max_index if b < len(blocks) and blocks[b] is not None else None
             n = f.blocklet_rows(b)
-            stats.append(S.unit_stats(columns, trusted, mm, n))
+            stats.append({**S.unit_stats(columns, trusted, mm, n), **column_map.default_stats(absent, n)})
             rows.append(n)
             pages.append(int(f.blocklet_info(b).number_number_of_pages or 0))
         return FileEntry(stats, rows, pages)
@@ -210,7 +219,8 @@ def _count_all(entry: FileEntry, counts: Counts) -> None:
     counts.pages_total += sum(entry.pages)
 
 
-def _external_entry(storage: Storage, path: str, ref: ExternalRef, schema: pa.Schema | None) -> FileEntry:
+def _external_entry(storage: Storage, path: str, ref: ExternalRef, schema: pa.Schema | None,
+                    table_columns: list[ColumnSchema] | None = None) -> FileEntry:
     """Statistics units of a non-carbondata file (Parquet row groups, ORC stripes; CSV/JSON: one unit
     without statistics, not even opened), each also knowing the segment's partition values."""
 
@@ -223,13 +233,18 @@ def _external_entry(storage: Storage, path: str, ref: ExternalRef, schema: pa.Sc
     if ref.format in ("csv", "json"):
         return FileEntry([dict(part)], [None], [], ref)
     f = open_reader(storage, path, ref.format, ref.options_dict, schema)
-    units = [{**u.stats, **part} for u in f.units] or [dict(part)]
+    renames, absent = column_map.external_names(f.schema.names, table_columns)
+    names = {s.lower(): t.lower() for s, t in renames.items()}
+    gone = {c.column_name.lower() for c in absent}
+    units = [{**{names.get(k, k): v for k, v in u.stats.items() if k not in gone or k in names},
+              **column_map.default_stats(absent, u.rows), **part} for u in f.units] or [dict(part)]
     rows = [u.rows for u in f.units] or [0]
     return FileEntry(units, rows, [], ref)
 
 
 def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr,
-               use_index: bool = True, external: dict | None = None, schema: pa.Schema | None = None) -> Plan:
+               use_index: bool = True, external: dict | None = None, schema: pa.Schema | None = None,
+               table_columns: list[ColumnSchema] | None = None) -> Plan:
     """Prune (segment, file, blocklet) for ``files`` = [(path, segment id or None), ...]; files in
     ``external`` (path -> ExternalRef) are pruned by their own units' statistics (row groups, stripes)."""
     external = external or {}
@@ -244,15 +259,15 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
         for path in paths:
             entry = None
             if path in external:
-                entries.append((path, _external_entry(storage, path, external[path], schema)))
+                entries.append((path, _external_entry(storage, path, external[path], schema, table_columns)))
                 continue
             if use_index:
                 folder = dirname(path)
                 if folder not in folders:
-                    folders[folder] = folder_index(storage, folder)
+                    folders[folder] = folder_index(storage, folder, table_columns)
                 entry = folders[folder].get(posixpath.basename(path))
             if entry is None:
-                entry = _footer_entry(storage, path)
+                entry = _footer_entry(storage, path, table_columns)
             entries.append((path, entry))
         if seg is not None:
             counts.segments_total += 1
@@ -313,12 +328,13 @@ def read_pieces(
     exact: bool | Expr = True,
     counts: Counts | None = None,
     deletes: Deletes | None = None,
+    table_columns: list[ColumnSchema] | None = None,
 ) -> Iterator[pa.Table]:
     """Tables of ``columns`` (all when None) in ``schema``'s spelling and types, pruned by ``expr``; with
     ``exact=True`` only rows where ``expr`` is TRUE, with an expression only rows where that one is TRUE
     (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema. ``deletes``
     (carbon_ds.table.deltas.Deletes) drops rows removed by committed delete deltas."""
-    how = Reading(expr, columns, schema, exact)
+    how = Reading(expr, columns, schema, exact, table_columns)
     for piece in pieces:
         if piece.external is not None:
             yield how.external(storage, piece, counts)
@@ -326,7 +342,7 @@ def read_pieces(
         fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
         if fd is not None and fd.marked:
             continue
-        f = CarbonDataFile(piece.path, storage=storage)
+        f = open_file(piece.path, storage, table_columns)
         try:
             for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
                 table = how.blocklet(f, b, fd, counts)
@@ -340,7 +356,9 @@ class Reading:
     """How to read one unit (a carbondata blocklet, an external file's chosen units) of a pruned read:
     the columns needed, the page pruning and the exact filter. Stateless once built, so threads share it."""
 
-    def __init__(self, expr: Expr, columns: list[str] | None, schema: pa.Schema, exact: bool | Expr = True):
+    def __init__(self, expr: Expr, columns: list[str] | None, schema: pa.Schema, exact: bool | Expr = True,
+                 table_columns: list[ColumnSchema] | None = None):
+        self.table_columns = table_columns  # schema-evolution mapping of file columns (column_map)
         keep_rows = expr if exact is True else exact if isinstance(exact, Expr) else None
         self.keep_rows = None if isinstance(keep_rows, AlwaysTrue) else keep_rows
         self.expr = expr
@@ -356,7 +374,8 @@ class Reading:
         return table.select(self.out_names) if self.need != self.out_names else table
 
     def external(self, storage: Storage, piece: Piece, counts: Counts | None = None) -> pa.Table:
-        table = read_external(storage, piece.path, piece.external, self.need, self.need_schema, piece.blocklets)
+        table = read_external(storage, piece.path, piece.external, self.need, self.need_schema, piece.blocklets,
+                              self.table_columns)
         if counts is not None:
             counts.rows_read += table.num_rows
         return self._finish(table)
@@ -386,14 +405,15 @@ class Reading:
         return self._finish(conform(pa.Table.from_batches([batch]), self.need_schema))
 
 
-def count_pages(storage: Storage, pieces: list[Piece], expr: Expr, counts: Counts) -> None:
+def count_pages(storage: Storage, pieces: list[Piece], expr: Expr, counts: Counts,
+                table_columns: list[ColumnSchema] | None = None) -> None:
     """Add page totals and survivors of ``pieces`` to ``counts`` (reads only DataChunk3 headers)."""
 
     for piece in pieces:
         if piece.external is not None:
             counts.rows_read += piece.rows or 0  # no pages: a unit is read whole
             continue
-        f = CarbonDataFile(piece.path, storage=storage)
+        f = open_file(piece.path, storage, table_columns)
         try:
             for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
                 if isinstance(expr, AlwaysTrue):

@@ -31,6 +31,11 @@ class Source:
     table: TableHandle | None = None
     external: dict[str, ExternalRef] = field(default_factory=dict)  # path -> how to read a non-carbondata file
 
+    @property
+    def columns(self):
+        """The table's current column schemas (files are read through them), None for a bare folder."""
+        return self.table.columns if self.table is not None else None
+
 
 def bare_files(path: str | os.PathLike) -> tuple[Storage, str, list[tuple[str, int]]]:
     """(storage, folder, [(path, size)]) of the ``.carbondata`` files under a folder, sorted; hidden and
@@ -130,7 +135,8 @@ def table_rows(table: TableHandle, columns: list[str] | None = None, segments=No
     details = table.load_details()
     deletes = table.deletes(details)
     found = table.files(segments)
-    tables = [read_file(table.storage, f, names, target) for f in found]
+    cols = table.columns
+    tables = [read_file(table.storage, f, names, target, cols) for f in found]
     if deletes is not None:
         tables = [drop_deleted(table.storage, deletes, f, t) for f, t in zip(found, tables, strict=True)]
     if not tables:
@@ -140,7 +146,7 @@ def table_rows(table: TableHandle, columns: list[str] | None = None, segments=No
 
 def plan(source: Source, expr: Expr) -> pruning.Plan:
     return pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=source.table is not None,
-                              external=source.external, schema=source.schema)
+                              external=source.external, schema=source.schema, table_columns=source.columns)
 
 
 def partition_pruned(source: Source, expr: Expr) -> list[tuple[str, str | None]]:
@@ -161,7 +167,7 @@ def read(path, columns: list[str] | None = None, filter=None, segments=None,
         counts.add(p.counts)
     target = pa.schema([source.schema.field(n) for n in (names if names is not None else source.schema.names)])
     tables = list(pruning.read_pieces(source.storage, p.pieces, expr, names, source.schema, True, counts,
-                                      deletes=_deletes(source)))
+                                      deletes=_deletes(source), table_columns=source.columns))
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables).cast(target) if tables[0].schema != target else pa.concat_tables(tables)
@@ -183,9 +189,10 @@ def count(path, filter=None, segments=None) -> int:
     cols = sorted(expr.columns())[:1] if not isinstance(expr, AlwaysTrue) else []
     if not cols:  # no filter column to read: count rows of every surviving blocklet from the footer
         return sum(t.num_rows for t in pruning.read_pieces(
-            source.storage, p.pieces, expr, [source.schema.names[0]], source.schema, True, deletes=deletes))
+            source.storage, p.pieces, expr, [source.schema.names[0]], source.schema, True, deletes=deletes,
+            table_columns=source.columns))
     return sum(t.num_rows for t in pruning.read_pieces(source.storage, p.pieces, expr, cols, source.schema, True,
-                                                       deletes=deletes))
+                                                       deletes=deletes, table_columns=source.columns))
 
 
 def _deletes(source: Source) -> Deletes | None:
@@ -205,7 +212,7 @@ def explain(path, filter=None, segments=None) -> ExplainReport:
     source = open_source(path, segments)
     expr = pruning.as_expr(filter, source.schema)
     p = plan(source, expr)
-    pruning.count_pages(source.storage, p.pieces, expr, p.counts)
+    pruning.count_pages(source.storage, p.pieces, expr, p.counts, source.columns)
     out = ExplainReport({"path": source.uri, "filter": str(expr), **p.counts.as_dict()})
     if source.table is None:
         out["segments"] = None

@@ -21,6 +21,7 @@ from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import AlwaysTrue
 from carbon_ds.readers.carbondata import CarbonDataFile, read_folder
 from carbon_ds.readers.external import open_reader
+from carbon_ds.table.meta.column_map import open_file
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.read import pruning, scan
 from carbon_ds.table.read.pruning import Counts, Piece
@@ -93,7 +94,7 @@ class Scan:
         is also appended to ``opened`` for the caller to close once no unit of it is in flight."""
         source = self.source
         storage = source.storage
-        how = pruning.Reading(self.expr, self.columns, source.schema, True)
+        how = pruning.Reading(self.expr, self.columns, source.schema, True, source.columns)
         deletes = scan._deletes(source)
 
         def external(piece: Piece):
@@ -128,7 +129,7 @@ class Scan:
             fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
             if fd is not None and fd.marked:
                 continue
-            f = CarbonDataFile(piece.path, storage=storage)
+            f = open_file(piece.path, storage, source.columns)
             opened.append(f)
             blocklets = list(piece.blocklets if piece.blocklets is not None else range(f.num_blocklets))
             if not blocklets:
