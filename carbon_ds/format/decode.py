@@ -38,6 +38,7 @@ META_ENCODINGS = {
 DATE_OFFSET = 1073741823  # Integer.MAX_VALUE >> 1: the surrogate of 1970-01-01; 1 means null
 MAX_PAGE_ROWS = 1 << 22  # far above CarbonData's 32,000 default; guards allocations
 MAX_VAR_PAGE = (1 << 31) - 1
+NULL_BITSETS_KEY = "null_bitsets"  # footer extra_info key; value "exact" as written by carbon-ds
 _SIMPLE = {
     DataType.SHORT: pa.int16(),
     DataType.INT: pa.int32(),
@@ -61,6 +62,9 @@ class Page:
     # where decode_pages wants this page's values (a slice of the whole chunk's buffer); decoders that can
     # write there directly do, the others return their own array and decode_pages copies it in
     out: np.ndarray | None = None
+    # set for files whose footer says NULL_BITSETS_KEY: string nulls come from the presence bitset only and
+    # a stored ``@NU#LL$!`` is that string (CarbonData's own files null every value equal to the marker)
+    exact_nulls: bool = False
 
     def fail(self, what: str, at: int = 0) -> CarbonFormatError:
         return CarbonFormatError(f"column {self.column.column_name!r}: {what}", self.path, self.offset + at)
@@ -303,12 +307,17 @@ def lv_array(page: Page, data: np.ndarray, width: int, typ: pa.DataType, rows: i
         offsets[0] = row0 = out0 = 0
         arena = None
     n, end, nulls, bad, high = kernels.lv_decode(
-        data, width, limit, kernels.NULL_MARKER, True, offsets, row0, values, out0, valid
+        data, width, limit, kernels.NULL_MARKER, not page.exact_nulls, offsets, row0, values, out0, valid
     )
     if bad >= 0:
         raise page.fail(f"length-value entry at byte {bad} of the decompressed page runs past its end or row count")
     if rows is not None and n != rows:
         raise page.fail(f"page holds {n} values, expected {rows}")
+    if page.exact_nulls and rows is not None:
+        mask = null_mask(page)
+        if mask is not None:
+            valid[row0 : row0 + n] = ~mask
+            nulls = int(mask.sum())
     validity = pa.py_buffer(np.packbits(valid[row0 : row0 + n], bitorder="little")) if nulls else None
     offsets_buf = pa.py_buffer(offsets[row0 : row0 + n + 1])
     if arena is not None:
@@ -357,7 +366,7 @@ class _Arena:
 # ------------------------------------------------------------------ local dictionary
 
 
-def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int) -> pa.Array:
+def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int, exact_nulls: bool = False) -> pa.Array:
     """The blocklet's local dictionary as an array indexed by surrogate key (keys 0 and 1 are null)."""
     ld = chunk3.local_dictionary
     name = column.column_name
@@ -377,7 +386,7 @@ def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int) -> pa
         used = compress.decompress(comp, bytes(ld.dictionary_values), 1 << 24)
     except CarbonFormatError as e:
         raise CarbonFormatError(f"column {name!r} local dictionary: {e}", path, offset) from None
-    fake = Page(column, None, memoryview(b""), 0, path, offset)  # type: ignore[arg-type]
+    fake = Page(column, None, memoryview(b""), 0, path, offset, exact_nulls=exact_nulls)  # type: ignore[arg-type]
     values = lv_array(fake, data, width, pa.string() if column.data_type != DataType.BINARY else pa.binary(), None)
     keys = bitset_positions(used)
     if len(keys) != len(values):
@@ -398,7 +407,11 @@ def _take_key_bytes(page: Page, data: np.ndarray, dictionary: pa.Array) -> pa.Ar
     kernels.be_unsigned(data, 3, keys)
     if keys.size and keys.max() >= len(dictionary):
         raise page.fail(f"local dictionary key {int(keys.max())} outside the dictionary of {len(dictionary)}")
-    return dictionary.take(pa.Array.from_buffers(pa.int32(), len(keys), [None, pa.py_buffer(keys)]))
+    taken = dictionary.take(pa.Array.from_buffers(pa.int32(), len(keys), [None, pa.py_buffer(keys)]))
+    mask = null_mask(page) if page.exact_nulls else None
+    if mask is not None:
+        taken = pc.if_else(pa.array(mask), pa.scalar(None, taken.type), taken)
+    return taken
 
 
 # ------------------------------------------------------------------ meta-encoded pages

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format import compress
 from carbon_ds.format.decode import (
+    NULL_BITSETS_KEY,
     Page,
     decode_page,
     decode_pages,
@@ -81,6 +82,7 @@ class CarbonDataFile:
         self._footer_at = footer_at
         self.footer, _ = FileFooter3.from_bytes(self._read(footer_at, self.size - 8 - footer_at), self.path, footer_at)
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
+        self._exact_nulls = (self.footer.extra_info or {}).get(NULL_BITSETS_KEY) == "exact"
         starts = [o for b in self._blocklets for o in (b.column_data_chunks_offsets or [])]
         header_end = min(starts) if starts else footer_at
         if not 0 < header_end <= footer_at:
@@ -242,7 +244,9 @@ class CarbonDataFile:
             if rows is None:
                 rows = remaining if n == 1 else min(DEFAULT_PAGE_ROWS, remaining)
             remaining -= rows
-            pages.append(Page(col, dc2, buf[lo : lo + plen], int(rows), self.path, start + lo))
+            pages.append(
+                Page(col, dc2, buf[lo : lo + plen], int(rows), self.path, start + lo, exact_nulls=self._exact_nulls)
+            )
         return chunk, pages
 
     def _decode(
@@ -284,7 +288,7 @@ class CarbonDataFile:
         dictionary = None
         if chunk.local_dictionary is not None:
             dictionary = local_dictionary(
-                chunk, node.schema, self.path, self._blocklet(b).column_data_chunks_offsets[c]
+                chunk, node.schema, self.path, self._blocklet(b).column_data_chunks_offsets[c], self._exact_nulls
             )
         global_dict = None
         if dictionary is None and is_global_dictionary(node.schema):
