@@ -22,6 +22,7 @@ from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonSchemaError, 
 from carbon_ds.format import compress
 from carbon_ds.format.decode import (
     NULL_BITSETS_KEY,
+    STATS_CHECKED,
     Page,
     decode_page,
     decode_pages,
@@ -31,7 +32,15 @@ from carbon_ds.format.decode import (
 )
 from carbon_ds.format.dictionary import dictionary_path, is_global_dictionary, read_global_dictionary, table_root
 from carbon_ds.format.schema import ColumnNode, arrow_type, in_schema_order, nest
-from carbon_ds.format.structs import BlockletInfo3, ColumnSchema, DataChunk3, DataType, FileFooter3, FileHeader
+from carbon_ds.format.structs import (
+    BlockletInfo3,
+    ColumnSchema,
+    DataChunk3,
+    DataType,
+    Encoding,
+    FileFooter3,
+    FileHeader,
+)
 from carbon_ds.fs import Storage
 
 DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
@@ -222,6 +231,9 @@ class CarbonDataFile:
         pos = 0
         pages = []
         remaining = info.num_rows
+        # stored page statistics are checked for top-level plain columns (not surrogate keys, not 1.x dims)
+        check = (expected is None and col.data_type in STATS_CHECKED
+                 and Encoding.DICTIONARY not in (col.encoders or []))
         for j, dc2 in enumerate(pages_meta):
             plen = _at(chunk.page_length, j)
             if plen is None:
@@ -245,7 +257,8 @@ class CarbonDataFile:
                 rows = remaining if n == 1 else min(DEFAULT_PAGE_ROWS, remaining)
             remaining -= rows
             pages.append(
-                Page(col, dc2, buf[lo : lo + plen], int(rows), self.path, start + lo, exact_nulls=self._exact_nulls)
+                Page(col, dc2, buf[lo : lo + plen], int(rows), self.path, start + lo, exact_nulls=self._exact_nulls,
+                     check_stats=check)
             )
         return chunk, pages
 

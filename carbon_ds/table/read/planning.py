@@ -33,4 +33,4 @@ def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, 
             )
         return read_external(storage, data_file.path, data_file.external, columns, target)
     with CarbonDataFile(data_file.path, storage=storage) as f:
-        return conform(f.read(columns=columns), target)
+        return conform(f.read(columns=columns), target, data_file.path)

@@ -364,7 +364,7 @@ def read_pieces(
                                         [sizes[j] for j in keep] if keep is not None else sizes)
                     if mask is not None:
                         batch = batch.filter(pa.array(mask))
-                table = conform(pa.Table.from_batches([batch]), need_schema)
+                table = conform(pa.Table.from_batches([batch]), need_schema, f.path)
                 if keep_rows is not None:
                     table = filter_table(table, keep_rows)
                 yield table.select(out_names) if need != out_names else table
