@@ -42,3 +42,7 @@ class CarbonTableError(CarbonError):
 
 class CarbonDependencyError(CarbonError, ImportError):
     """An optional dependency (PySpark, Polars, DuckDB, ...) that a call needs is not installed."""
+
+
+class CarbonMissingFileError(CarbonError, FileNotFoundError):
+    """A file the table's metadata refers to is not there (deleted outside carbon-ds, or damaged metadata)."""

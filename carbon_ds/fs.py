@@ -16,7 +16,7 @@ from functools import lru_cache
 
 import pyarrow.fs as pafs
 
-from carbon_ds.errors import CarbonError
+from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError
 
 
 @dataclass(frozen=True)
@@ -58,14 +58,21 @@ class Storage:
         return info.size
 
     def open(self, path: str) -> pafs.NativeFile:
-        return self.fs.open_input_file(path)
+        try:
+            return self.fs.open_input_file(path)
+        except FileNotFoundError:
+            raise CarbonMissingFileError(f"file not found: {self.uri(path)}") from None
 
     def read_bytes(self, path: str) -> bytes:
-        with self.fs.open_input_file(path) as f:
+        with self.open(path) as f:
             return f.read()
 
     def read_text(self, path: str) -> str:
-        return self.read_bytes(path).decode("utf-8")
+        data = self.read_bytes(path)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as e:  # a damaged metadata file: say which and where
+            raise CarbonFormatError(f"not valid UTF-8 text: {e.reason}", self.uri(path), e.start) from None
 
     def exists(self, path: str) -> bool:
         return self.fs.get_file_info(path).type != pafs.FileType.NotFound

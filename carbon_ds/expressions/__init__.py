@@ -21,6 +21,7 @@ from carbon_ds.expressions.tree import (
     UnsupportedExpressionError,
     and_,
     between,
+    bounded,
     or_,
     push_not,
     visit,
@@ -29,5 +30,5 @@ from carbon_ds.expressions.tree import (
 __all__ = [
     "AlwaysFalse", "AlwaysTrue", "And", "BoundExpr", "ColumnStats", "Compare", "Expr", "ExprVisitor", "In",
     "IsNull", "Not", "NotIn", "NotNull", "Or", "StartsWith", "UnsupportedExpressionError", "and_", "between",
-    "bind", "filter_table", "might_match", "or_", "parse", "push_not", "to_arrow", "visit",
+    "bind", "bounded", "filter_table", "might_match", "or_", "parse", "push_not", "to_arrow", "visit",
 ]

@@ -28,6 +28,7 @@ from carbon_ds.expressions.tree import (
     NotNull,
     Or,
     StartsWith,
+    bounded,
     visit,
 )
 
@@ -160,7 +161,7 @@ def bind(e: Expr, schema: pa.Schema) -> BoundExpr:
             on a column that is not a string.
         UnsupportedExpressionError: ``e`` holds a node type outside the predicate model.
     """
-    return BoundExpr(visit(e, _Bind(schema)))
+    return BoundExpr(visit(bounded(e), _Bind(schema)))
 
 
 def _scalar(value: Any, t: pa.DataType) -> pa.Scalar | Any:

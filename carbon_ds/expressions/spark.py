@@ -28,10 +28,17 @@ def _column(f: Any) -> str | None:
 
 def from_spark_filter(f: Any) -> Expr | None:
     """The expression for one Spark filter, or None when it is not one we use."""
+    nots = 0  # counted in a loop: a hostile chain of NOTs must not exhaust the stack
+    while type(f).__name__ == "Not":
+        f, nots = getattr(f, "child", None), nots + 1
+    leaf = _leaf(f)
+    if leaf is None or (nots and isinstance(leaf, StartsWith)):
+        return None
+    return Not(leaf) if nots % 2 else leaf
+
+
+def _leaf(f: Any) -> Expr | None:
     kind = type(f).__name__
-    if kind == "Not":
-        child = from_spark_filter(getattr(f, "child", None))
-        return Not(child) if child is not None and not isinstance(child, StartsWith) else None
     col = _column(f)
     if col is None:
         return None

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Generic, NewType, TypeVar
 
-from carbon_ds.errors import CarbonError
+from carbon_ds.errors import CarbonError, CarbonOptionError
 
 OPS = ("=", "!=", "<", "<=", ">", ">=")
 _FLIP = {"=": "=", "!=": "!=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
@@ -247,6 +247,61 @@ def visit(expr: Expr, visitor: ExprVisitor[T]) -> T:
             todo.append(call)
             todo.extend(reversed(item.children()))
     return results[0]
+
+
+# ------------------------------------------------------------------------------------------ depth bound
+MAX_TREE_DEPTH = 200  # Arrow's expression evaluation recurses in C++: deeper trees could overflow its stack
+
+
+def depth(expr: Expr) -> int:
+    """Levels of the tree (a leaf is 1), counted without recursion."""
+    deepest, todo = 0, [(expr, 1)]
+    while todo:
+        node, d = todo.pop()
+        deepest = max(deepest, d)
+        todo.extend((c, d + 1) for c in node.children())
+    return deepest
+
+
+def _terms(expr: Expr, cls: type) -> list[Expr]:
+    out, todo = [], [expr]
+    while todo:
+        node = todo.pop()
+        if type(node) is cls:
+            todo.extend(reversed(node.children()))
+        else:
+            out.append(node)
+    return out
+
+
+def _rebalance(expr: Expr) -> Expr:
+    if type(expr) in (And, Or):
+        return _balanced(type(expr), [_rebalance(t) for t in _terms(expr, type(expr))])
+    if type(expr) is Not:
+        return Not(_rebalance(expr.child))
+    return expr
+
+
+def bounded(expr: Expr) -> Expr:
+    """``expr`` with long AND / OR chains rebalanced, so evaluation stays within ``MAX_TREE_DEPTH`` levels.
+
+    Raises:
+        CarbonOptionError: the tree still nests deeper (NOT or alternating AND / OR levels).
+    """
+    levels = depth(expr)
+    if levels <= MAX_TREE_DEPTH:
+        return expr
+    try:
+        expr = _rebalance(expr)
+        levels = depth(expr)
+    except RecursionError:
+        pass
+    if levels > MAX_TREE_DEPTH:
+        raise CarbonOptionError(
+            f"filter nests {levels} levels deep, more than {MAX_TREE_DEPTH}: NOT and alternating AND / OR "
+            "nest a level each; long AND / OR chains of any length are fine"
+        )
+    return expr
 
 
 # ------------------------------------------------------------------------------------------ builders

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import compress, encoder_meta, kernels
+from carbon_ds.format import compress, encoder_meta, kernels, minmax
 from carbon_ds.format.encoder_meta import STORE_WIDTH, ColumnType, MetaType
 from carbon_ds.format.schema import TIMESTAMP_TYPE
 from carbon_ds.format.structs import ColumnSchema, DataChunk2, DataType, Encoding
@@ -38,6 +38,7 @@ META_ENCODINGS = {
 DATE_OFFSET = 1073741823  # Integer.MAX_VALUE >> 1: the surrogate of 1970-01-01; 1 means null
 MAX_PAGE_ROWS = 1 << 22  # far above CarbonData's 32,000 default; guards allocations
 MAX_VAR_PAGE = (1 << 31) - 1
+NULL_BITSETS_KEY = "null_bitsets"  # footer extra_info key; value "exact" as written by carbon-ds
 _SIMPLE = {
     DataType.SHORT: pa.int16(),
     DataType.INT: pa.int32(),
@@ -61,6 +62,12 @@ class Page:
     # where decode_pages wants this page's values (a slice of the whole chunk's buffer); decoders that can
     # write there directly do, the others return their own array and decode_pages copies it in
     out: np.ndarray | None = None
+    # set for files whose footer says NULL_BITSETS_KEY: string nulls come from the presence bitset only and
+    # a stored ``@NU#LL$!`` is that string (CarbonData's own files null every value equal to the marker)
+    exact_nulls: bool = False
+    # set by the reader for top-level plain columns: the decoded values must lie within the page's stored
+    # min/max (CarbonData pages carry no checksum; this catches much corruption at the cost of a min/max)
+    check_stats: bool = False
 
     def fail(self, what: str, at: int = 0) -> CarbonFormatError:
         return CarbonFormatError(f"column {self.column.column_name!r}: {what}", self.path, self.offset + at)
@@ -303,12 +310,17 @@ def lv_array(page: Page, data: np.ndarray, width: int, typ: pa.DataType, rows: i
         offsets[0] = row0 = out0 = 0
         arena = None
     n, end, nulls, bad, high = kernels.lv_decode(
-        data, width, limit, kernels.NULL_MARKER, True, offsets, row0, values, out0, valid
+        data, width, limit, kernels.NULL_MARKER, not page.exact_nulls, offsets, row0, values, out0, valid
     )
     if bad >= 0:
         raise page.fail(f"length-value entry at byte {bad} of the decompressed page runs past its end or row count")
     if rows is not None and n != rows:
         raise page.fail(f"page holds {n} values, expected {rows}")
+    if page.exact_nulls and rows is not None:
+        mask = null_mask(page)
+        if mask is not None:
+            valid[row0 : row0 + n] = ~mask
+            nulls = int(mask.sum())
     validity = pa.py_buffer(np.packbits(valid[row0 : row0 + n], bitorder="little")) if nulls else None
     offsets_buf = pa.py_buffer(offsets[row0 : row0 + n + 1])
     if arena is not None:
@@ -357,7 +369,7 @@ class _Arena:
 # ------------------------------------------------------------------ local dictionary
 
 
-def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int) -> pa.Array:
+def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int, exact_nulls: bool = False) -> pa.Array:
     """The blocklet's local dictionary as an array indexed by surrogate key (keys 0 and 1 are null)."""
     ld = chunk3.local_dictionary
     name = column.column_name
@@ -377,7 +389,7 @@ def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int) -> pa
         used = compress.decompress(comp, bytes(ld.dictionary_values), 1 << 24)
     except CarbonFormatError as e:
         raise CarbonFormatError(f"column {name!r} local dictionary: {e}", path, offset) from None
-    fake = Page(column, None, memoryview(b""), 0, path, offset)  # type: ignore[arg-type]
+    fake = Page(column, None, memoryview(b""), 0, path, offset, exact_nulls=exact_nulls)  # type: ignore[arg-type]
     values = lv_array(fake, data, width, pa.string() if column.data_type != DataType.BINARY else pa.binary(), None)
     keys = bitset_positions(used)
     if len(keys) != len(values):
@@ -398,7 +410,11 @@ def _take_key_bytes(page: Page, data: np.ndarray, dictionary: pa.Array) -> pa.Ar
     kernels.be_unsigned(data, 3, keys)
     if keys.size and keys.max() >= len(dictionary):
         raise page.fail(f"local dictionary key {int(keys.max())} outside the dictionary of {len(dictionary)}")
-    return dictionary.take(pa.Array.from_buffers(pa.int32(), len(keys), [None, pa.py_buffer(keys)]))
+    taken = dictionary.take(pa.Array.from_buffers(pa.int32(), len(keys), [None, pa.py_buffer(keys)]))
+    mask = null_mask(page) if page.exact_nulls else None
+    if mask is not None:
+        taken = pc.if_else(pa.array(mask), pa.scalar(None, taken.type), taken)
+    return taken
 
 
 # ------------------------------------------------------------------ meta-encoded pages
@@ -777,7 +793,49 @@ def decode_page(
         raise page.fail(f"corrupt page: {type(e).__name__}: {e}") from None
     if len(arr) != page.rows:
         raise page.fail(f"decoded {len(arr)} values, expected {page.rows}")
+    if page.check_stats and page.rows:
+        _check_stats(page, arr)
     return arr
+
+
+STATS_CHECKED = (DataType.SHORT, DataType.INT, DataType.LONG, DataType.DOUBLE, DataType.STRING)
+
+
+def _check_stats(page: Page, arr: pa.Array) -> None:
+    """Raise when a decoded value lies outside the page's stored min/max (a widening is fine: Java's
+    string statistics may count the null marker)."""
+    mm = page.chunk.min_max
+    if mm is None or not mm.min_values or not mm.max_values:
+        return
+    if mm.min_max_presence and not mm.min_max_presence[0]:
+        return
+    dt = page.column.data_type
+    lo_b, hi_b = bytes(mm.min_values[0]), bytes(mm.max_values[0])
+    if not lo_b or not hi_b:
+        return
+    if dt == DataType.STRING:
+        if not pa.types.is_string(arr.type):
+            return  # local dictionary keys (decode_pages looks them up afterwards)
+        lo, hi = lo_b, hi_b
+        values = arr.cast(pa.binary())
+    else:
+        try:
+            lo = minmax.value_from_bytes(dt, bool(page.column.dimension), lo_b)
+            hi = minmax.value_from_bytes(dt, bool(page.column.dimension), hi_b)
+        except (ValueError, struct.error):
+            return
+        values = arr
+        if dt == DataType.DOUBLE:
+            if lo != lo or hi != hi:  # NaN bounds say nothing
+                return
+            values = pc.filter(arr, pc.invert(pc.is_nan(arr)))
+    got = pc.min_max(values)
+    vmin, vmax = got["min"].as_py(), got["max"].as_py()
+    if vmin is None:
+        return
+    if vmin < lo or vmax > hi:  # type: ignore[operator]
+        raise page.fail(f"decoded values [{vmin!r}, {vmax!r}] lie outside the page's stored min/max "
+                        f"[{lo!r}, {hi!r}]: the page is corrupt")
 
 
 class _KeysOnly:

@@ -21,6 +21,8 @@ import pyarrow.compute as pc
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format import compress
 from carbon_ds.format.decode import (
+    NULL_BITSETS_KEY,
+    STATS_CHECKED,
     Page,
     decode_page,
     decode_pages,
@@ -30,7 +32,15 @@ from carbon_ds.format.decode import (
 )
 from carbon_ds.format.dictionary import dictionary_path, is_global_dictionary, read_global_dictionary, table_root
 from carbon_ds.format.schema import ColumnNode, arrow_type, in_schema_order, nest
-from carbon_ds.format.structs import BlockletInfo3, ColumnSchema, DataChunk3, DataType, FileFooter3, FileHeader
+from carbon_ds.format.structs import (
+    BlockletInfo3,
+    ColumnSchema,
+    DataChunk3,
+    DataType,
+    Encoding,
+    FileFooter3,
+    FileHeader,
+)
 from carbon_ds.fs import Storage
 
 DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
@@ -81,6 +91,7 @@ class CarbonDataFile:
         self._footer_at = footer_at
         self.footer, _ = FileFooter3.from_bytes(self._read(footer_at, self.size - 8 - footer_at), self.path, footer_at)
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
+        self._exact_nulls = (self.footer.extra_info or {}).get(NULL_BITSETS_KEY) == "exact"
         starts = [o for b in self._blocklets for o in (b.column_data_chunks_offsets or [])]
         header_end = min(starts) if starts else footer_at
         if not 0 < header_end <= footer_at:
@@ -220,6 +231,9 @@ class CarbonDataFile:
         pos = 0
         pages = []
         remaining = info.num_rows
+        # stored page statistics are checked for top-level plain columns (not surrogate keys, not 1.x dims)
+        check = (expected is None and col.data_type in STATS_CHECKED
+                 and Encoding.DICTIONARY not in (col.encoders or []))
         for j, dc2 in enumerate(pages_meta):
             plen = _at(chunk.page_length, j)
             if plen is None:
@@ -242,7 +256,10 @@ class CarbonDataFile:
             if rows is None:
                 rows = remaining if n == 1 else min(DEFAULT_PAGE_ROWS, remaining)
             remaining -= rows
-            pages.append(Page(col, dc2, buf[lo : lo + plen], int(rows), self.path, start + lo))
+            pages.append(
+                Page(col, dc2, buf[lo : lo + plen], int(rows), self.path, start + lo, exact_nulls=self._exact_nulls,
+                     check_stats=check)
+            )
         return chunk, pages
 
     def _decode(
@@ -284,7 +301,7 @@ class CarbonDataFile:
         dictionary = None
         if chunk.local_dictionary is not None:
             dictionary = local_dictionary(
-                chunk, node.schema, self.path, self._blocklet(b).column_data_chunks_offsets[c]
+                chunk, node.schema, self.path, self._blocklet(b).column_data_chunks_offsets[c], self._exact_nulls
             )
         global_dict = None
         if dictionary is None and is_global_dictionary(node.schema):

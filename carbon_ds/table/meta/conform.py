@@ -52,9 +52,19 @@ def check_schema(expected: pa.Schema, found: pa.Schema, where: str) -> None:
         raise CarbonSchemaError(f"data does not match the schema of {where}:\n  " + "\n  ".join(problems))
 
 
-def conform(data: pa.Table | pa.RecordBatch, target: pa.Schema) -> pa.Table | pa.RecordBatch:
-    """Select ``target``'s columns (case-insensitively) and cast them to exactly ``target``."""
+def conform(data: pa.Table | pa.RecordBatch, target: pa.Schema, where: str = "the data") -> pa.Table | pa.RecordBatch:
+    """Select ``target``'s columns (case-insensitively) and cast them to exactly ``target``.
+
+    Raises:
+        CarbonSchemaError: a column of ``target`` is missing from ``data`` or cannot be cast (a file whose
+            header was altered); the message names ``where`` and the column.
+    """
     by_lower = {n.lower(): i for i, n in enumerate(data.schema.names)}
+    missing = [f.name for f in target if f.name.lower() not in by_lower]
+    if missing:
+        raise CarbonSchemaError(
+            f"{where} has no column {', '.join(map(repr, missing))} of the table; it has {', '.join(data.schema.names)}"
+        )
     arrays = [data.column(by_lower[f.name.lower()]) for f in target]
     if isinstance(data, pa.RecordBatch):
         out = pa.RecordBatch.from_arrays(arrays, names=target.names)
@@ -62,7 +72,10 @@ def conform(data: pa.Table | pa.RecordBatch, target: pa.Schema) -> pa.Table | pa
         out = pa.Table.from_arrays(arrays, names=target.names)
     if out.schema.equals(target, check_metadata=False):
         return out
-    return _floor_fine_timestamps(out, target).cast(target)
+    try:
+        return _floor_fine_timestamps(out, target).cast(target)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, pa.ArrowTypeError) as e:
+        raise CarbonSchemaError(f"{where}: columns do not convert to the table's types: {e}") from None
 
 
 def _floor_fine_timestamps(data: pa.Table | pa.RecordBatch, target: pa.Schema) -> pa.Table | pa.RecordBatch:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from carbon_ds.errors import CarbonTableError
+from carbon_ds.errors import CarbonMissingFileError, CarbonTableError
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import segment_file as segfiles
@@ -23,8 +23,18 @@ def _data_files_in_folder(
     if index_names is None or merge_name:
         # Without a per-task list (1.x tables, or a merged index that covers every committed task) the
         # folder holds exactly the committed files.
+        if merge_name and not data:
+            raise CarbonMissingFileError(f"segment folder {storage.uri(folder)} has a merged index but no data file")
         return data
-    return [(p, s) for p, s in data if any(owned_by_index(basename(p), i) for i in index_names)]
+    owned = [(p, s) for p, s in data if any(owned_by_index(basename(p), i) for i in index_names)]
+    # every committed task wrote at least one data file: a task without one lost its files
+    lost = [i for i in index_names if not any(owned_by_index(basename(p), i) for p, _s in owned)]
+    if lost:
+        raise CarbonMissingFileError(
+            f"segment folder {storage.uri(folder)}: no data file of committed task index {lost[0]}"
+            + (f" (and {len(lost) - 1} more)" if len(lost) > 1 else "")
+        )
+    return owned
 
 
 def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFile]) -> list[DataFile]:

@@ -79,7 +79,7 @@ def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
                 if not keep:
                     continue
                 batch = f.read_blocklet(b, cols, pages=keep if len(keep) < len(sizes) else None)
-                t = conform(pa.Table.from_batches([batch]), need_schema)
+                t = conform(pa.Table.from_batches([batch]), need_schema, piece.path)
                 ks = np.asarray([sizes[j] for j in keep], dtype=np.int64)
                 page_idx = np.repeat(np.asarray(keep, dtype=np.int64), ks)
                 starts = np.repeat(np.cumsum(ks) - ks, ks)
@@ -294,7 +294,7 @@ def position_tables(storage: Storage, pieces: list[pruning.Piece], columns: list
         try:
             for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
                 sizes = f.page_rows(b)
-                t = conform(pa.Table.from_batches([f.read_blocklet(b, cols)]), need)
+                t = conform(pa.Table.from_batches([f.read_blocklet(b, cols)]), need, f.path)
                 ks = np.asarray(sizes, dtype=np.int64)
                 page_idx = np.repeat(np.arange(len(sizes), dtype=np.int64), ks)
                 row_idx = np.arange(len(page_idx), dtype=np.int64) - np.repeat(np.cumsum(ks) - ks, ks)

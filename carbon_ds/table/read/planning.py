@@ -46,4 +46,4 @@ def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, 
         return read_external(storage, data_file.path, data_file.external, columns, target,
                              table_columns=table_columns)
     with open_file(data_file.path, storage, table_columns) as f:
-        return conform(f.read(columns=columns if columns is not None else target.names), target)
+        return conform(f.read(columns=columns if columns is not None else target.names), target, data_file.path)

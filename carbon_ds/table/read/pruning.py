@@ -402,7 +402,7 @@ class Reading:
                                 [sizes[j] for j in keep] if keep is not None else sizes)
             if mask is not None:
                 batch = batch.filter(pa.array(mask))
-        return self._finish(conform(pa.Table.from_batches([batch]), self.need_schema))
+        return self._finish(conform(pa.Table.from_batches([batch]), self.need_schema, f.path))
 
 
 def count_pages(storage: Storage, pieces: list[Piece], expr: Expr, counts: Counts,
