@@ -14,6 +14,7 @@ from carbon_ds.progress import row_progress
 from carbon_ds.readers.carbondata import read_folder
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
+from carbon_ds.table.ops.compaction import auto_compact
 from carbon_ds.table.read import scan
 from carbon_ds.table.write.prepare import prepare_table
 from carbon_ds.table.write.protocol import start_load
@@ -113,4 +114,5 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", **opti
     finally:
         if lock is not None:
             lock.release()
+    auto_compact(table)  # MINOR compaction when the table property auto_load_merge is true
     return job.segment_id

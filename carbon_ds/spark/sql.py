@@ -15,6 +15,7 @@ from carbon_ds.ddl.parser import (
     AddSegment,
     AlterPartition,
     CleanFiles,
+    Compact,
     CreateTable,
     DeleteRows,
     DeleteSegments,
@@ -191,6 +192,14 @@ def _clean(spark: Any, stmt: CleanFiles):
     return _strings(spark, ["Segment", "Action"], result.rows())
 
 
+def _compact(spark: Any, stmt: Compact):
+    """ALTER TABLE ... COMPACT: one row per merged segment (its id, the segments merged, rows)."""
+    table = CarbonTable.open(catalog.ensure(spark, stmt.table).path)
+    merged = table.compact(stmt.kind, stmt.segments)
+    return _strings(spark, ["Merged Segment", "Source Segments", "Rows"],
+                    [(m.segment, ",".join(m.sources), str(m.rows)) for m in merged])
+
+
 def _insert(spark: Any, stmt: Insert, text: str):
     entry = catalog.lookup(spark, stmt.table)
     if entry is None:
@@ -289,13 +298,16 @@ def sql(spark: Any, text: str):
         return _show_partitions(spark, stmt)
     if isinstance(stmt, AlterPartition):
         return _alter_partition(spark, stmt)
+    if isinstance(stmt, Compact):
+        return _compact(spark, stmt)
     if isinstance(stmt, Unsupported):
         if catalog.lookup(spark, stmt.table) is None:
             return spark.sql(text)  # not a carbondata table: Spark's statement
         raise CarbonOptionError(
             f"ALTER TABLE ... {stmt.what} is a CarbonData statement carbon-ds does not support yet "
             f"(table {stmt.table}); supported: CREATE/DROP TABLE, INSERT, DELETE, UPDATE, ADD SEGMENT, "
-            "SHOW SEGMENTS, DELETE FROM TABLE ... WHERE SEGMENT, CLEAN FILES, SHOW/ADD/DROP PARTITION")
+            "SHOW SEGMENTS, DELETE FROM TABLE ... WHERE SEGMENT, CLEAN FILES, SHOW/ADD/DROP PARTITION, "
+            "COMPACT")
 
     if isinstance(stmt, (DeleteRows, UpdateRows)):
         # the WHERE (and SET) are Spark's: any Spark SQL predicate; the deltas are written here (docs/dml.md)

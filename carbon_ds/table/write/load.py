@@ -190,6 +190,10 @@ class Load(ABC):
         self.results: list[TaskResult] = []
         self.staged: list[StagedStep] = []
         self.committed: LoadDetail | None = None
+        # Rows arrive already in sort-column order (compaction's merge): written as they stream, not
+        # gathered and sorted per task.
+        self.presorted = False
+        self.on_commit: list[Callable[[], object]] = []  # run after a successful commit (automatic compaction)
 
     @property
     def segment_id(self) -> str:
@@ -227,6 +231,8 @@ class Load(ABC):
         ``write`` wrote in this process."""
         found = self.results if results is None else [r for r in results if r is not None]
         self.committed = self._commit(found)
+        for hook in self.on_commit:
+            hook()
         return self.committed
 
     def abort(self) -> None:
