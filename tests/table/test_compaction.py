@@ -349,3 +349,27 @@ def test_hard_crash_leftover_is_invisible_and_redone(tmp_path, monkeypatch):
     assert [m.segment for m in t.compact("minor")] == ["0.1"]
     assert _rows(t).equals(pa.concat_tables(data).sort_by("id"))
     assert len(list((tmp_path / "t" / "Fact" / "Part0" / "Segment_0.1").glob("*.carbondata"))) == 1
+
+
+def test_delete_and_update_after_compaction_touch_the_merged_segment(tmp_path):
+    t, data = _table(tmp_path, 4, sort_columns=["id"])
+    t.compact("minor")
+    assert t.delete("id >= 10 AND id < 20") == 10
+    assert t.update({"v": 9.5}, "id = 50") == 1
+    oracle = pa.concat_tables(data).sort_by("id")
+    ids = oracle.column("id").to_numpy()
+    oracle = oracle.filter(pa.array((ids < 10) | (ids >= 20)))
+    oracle = oracle.set_column(3, "v", pc.if_else(pc.equal(oracle.column("id"), 50), 9.5, oracle.column("v")))
+    assert _rows(t).equals(oracle)
+    assert [m.segment for m in t.compact("custom", ["0.1", "4"])] == ["0.2"]
+    assert _rows(t).equals(oracle)
+
+
+def test_failed_automatic_compaction_keeps_the_committed_load(tmp_path):
+    t, data = _table(tmp_path, 3, properties={"auto_load_merge": "true"})
+    with TableLock(t.storage, t.path, compaction.COMPACTION_LOCK, operation="MAJOR COMPACTION"):
+        with pytest.warns(UserWarning, match="automatic compaction"):
+            with t.load() as load:
+                load.write([_batch(3)])
+    assert "0.1" not in _status(t)
+    assert _rows(t).equals(pa.concat_tables([*data, _batch(3)]).sort_by("id"))

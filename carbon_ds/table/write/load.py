@@ -232,11 +232,14 @@ class Load(ABC):
         found = self.results if results is None else [r for r in results if r is not None]
         self.committed = self._commit(found)
         for hook in self.on_commit:
-            hook()
+            hook()  # hooks never raise (automatic compaction reports its own failures as warnings)
         return self.committed
 
     def abort(self) -> None:
-        """Remove everything the load wrote and mark it "Failure"; safe to call more than once."""
+        """Remove everything the load wrote and mark it "Failure"; safe to call more than once, and a no-op
+        once the load committed (its files are the table's now)."""
+        if self.committed is not None:
+            return
         self._remove_files()
         mark_failure(self.table, self.reservation)
 
