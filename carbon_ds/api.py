@@ -13,6 +13,7 @@ from carbon_ds.expressions import bind, filter_table, parse
 from carbon_ds.progress import row_progress
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
+from carbon_ds.table.ops.compaction import auto_compact
 from carbon_ds.table.ops.schema import merge_columns
 from carbon_ds.table.read import scan as pruned
 from carbon_ds.table.read.scanner import Scan
@@ -133,4 +134,5 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", schema
     finally:
         if lock is not None:
             lock.release()
+    auto_compact(table)  # MINOR compaction when the table property auto_load_merge is true
     return job.segment_id

@@ -52,6 +52,15 @@ def _clean(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compact(args: argparse.Namespace) -> int:
+    merged = _open(args.table).compact(args.kind, args.segments)
+    for m in merged:
+        print(f"{m.segment}: merged segments {', '.join(m.sources)} ({m.rows:,} rows)")
+    if not merged:
+        print("nothing to compact")
+    return 0
+
+
 def _add(args: argparse.Namespace) -> int:
     table = _open(args.table)
     add = getattr(table, "add_segment", None)
@@ -91,6 +100,12 @@ def add_commands(sub) -> None:
     clean.add_argument("--force", action="store_true", help="delete at once and empty the trash (not recoverable)")
     clean.add_argument("--retention-days", type=float, default=None, help="trash retention in days (default 7)")
     clean.set_defaults(func=_clean)
+    comp = sub.add_parser("compact", help="merge segments into one re-sorted segment (ALTER TABLE ... COMPACT)")
+    comp.add_argument("table", help="the table folder")
+    comp.add_argument("--kind", default="minor", choices=["minor", "major", "custom"],
+                      help="minor: by count levels; major: by size; custom: the --segments given")
+    comp.add_argument("--segments", default=None, help="comma-separated segment ids (with --kind custom)")
+    comp.set_defaults(func=_compact)
     unlock = sub.add_parser("unlock", help="remove lock files left by crashed writers")
     unlock.add_argument("table", help="table folder or URI")
     unlock.add_argument("--force", action="store_true",

@@ -154,6 +154,40 @@ class AlterPartition:
 
 
 @dataclass
+class Compact:
+    """ALTER TABLE t COMPACT 'MINOR' | 'MAJOR' | 'CUSTOM' WHERE SEGMENT.ID IN (1, 2, 5)."""
+
+    table: TableName
+    kind: str  # minor | major | custom
+    segments: list[str] | None = None
+
+
+_COMPACT = re.compile(
+    r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+COMPACT\s+(?P<q>['\"])(?P<kind>[A-Za-z_]+)(?P=q)\s*"
+    r"(?:WHERE\s+SEGMENT\.ID\s+IN\s*\((?P<ids>[^)]*)\))?\s*$", re.IGNORECASE)
+
+
+def _compact(text: str) -> Compact:
+    m = _COMPACT.match(text)
+    if m is None:
+        raise CarbonOptionError("ALTER TABLE ... COMPACT: expected COMPACT 'MINOR', 'MAJOR' or 'CUSTOM' WHERE "
+                                f"SEGMENT.ID IN (1, 2), found {text!r}")
+    kind = m.group("kind").lower()
+    ids = [i.strip().strip("'\"") for i in m.group("ids").split(",") if i.strip()] if m.group("ids") else None
+    if kind not in ("minor", "major", "custom"):
+        raise CarbonOptionError(f"ALTER TABLE ... COMPACT: kind must be 'MINOR', 'MAJOR' or 'CUSTOM', found "
+                                f"{m.group('kind')!r}")
+    if (kind == "custom") != bool(ids):
+        raise CarbonOptionError("ALTER TABLE ... COMPACT: 'CUSTOM' needs WHERE SEGMENT.ID IN (...), and only "
+                                f"'CUSTOM' takes it; found {text!r}")
+    bad = [i for i in ids or [] if not all(p.isdigit() for p in i.split("."))]
+    if bad:
+        raise CarbonOptionError(f"ALTER TABLE ... COMPACT: segment ids must be numbers like 3 or 0.1, found "
+                                f"{', '.join(map(repr, bad))}")
+    return Compact(table_name(m.group("name")), kind, ids)
+
+
+@dataclass
 class Unsupported:
     """A CarbonData statement carbon-ds does not run yet (on a carbondata table it is refused clearly)."""
 
@@ -176,7 +210,7 @@ class AlterSchema:
 
 # CarbonData's ALTER TABLE forms not implemented yet; on other tables they are Spark's
 _UNSUPPORTED_ALTER = re.compile(
-    r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<what>COMPACT|RENAME\s+TO|SPLIT\s+PARTITION)\b", re.IGNORECASE)
+    r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<what>RENAME\s+TO|SPLIT\s+PARTITION)\b", re.IGNORECASE)
 _SCHEMA_ALTER = re.compile(
     r"^\s*ALTER\s+TABLE\s+\S+\s+(ADD\s+COLUMNS|DROP\s+COLUMNS|CHANGE|SET\s+TBLPROPERTIES|UNSET\s+TBLPROPERTIES)\b",
     re.IGNORECASE)
@@ -556,6 +590,8 @@ def parse(text: str):
             spec = partition_spec(clause.group("body"), "ALTER TABLE ... PARTITION")
             return AlterPartition(table_name(m.group("name")), m.group("act").lower(), spec, bool(m.group("ie")),
                                   loc.group("path") if loc else None)
+        if re.match(r"^\s*ALTER\s+TABLE\s+\S+\s+COMPACT\b", text, re.IGNORECASE):
+            return _compact(text)
         if _SCHEMA_ALTER.match(text):
             return _Parser(text, tokenize(text), "ALTER TABLE").alter_schema()
         m = _UNSUPPORTED_ALTER.match(text)

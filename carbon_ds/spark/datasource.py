@@ -40,6 +40,7 @@ from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import normalize
+from carbon_ds.table.ops.compaction import auto_compact
 from carbon_ds.table.ops.dml import POSITION_FIELDS, POSITION_NAMES, position_tables
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.scan import Source, arrow_schema_of, open_source, partition_pruned
@@ -383,6 +384,7 @@ class CarbonArrowWriter(DataSourceArrowWriter):
             load.commit([m.result if m is not None else None for m in messages])
         finally:
             self._release(load.table)
+        auto_compact(load.table)  # MINOR compaction when the table property auto_load_merge is true
 
     @short_errors
     def abort(self, messages: list[CarbonCommitMessage | None]) -> None:

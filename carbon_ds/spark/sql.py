@@ -16,6 +16,7 @@ from carbon_ds.ddl.parser import (
     AlterPartition,
     AlterSchema,
     CleanFiles,
+    Compact,
     CreateTable,
     DeleteRows,
     DeleteSegments,
@@ -193,6 +194,14 @@ def _clean(spark: Any, stmt: CleanFiles):
     return _strings(spark, ["Segment", "Action"], result.rows())
 
 
+def _compact(spark: Any, stmt: Compact):
+    """ALTER TABLE ... COMPACT: one row per merged segment (its id, the segments merged, rows)."""
+    table = CarbonTable.open(catalog.ensure(spark, stmt.table).path)
+    merged = table.compact(stmt.kind, stmt.segments)
+    return _strings(spark, ["Merged Segment", "Source Segments", "Rows"],
+                    [(m.segment, ",".join(m.sources), str(m.rows)) for m in merged])
+
+
 def _insert(spark: Any, stmt: Insert, text: str):
     entry = catalog.lookup(spark, stmt.table)
     if entry is None:
@@ -343,6 +352,8 @@ def _statement(spark: Any, text: str):
         return _alter_partition(spark, stmt)
     if isinstance(stmt, AlterSchema):
         return _alter_schema(spark, stmt, text)
+    if isinstance(stmt, Compact):
+        return _compact(spark, stmt)
     if isinstance(stmt, Unsupported):
         if catalog.lookup(spark, stmt.table) is None:
             return spark.sql(text)  # not a carbondata table: Spark's statement
@@ -350,7 +361,7 @@ def _statement(spark: Any, text: str):
             f"ALTER TABLE ... {stmt.what} is a CarbonData statement carbon-ds does not support yet "
             f"(table {stmt.table}); supported: CREATE/DROP TABLE, INSERT, DELETE, UPDATE, ADD SEGMENT, "
             "SHOW SEGMENTS, DELETE FROM TABLE ... WHERE SEGMENT, CLEAN FILES, SHOW/ADD/DROP PARTITION, "
-            "ADD/DROP COLUMNS, CHANGE, SET/UNSET TBLPROPERTIES")
+            "ADD/DROP COLUMNS, CHANGE, SET/UNSET TBLPROPERTIES, COMPACT")
 
     if isinstance(stmt, (DeleteRows, UpdateRows)):
         # the WHERE (and SET) are Spark's: any Spark SQL predicate; the deltas are written here (docs/dml.md)

@@ -10,7 +10,7 @@ import pyarrow as pa
 from carbon_ds.errors import CarbonError
 from carbon_ds.table.meta.handle import DataFile, SegmentInfo, TableHandle, resolve_columns
 from carbon_ds.table.meta.options import LoadOptions, parse_write
-from carbon_ds.table.ops import add_segment, dml, partitions
+from carbon_ds.table.ops import add_segment, compaction, dml, partitions
 from carbon_ds.table.ops import schema as schema_ops
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.read import scan
@@ -64,7 +64,9 @@ class CarbonTable(TableHandle):
         """A new load (segment "In Progress"): ``with t.load() as load: load.write(batches)`` commits at the
         end of the block and aborts on an error. ``options`` are write options (see README)."""
         opts: LoadOptions = parse_write(options)
-        return start_load(self, opts, overwrite=overwrite, partition=partition, dynamic=dynamic)
+        load = start_load(self, opts, overwrite=overwrite, partition=partition, dynamic=dynamic)
+        load.on_commit.append(lambda: compaction.auto_compact(self))  # table property auto_load_merge
+        return load
 
     # ------------------------------------------------------------------ segments
     def segment_rows(self, limit: int | None = None) -> list[dict[str, str]]:
@@ -86,6 +88,11 @@ class CarbonTable(TableHandle):
     def clean_files(self, force: bool = False, retention_days: float | None = None):
         """Move files of deleted/compacted segments to ``.Trash`` and expire old trash."""
         return segment_ops.clean_files(self, force=force, retention=retention_days)
+
+    def compact(self, kind: str = "minor", segments: str | list | None = None, lock_timeout: float = 0.0):
+        """ALTER TABLE COMPACT: merge segments (``kind`` minor, major or custom with ``segments``) into one
+        re-sorted segment; returns the merged segments (see docs/compaction.md)."""
+        return compaction.compact(self, kind, segments, lock_timeout)
 
     def add_segment(self, path: str, format: str | None = "carbondata", partition: str | None = None,
                     options: dict[str, str] | None = None, dry_run: bool = False):

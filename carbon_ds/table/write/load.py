@@ -190,6 +190,10 @@ class Load(ABC):
         self.results: list[TaskResult] = []
         self.staged: list[StagedStep] = []
         self.committed: LoadDetail | None = None
+        # Rows arrive already in sort-column order (compaction's merge): written as they stream, not
+        # gathered and sorted per task.
+        self.presorted = False
+        self.on_commit: list[Callable[[], object]] = []  # run after a successful commit (automatic compaction)
 
     @property
     def segment_id(self) -> str:
@@ -227,10 +231,15 @@ class Load(ABC):
         ``write`` wrote in this process."""
         found = self.results if results is None else [r for r in results if r is not None]
         self.committed = self._commit(found)
+        for hook in self.on_commit:
+            hook()  # hooks never raise (automatic compaction reports its own failures as warnings)
         return self.committed
 
     def abort(self) -> None:
-        """Remove everything the load wrote and mark it "Failure"; safe to call more than once."""
+        """Remove everything the load wrote and mark it "Failure"; safe to call more than once, and a no-op
+        once the load committed (its files are the table's now)."""
+        if self.committed is not None:
+            return
         self._remove_files()
         mark_failure(self.table, self.reservation)
 

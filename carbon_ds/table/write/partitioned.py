@@ -83,7 +83,7 @@ def write_partitioned_task(table: TableHandle, load: Load, task_no: int,
                 t = add_static_columns(t, spec, schema)
             t = conform(t, schema)
             for comps, rows in split(t, pcols, schema):
-                if options.is_sort:
+                if options.is_sort and not load.presorted:
                     gathered.setdefault("/".join(comps), []).append(rows)
                 else:
                     writer_for(comps).write(rows)

@@ -28,7 +28,7 @@ class PlainLoad(Load):
         writer = CarbonWriter(folder, schema, options, task_no=task_no, segment_no=reservation.segment_id,
                               timestamp=reservation.load_start_ms, storage=table.storage, columns=table.columns)
         try:
-            if options.is_sort:
+            if options.is_sort and not self.presorted:
                 parts = [conform(b, schema) for b in batches]
                 parts = [pa.Table.from_batches([p]) if isinstance(p, pa.RecordBatch) else p for p in parts]
                 if parts:
