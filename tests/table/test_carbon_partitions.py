@@ -11,6 +11,7 @@ import pytest
 
 import carbon_ds
 from carbon_ds import faults
+from carbon_ds.ddl.parser import AlterCarbonPartition, AlterPartition, parse
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.fs import basename
 from carbon_ds.table.meta.partition_spec import partition_id_of, spec_from_properties
@@ -221,3 +222,29 @@ def test_crash_at_every_step_keeps_every_row_once(tmp_path, point, op):
     got = carbon_ds.read_table(t.uri, filter="age >= 10 and age < 20")
     want = full.filter(pc.and_(pc.greater_equal(full["age"], 10), pc.less(full["age"], 20)))
     assert oracle_ids(got) == oracle_ids(want)
+
+
+def test_delete_and_update_keep_partition_placement(tmp_path):
+    t = make(tmp_path, RangePartition("age", [10, 20, 30]))
+    data = rows()
+    assert t.delete("age = 15") == sum(a == 15 for a in data["age"].to_pylist())
+    t.update({"age": 25}, "id = 1")  # age 1 -> 25: the row moves to partition 3
+    t = CarbonTable.open(t.uri)
+    assert 1 in placed(t)[3]
+    got = carbon_ds.read_table(t.uri, filter="age >= 20 and age < 30")
+    want = [i for i, a in zip(data["id"].to_pylist(), data["age"].to_pylist(), strict=True)
+            if a is not None and 20 <= a < 30] + [1]
+    assert oracle_ids(got) == sorted(want)
+    assert t.count() == data.num_rows - sum(a == 15 for a in data["age"].to_pylist())
+
+
+def test_parse_carbon_partition_statements():
+    assert parse("ALTER TABLE t ADD PARTITION('new')") == AlterCarbonPartition(
+        parse("ALTER TABLE t ADD PARTITION('new')").table, "add", None, ["new"])
+    s = parse("alter table db.t split partition(3) into ('a', '(b, c)')")
+    assert (s.action, s.partition_id, s.values, str(s.table)) == ("split", 3, ["a", "(b, c)"], "db.t")
+    d = parse("ALTER TABLE t DROP PARTITION(2) WITH DATA")
+    assert (d.action, d.partition_id, d.with_data) == ("drop", 2, True)
+    assert isinstance(parse("ALTER TABLE t DROP PARTITION (day = 1)"), AlterPartition)
+    with pytest.raises(CarbonOptionError, match="SPLIT PARTITION"):
+        parse("ALTER TABLE t SPLIT PARTITION(x)")
