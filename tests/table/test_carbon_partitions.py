@@ -72,6 +72,7 @@ def test_range_rows_land_in_their_partition_and_show(tmp_path):
     report = carbon_ds.explain(t.uri, "age >= 20 and age < 40")
     assert report["partitions"]["read"] == [3, 4]
     assert "partitions read 2 of 9 (ids 3, 4)" in str(report)
+    assert report["files"]["total"] == len(t.files()) == 9 and report["files"]["read"] == 2
     got = carbon_ds.read_table(t.uri, filter="age >= 20 and age < 40")
     oracle = data.filter(pc.and_(pc.greater_equal(data["age"], 20), pc.less(data["age"], 40)))
     assert sorted(got["id"].to_pylist()) == sorted(oracle["id"].to_pylist())

@@ -141,9 +141,12 @@ def table_rows(table: TableHandle, columns: list[str] | None = None, segments=No
 
 
 def plan(source: Source, expr: Expr) -> pruning.Plan:
-    p = pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=source.table is not None,
+    kept = partition_pruned(source, expr)
+    p = pruning.plan_files(source.storage, kept, expr, use_index=source.table is not None,
                            external=source.external, schema=source.schema)
     p.partitions = source.partitions
+    if source.partitions is not None:  # files skipped by partition id still count as the table's files
+        p.counts.files_total += len(source.files) - len(kept)
     return p
 
 
