@@ -57,9 +57,14 @@ def build(root: str, t: pa.Table) -> dict[str, str]:
     return paths
 
 
+def probe(t: pa.Table) -> tuple[str, object]:
+    """A (vin, day) of a row inside the queried hours, so the detail query finds rows."""
+    i = int(np.flatnonzero(t["hour"].to_numpy() == 100)[0])
+    return t["vin"][i].as_py(), t["day"][i].as_py()
+
+
 def queries(t: pa.Table) -> dict[str, tuple[str | None, list[str] | None]]:
-    vin = t["vin"][0].as_py()
-    day = t["day"][t.num_rows // 2].as_py()
+    vin, day = probe(t)
     h1, h2 = 96, 120
     rng = f"hour >= {h1} and hour < {h2}"
     return {
@@ -74,8 +79,7 @@ def queries(t: pa.Table) -> dict[str, tuple[str | None, list[str] | None]]:
 def parquet_expr(flt: str | None, t: pa.Table):
     if flt is None:
         return None
-    vin = t["vin"][0].as_py()
-    day = t["day"][t.num_rows // 2].as_py()
+    vin, day = probe(t)
     e = (ds.field("hour") >= 96) & (ds.field("hour") < 120)
     if "vin" in flt:
         e = e & (ds.field("vin") == vin)
