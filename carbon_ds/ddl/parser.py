@@ -188,6 +188,50 @@ def _compact(text: str) -> Compact:
 
 
 @dataclass
+class AlterCarbonPartition:
+    """ADD PARTITION('v', ...), SPLIT PARTITION(id) INTO('a', ...), DROP PARTITION(id) [WITH DATA] of a
+    HASH/RANGE/LIST table (values as written, a parenthesised group kept as one text)."""
+
+    table: TableName
+    action: str  # "add", "split" or "drop"
+    partition_id: int | None = None
+    values: list[str] = field(default_factory=list)
+    with_data: bool = False
+
+
+_QUOTED_LIST = r"\(\s*(?P<{0}>(?:'[^']*'|\"[^\"]*\")(?:\s*,\s*(?:'[^']*'|\"[^\"]*\"))*)\s*\)"
+_CARBON_ADD = re.compile(r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+ADD\s+PARTITION\s*" + _QUOTED_LIST.format("vals")
+                         + r"\s*$", re.IGNORECASE | re.S)
+_CARBON_SPLIT = re.compile(r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+SPLIT\s+PARTITION\s*\(\s*(?P<id>\d+)\s*\)\s*"
+                           r"INTO\s*" + _QUOTED_LIST.format("vals") + r"\s*$", re.IGNORECASE | re.S)
+_CARBON_DROP = re.compile(r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+DROP\s+PARTITION\s*\(\s*(?P<id>\d+)\s*\)"
+                          r"(?P<data>\s+WITH\s+DATA)?\s*$", re.IGNORECASE | re.S)
+
+
+def _quoted_values(text: str) -> list[str]:
+    return [m[1:-1] for m in re.findall(r"'[^']*'|\"[^\"]*\"", text)]
+
+
+def carbon_partition_alter(text: str) -> AlterCarbonPartition | None:
+    """The HASH/RANGE/LIST forms of ALTER TABLE ... PARTITION, or None (Hive's forms or not ALTER)."""
+    m = _CARBON_ADD.match(text)
+    if m:
+        return AlterCarbonPartition(table_name(m.group("name")), "add", None, _quoted_values(m.group("vals")))
+    m = _CARBON_SPLIT.match(text)
+    if m:
+        return AlterCarbonPartition(table_name(m.group("name")), "split", int(m.group("id")),
+                                    _quoted_values(m.group("vals")))
+    m = _CARBON_DROP.match(text)
+    if m:
+        return AlterCarbonPartition(table_name(m.group("name")), "drop", int(m.group("id")), [],
+                                    bool(m.group("data")))
+    if re.match(r"^\s*ALTER\s+TABLE\s+\S+\s+SPLIT\s+PARTITION\b", text, re.IGNORECASE):
+        raise CarbonOptionError(f"SPLIT PARTITION: expected ALTER TABLE <table> SPLIT PARTITION(<id>) "
+                                f"INTO('<value>', ...), found {text!r}")
+    return None
+
+
+@dataclass
 class Unsupported:
     """A CarbonData statement carbon-ds does not run yet (on a carbondata table it is refused clearly)."""
 
@@ -210,7 +254,7 @@ class AlterSchema:
 
 # CarbonData's ALTER TABLE forms not implemented yet; on other tables they are Spark's
 _UNSUPPORTED_ALTER = re.compile(
-    r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<what>RENAME\s+TO|SPLIT\s+PARTITION)\b", re.IGNORECASE)
+    r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<what>RENAME\s+TO)\b", re.IGNORECASE)
 _SCHEMA_ALTER = re.compile(
     r"^\s*ALTER\s+TABLE\s+\S+\s+(ADD\s+COLUMNS|DROP\s+COLUMNS|CHANGE|SET\s+TBLPROPERTIES|UNSET\s+TBLPROPERTIES)\b",
     re.IGNORECASE)
@@ -575,6 +619,9 @@ def parse(text: str):
             raise CarbonOptionError(f"SHOW PARTITIONS: expected SHOW PARTITIONS <table>, found {text!r}")
         return ShowPartitions(table_name(m.group("name")))
     if head == "ALTER":
+        carbon = carbon_partition_alter(text)
+        if carbon is not None:
+            return carbon
         m = re.match(r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<act>DROP|ADD)\s+(?P<ie>IF\s+(?:NOT\s+)?EXISTS\s+)?"
                      r"(?=PARTITION)", text, re.IGNORECASE)
         if m is not None:

@@ -13,6 +13,7 @@ from pyspark.sql.types import StringType, StructField, StructType
 
 from carbon_ds.ddl.parser import (
     AddSegment,
+    AlterCarbonPartition,
     AlterPartition,
     AlterSchema,
     CleanFiles,
@@ -38,6 +39,7 @@ from carbon_ds.spark.query import run as run_query
 from carbon_ds.spark.session import register
 from carbon_ds.table.meta.conform import check_schema
 from carbon_ds.table.meta.options import split_list
+from carbon_ds.table.meta.partition_spec import spec_from_properties
 from carbon_ds.table.meta.properties import TableProperties
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops.partitions import add_partition, drop_partitions, show_partitions
@@ -107,10 +109,16 @@ def _create(spark: Any, stmt: CreateTable):
 
         check_schema(CarbonTable.open(path).schema, schema, f"table at {path}")
     else:
+        pcols = [c for c, _t in stmt.partition_columns]
+        spec = spec_from_properties(pcols[0], props) if len(pcols) == 1 else None
+        if spec is None and any(k.lower() == "partition_type" for k in props):
+            raise CarbonOptionError(f"CREATE TABLE {stmt.table}: PARTITION_TYPE needs exactly one column in "
+                                    f"PARTITIONED BY, found {len(pcols)}")
         CarbonTable.create(
             path,
             schema,
-            partition_by=[c for c, _t in stmt.partition_columns] or None,
+            partition_by=(pcols or None) if spec is None else None,
+            partition=spec,
             sort_columns=sort_columns,
             properties=props,
             long_string_columns=long_strings,
@@ -251,7 +259,26 @@ def _insert_partition(spark: Any, stmt: Insert, text: str, path: str):
 
 def _show_partitions(spark: Any, stmt: ShowPartitions):
     entry = catalog.ensure(spark, stmt.table)
-    return _strings(spark, ["partition"], [(p,) for p in show_partitions(CarbonTable.open(entry.path))])
+    table = CarbonTable.open(entry.path)
+    rows = table.show_partitions() if table.carbon_partition is not None else show_partitions(table)
+    return _strings(spark, ["partition"], [(p,) for p in rows])
+
+
+def _alter_carbon_partition(spark: Any, stmt: AlterCarbonPartition):
+    entry = catalog.ensure(spark, stmt.table)
+    table = CarbonTable.open(entry.path)
+    if table.carbon_partition is None:
+        raise CarbonOptionError(f"ALTER TABLE {stmt.table} {stmt.action.upper()} PARTITION by id or value list "
+                                "needs a RANGE or LIST partitioned table; for Hive-style partitions give "
+                                "PARTITION (col = value, ...)")
+    if stmt.action == "add":
+        table.add_partition(stmt.values)
+    elif stmt.action == "split":
+        table.split_partition(stmt.partition_id, stmt.values)
+    else:
+        table.drop_partition(stmt.partition_id, stmt.with_data)
+    catalog.create_view(spark, entry)
+    return _empty(spark)
 
 
 def _alter_partition(spark: Any, stmt: AlterPartition):
@@ -354,6 +381,8 @@ def _statement(spark: Any, text: str):
         return _alter_schema(spark, stmt, text)
     if isinstance(stmt, Compact):
         return _compact(spark, stmt)
+    if isinstance(stmt, AlterCarbonPartition):
+        return _alter_carbon_partition(spark, stmt)
     if isinstance(stmt, Unsupported):
         if catalog.lookup(spark, stmt.table) is None:
             return spark.sql(text)  # not a carbondata table: Spark's statement
@@ -361,7 +390,7 @@ def _statement(spark: Any, text: str):
             f"ALTER TABLE ... {stmt.what} is a CarbonData statement carbon-ds does not support yet "
             f"(table {stmt.table}); supported: CREATE/DROP TABLE, INSERT, DELETE, UPDATE, ADD SEGMENT, "
             "SHOW SEGMENTS, DELETE FROM TABLE ... WHERE SEGMENT, CLEAN FILES, SHOW/ADD/DROP PARTITION, "
-            "ADD/DROP COLUMNS, CHANGE, SET/UNSET TBLPROPERTIES, COMPACT")
+            "ADD/DROP COLUMNS, CHANGE, SET/UNSET TBLPROPERTIES, COMPACT, SPLIT PARTITION")
 
     if isinstance(stmt, (DeleteRows, UpdateRows)):
         # the WHERE (and SET) are Spark's: any Spark SQL predicate; the deltas are written here (docs/dml.md)

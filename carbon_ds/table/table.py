@@ -10,7 +10,8 @@ import pyarrow as pa
 from carbon_ds.errors import CarbonError
 from carbon_ds.table.meta.handle import DataFile, SegmentInfo, TableHandle, resolve_columns
 from carbon_ds.table.meta.options import LoadOptions, parse_write
-from carbon_ds.table.ops import add_segment, compaction, dml, partitions
+from carbon_ds.table.meta.partition_spec import HashPartition, ListPartition, RangePartition
+from carbon_ds.table.ops import add_segment, carbon_partitions, compaction, dml, partitions
 from carbon_ds.table.ops import schema as schema_ops
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.read import scan
@@ -18,7 +19,8 @@ from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write.load import Load
 from carbon_ds.table.write.protocol import start_load
 
-__all__ = ["CarbonTable", "DataFile", "SegmentInfo", "resolve_columns"]
+__all__ = ["CarbonTable", "DataFile", "HashPartition", "ListPartition", "RangePartition", "SegmentInfo",
+           "resolve_columns"]
 
 
 class CarbonTable(TableHandle):
@@ -111,12 +113,27 @@ class CarbonTable(TableHandle):
 
     # ------------------------------------------------------------------ partitions
     def show_partitions(self) -> list[str]:
-        """Live partition folders ("day=1/hour=2"), sorted."""
+        """Live partition folders ("day=1/hour=2"), sorted; for HASH/RANGE/LIST tables CarbonData's rows
+        ("0, country = DEFAULT", "1, logdate < 2014/01/01", "vin = HASH_NUMBER(5)")."""
+        if self.carbon_partition is not None:
+            return carbon_partitions.show_partitions(self)
         return partitions.show_partitions(self)
 
-    def add_partition(self, spec: dict, location: str | None = None, if_not_exists: bool = False) -> str | None:
-        """ALTER TABLE ADD PARTITION; returns the new segment id when ``location`` adds data."""
+    def add_partition(self, spec: dict | list, location: str | None = None, if_not_exists: bool = False):
+        """ALTER TABLE ADD PARTITION: a Hive spec {col: value} (returns the new segment id when ``location``
+        adds data), or for RANGE/LIST tables a list of bounds / values (returns the new partition ids)."""
+        if self.carbon_partition is not None:
+            return carbon_partitions.add_partition(self, list(spec))
         return partitions.add_partition(self, spec, location, if_not_exists)
+
+    def split_partition(self, partition_id: int, values: list) -> list[int]:
+        """ALTER TABLE SPLIT PARTITION(id) INTO(values) on a RANGE/LIST table; returns the new ids."""
+        return carbon_partitions.split_partition(self, partition_id, values)
+
+    def drop_partition(self, partition_id: int, with_data: bool = False) -> None:
+        """ALTER TABLE DROP PARTITION(id) [WITH DATA] on a RANGE/LIST table: the rows move to the next range
+        (the last one's, and LIST's, to DEFAULT) unless ``with_data``."""
+        carbon_partitions.drop_partition(self, partition_id, with_data)
 
     def drop_partitions(self, spec: dict, if_exists: bool = False) -> list[str]:
         """ALTER TABLE DROP PARTITION; returns the dropped folders."""

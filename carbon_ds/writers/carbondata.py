@@ -88,6 +88,7 @@ class CarbonWriter:
         timestamp: int | None = None,
         storage: Storage | None = None,
         columns: list[ColumnSchema] | None = None,
+        batch_no: int = 0,
     ):
         self.options = opts = options or WriterOptions()
         self.compressor = compress_mod.normalize(opts.compressor)
@@ -99,6 +100,8 @@ class CarbonWriter:
         self.schema = schema
         self.columns = columns or columns_for(schema, opts.sort_columns, opts.long_string_columns)
         self.task_no, self.segment_no = str(task_no), str(segment_no)
+        # batchno tells apart files of one CarbonData partition id written by several tasks of one load
+        self.batch_no = int(batch_no)
         self.timestamp = int(timestamp if timestamp is not None else time.time() * 1000)
         nodes = nest(self.columns)
         by_name = {f.name.lower(): i for i, f in enumerate(schema)}
@@ -301,7 +304,7 @@ class CarbonWriter:
 
     def _start_file(self) -> None:
         self._file_name = (
-            f"part-{self._part}-{self.task_no}_batchno0-0-{self.segment_no}-{self.timestamp}"
+            f"part-{self._part}-{self.task_no}_batchno{self.batch_no}-0-{self.segment_no}-{self.timestamp}"
             f".{self.compressor}.carbondata"
         )
         self._part += 1
@@ -365,7 +368,7 @@ class CarbonWriter:
             schema_time_stamp=self.timestamp,
             is_sort=self.options.is_sort,
         )
-        name = f"{self.task_no}_batchno0-0-{self.segment_no}-{self.timestamp}.carbonindex"
+        name = f"{self.task_no}_batchno{self.batch_no}-0-{self.segment_no}-{self.timestamp}.carbonindex"
         path = Storage.join(self.folder, name)
         self._created.append(path)
         self.storage.write_bytes(path, index_bytes(header, [e for f in self.files for e in f.blocklets]))

@@ -21,6 +21,7 @@ from carbon_ds.table.meta import deltas, schema_file, tablestatus
 from carbon_ds.table.meta.data_files import segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
+from carbon_ds.table.meta.partition_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
 from carbon_ds.table.meta.tablestatus import LoadDetail
 
 
@@ -169,6 +170,7 @@ class TableHandle:
         sort_columns: list[str] | None = None,
         properties: dict[str, str] | None = None,
         long_string_columns: list[str] | None = None,
+        partition: PartitionSpec | None = None,
     ):
         """Create an empty table at ``path``.
 
@@ -178,12 +180,14 @@ class TableHandle:
             sort_columns: columns each load sorts its rows by (they lead the dimensions).
             properties: table properties (TBLPROPERTIES), kept in the schema file.
             long_string_columns: string columns stored as VARCHAR (values over 32,000 bytes).
+            partition: CarbonData's HASH / RANGE / LIST partitioning (``HashPartition(col, n)``,
+                ``RangePartition(col, bounds)``, ``ListPartition(col, values)``).
 
         Raises:
             CarbonTableError: a table already exists at ``path``.
         """
         table, created = cls.open_or_create(path, schema, sort_columns, properties, long_string_columns,
-                                            partition_by)
+                                            partition_by, partition)
         if not created:
             raise CarbonTableError(f"table already exists: {table.storage.uri(table.schema_path)}")
         return table
@@ -197,6 +201,7 @@ class TableHandle:
         properties: dict[str, str] | None = None,
         long_string_columns: list[str] | None = None,
         partition_by: list[str] | None = None,
+        partition: PartitionSpec | None = None,
     ) -> tuple:
         """(table, created): the table at ``path``, created from ``schema`` (and the settings) when absent."""
         storage, fs_path = Storage.for_path(path)
@@ -213,6 +218,14 @@ class TableHandle:
                 partition_columns=[by_name[c.lower()] for c in partition_by],
                 partition_type=PartitionType.NATIVE_HIVE,
             )
+        if partition is not None:
+            if partition_by:
+                raise CarbonOptionError("partition_by (Hive-style) and partition (HASH/RANGE/LIST) both given; "
+                                        "a table has one kind of partitioning")
+            layout = layout_for_spec(partition, schema, properties or {})
+            by_name = {c.column_name.lower(): c for c in info.fact_table.table_columns}
+            layout.column_schema = by_name[layout.column.lower()]
+            info.fact_table.partitionInfo = layout.to_info()
         # The lock makes creation race-free: of two first writers, one creates, the other opens.
         with TableLock(storage, fs_path):
             if storage.exists(schema_path):
@@ -248,6 +261,11 @@ class TableHandle:
             return []
         by_lower = {n.lower(): n for n in self.schema.names}
         return [by_lower.get(c.column_name.lower(), c.column_name) for c in pinfo.partition_columns or []]
+
+    @property
+    def carbon_partition(self) -> Layout | None:
+        """The HASH / RANGE / LIST partitioning (CarbonData 1.3-1.5), None for other tables."""
+        return layout_from_info(self.info.fact_table.partitionInfo, self.schema, self.properties)
 
     @property
     def table_id(self) -> str:

@@ -99,6 +99,7 @@ class Plan:
     pieces: list[Piece] = field(default_factory=list)
     counts: Counts = field(default_factory=Counts)
     exact_rows: int | None = 0  # rows of all surviving blocklets, None when some count is unknown
+    partitions: dict | None = None  # HASH/RANGE/LIST partition ids read / skipped (explain)
 
 
 # ------------------------------------------------------------------------------------------ index files

@@ -16,6 +16,7 @@ from carbon_ds.table.meta.deltas import Deletes, drop_deleted
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
 from carbon_ds.table.read import pruning
+from carbon_ds.table.read.carbon_pruning import prune_by_id
 from carbon_ds.table.read.partition_pruning import prune_files
 from carbon_ds.table.read.planning import read_file
 
@@ -30,6 +31,7 @@ class Source:
     uri: str
     table: TableHandle | None = None
     external: dict[str, ExternalRef] = field(default_factory=dict)  # path -> how to read a non-carbondata file
+    partitions: dict | None = None  # HASH/RANGE/LIST tables: partition ids read and skipped by the last plan
 
     @property
     def columns(self):
@@ -145,13 +147,26 @@ def table_rows(table: TableHandle, columns: list[str] | None = None, segments=No
 
 
 def plan(source: Source, expr: Expr) -> pruning.Plan:
-    return pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=source.table is not None,
-                              external=source.external, schema=source.schema, table_columns=source.columns)
+    kept = partition_pruned(source, expr)
+    p = pruning.plan_files(source.storage, kept, expr, use_index=source.table is not None,
+                           external=source.external, schema=source.schema, table_columns=source.columns)
+    p.partitions = source.partitions
+    if source.partitions is not None:  # files skipped by partition id still count as the table's files
+        p.counts.files_total += len(source.files) - len(kept)
+    return p
 
 
 def partition_pruned(source: Source, expr: Expr) -> list[tuple[str, str | None]]:
-    """The source's files less those whose Hive partition folder values rule ``expr`` out (none opened)."""
-    if source.table is None or not source.table.partition_columns:
+    """The source's files less those whose Hive partition folder values, or HASH/RANGE/LIST partition id,
+    rule ``expr`` out (none opened)."""
+    if source.table is None:
+        return source.files
+    layout = source.table.carbon_partition
+    if layout is not None:
+        kept, read_ids, skipped_ids = prune_by_id(layout, source.files, expr)
+        source.partitions = {"total": len(layout.ids), "read": sorted(read_ids), "skipped": sorted(skipped_ids)}
+        return kept
+    if not source.table.partition_columns:
         return source.files
     return prune_files(source.table.path, source.schema, source.files, expr)
 
@@ -214,6 +229,8 @@ def explain(path, filter=None, segments=None) -> ExplainReport:
     p = plan(source, expr)
     pruning.count_pages(source.storage, p.pieces, expr, p.counts, source.columns)
     out = ExplainReport({"path": source.uri, "filter": str(expr), **p.counts.as_dict()})
+    if source.partitions is not None:
+        out["partitions"] = source.partitions
     if source.table is None:
         out["segments"] = None
     return out
@@ -221,6 +238,10 @@ def explain(path, filter=None, segments=None) -> ExplainReport:
 
 def format_explain(report: dict) -> list[str]:
     lines = [f"table: {report['path']}", f"filter: {report['filter']}"]
+    parts = report.get("partitions")
+    if parts is not None:
+        lines.append(f"partitions read {len(parts['read'])} of {parts['total']} (ids "
+                     f"{', '.join(map(str, parts['read'])) or 'none'}), skipped {len(parts['skipped'])}")
     for level in ("segments", "files", "blocklets", "pages", "rows"):
         r = report.get(level)
         if r is None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import LoadOptions
+from carbon_ds.table.write.carbon_partitioned import CarbonPartitionLoad
 from carbon_ds.table.write.load import Load, Reservation, reserve
 from carbon_ds.table.write.partitioned import PartitionedLoad
 from carbon_ds.table.write.plain import PlainLoad
@@ -12,6 +13,8 @@ from carbon_ds.table.write.plain import PlainLoad
 def load_for(table: TableHandle, reservation: Reservation, options: LoadOptions | None = None) -> Load:
     """The load of an existing reservation (Spark tasks and the driver's commit rebuild it from the
     pickled reservation)."""
+    if table.carbon_partition is not None:
+        return CarbonPartitionLoad(table, reservation, options)
     cls = PartitionedLoad if table.partition_columns else PlainLoad
     return cls(table, reservation, options)
 
