@@ -249,3 +249,20 @@ def test_parse_carbon_partition_statements():
     assert isinstance(parse("ALTER TABLE t DROP PARTITION (day = 1)"), AlterPartition)
     with pytest.raises(CarbonOptionError, match="SPLIT PARTITION"):
         parse("ALTER TABLE t SPLIT PARTITION(x)")
+
+
+def test_compaction_keeps_rows_in_their_range_partitions(tmp_path):
+    path = str(tmp_path / "rc")
+    schema = pa.schema([("id", pa.int64()), ("age", pa.int32())])
+    CarbonTable.create(path, schema, partition=RangePartition("age", [10, 20, 30]))
+    for i in range(4):
+        carbon_ds.write_table(pa.table({"id": list(range(i * 10, i * 10 + 10)), "age": [j * 4 for j in range(10)]},
+                                       schema=schema), path)
+    before = carbon_ds.read_table(path).sort_by("id")
+    assert [m.segment for m in CarbonTable.open(path).compact(kind="minor")] == ["0.1"]
+    assert carbon_ds.read_table(path).sort_by("id").equals(before)
+    got = carbon_ds.read_table(path, filter="age >= 20 AND age < 30").sort_by("id")
+    oracle = before.filter(pc.and_(pc.greater_equal(before["age"], 20), pc.less(before["age"], 30)))
+    assert got.equals(oracle) and got.num_rows == 12
+    report = carbon_ds.explain(path, "age >= 20 AND age < 30")
+    assert report["files"] == {"total": 4, "read": 1, "skipped": 3}  # merged: still one file per partition id

@@ -230,3 +230,20 @@ def test_complex_and_date_columns(tmp_path):
     with t.update_schema() as u:
         u.rename_column("s", "s2").drop_column("l")
     _check(t, oracle.rename_columns(["id", "s2", "l", "dt"]).drop_columns(["l"]))
+
+
+def test_evolved_table_compacts_to_the_same_rows(tmp_path):
+    path = str(tmp_path / "evc")
+    schema = pa.schema([("id", pa.int64()), ("v", pa.int32())])
+    for i in range(2):
+        carbon_ds.write_table(pa.table({"id": [i * 2, i * 2 + 1], "v": [1, 2]}, schema=schema), path)
+    with CarbonTable.open(path).update_schema() as u:
+        u.add_column("w", pa.string(), default="x")
+        u.rename_column("v", "vv")
+        u.widen_column("vv", pa.int64())
+    carbon_ds.write_table(pa.table({"id": [4, 5], "vv": [3, 4], "w": ["a", None]}, schema=CarbonTable.open(path).schema), path)
+    before = carbon_ds.read_table(path).sort_by("id")
+    assert before.column("w").to_pylist() == ["x", "x", "x", "x", "a", None]
+    merged = CarbonTable.open(path).compact(kind="custom", segments=["0", "1", "2"])
+    assert [m.segment for m in merged] == ["0.1"]
+    assert carbon_ds.read_table(path).sort_by("id").equals(before)

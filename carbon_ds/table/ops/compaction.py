@@ -256,7 +256,7 @@ def merge_sorted(runs: list[Iterator[pa.Table]], keys: list[str]) -> Iterator[pa
 def _run(table: TableHandle, f: DataFile, deletes: D.Deletes | None, keys: list[str], chunk: int
          ) -> Iterator[pa.Table]:
     """One data file's live rows in sort order, in chunks (read when the merge first asks)."""
-    t = read_file(table.storage, f, None, table.schema)
+    t = read_file(table.storage, f, None, table.schema, table.columns)
     if deletes is not None:
         t = D.drop_deleted(table.storage, deletes, f, t)
     t = sort_for_load(t.combine_chunks(), keys)
