@@ -37,7 +37,7 @@ from carbon_ds.expressions import (
 from carbon_ds.format.minmax import dimension_bytes, measure_bytes
 from carbon_ds.format.structs import ColumnSchema, DataType, Encoding
 from carbon_ds.readers.carbondata import CarbonDataFile
-from carbon_ds.table.read import scan
+from carbon_ds.table.read import pruning, scan
 from carbon_ds.table.read import stats as S
 from carbon_ds.table.table import CarbonTable
 from carbon_ds.table.write import plain
@@ -420,3 +420,20 @@ def test_sort_scope_per_load(tmp_path):
     carbon_ds.write_table(data, tmp_path / "t", sort_columns="a")
     carbon_ds.write_table(data, tmp_path / "t", sort_scope="no_sort")
     assert carbon_ds.read_table(tmp_path / "t").column("a").to_pylist() == [1, 2, 3, 3, 1, 2]
+
+
+def test_index_files_prune_without_opening_data_files(table_path, monkeypatch):
+    """Planning takes file and blocklet min/max from the .carbonindex files: a filter no index entry can match
+    opens no data file at all (a footer fallback would open every file)."""
+    opened = []
+    real = pruning._footer_entry
+
+    def counting(storage, path, table_columns=None):
+        opened.append(path)
+        return real(storage, path, table_columns)
+
+    monkeypatch.setattr(pruning, "_footer_entry", counting)
+    monkeypatch.setattr(CarbonDataFile, "read_blocklet", lambda *a, **k: pytest.fail("a data page was read"))
+    report = api_explain(table_path, "k > 1000")
+    assert opened == []
+    assert report["files"]["read"] == 0 and report["files"]["total"] > 0
