@@ -37,13 +37,17 @@ from pyspark.sql.types import StructType
 from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.spark.catalyst import field_kind, node_name, scala_object, to_list
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
+from carbon_ds.spark.stats import row_width, sized
 from carbon_ds.table.read.pruning import as_expr
-from carbon_ds.table.read.scan import arrow_schema_of
+from carbon_ds.table.read.scan import arrow_schema_of, scan_bytes
 
-__all__ = ["CONF_REWRITE", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
+__all__ = ["CONF_REWRITE", "CONF_STATISTICS", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
 
 CONF_REWRITE = "carbon_ds.sql.rewrite"
 """Spark conf: ``false`` makes ``carbon_ds.sql`` pass queries to ``spark.sql`` unchanged."""
+CONF_STATISTICS = "carbon_ds.sql.statistics"
+"""Spark conf: ``true`` gives rewritten relations a size estimate for join planning (carbon_ds.spark.stats).
+Off by default until measured at scale: a first TPC-H SF 1 run with it was slower on Q2 and Q5."""
 
 # Write commands whose query may be rewritten: their target is a field, not a child, so it stays as is.
 WRITE_ROOTS = frozenset({"AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
@@ -288,8 +292,9 @@ def _replace(spark: Any, analysis: _Analysis) -> Any:
 
 
 def _fresh(spark: Any, rel: Relation, read: RelationRead) -> Any:
-    """The analyzed plan of a new relation over ``read.path`` declaring ``read.columns`` with the types
-    and nullability of ``rel``'s attributes (a user schema of other types is kept)."""
+    """The plan of a new relation over ``read.path`` declaring ``read.columns`` with the types and
+    nullability of ``rel``'s attributes (a user schema of other types is kept), sized for Spark's join
+    planning (carbon_ds.spark.stats) where this Spark allows it."""
     by_name = {f["name"].lower(): f for f in rel.fields}
     fields = [{**by_name[c.lower()], "metadata": {}} for c in read.columns]
     reader = spark.read.format("carbondata").schema(StructType.fromJson({"type": "struct", "fields": fields}))
@@ -298,7 +303,16 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead) -> Any:
             reader = reader.option(key, value)
     if read.filter:
         reader = reader.option("filter", read.filter)
-    return reader.load(read.path)._jdf.queryExecution().analyzed()
+    jdf = reader.load(read.path)._jdf
+    if str(spark.conf.get(CONF_STATISTICS, "false")).strip().lower() != "true":
+        return jdf.queryExecution().analyzed()
+    try:
+        # the size Spark would estimate for the same columns in Parquet, so it can broadcast small sides
+        stored = scan_bytes(read.path, read.filter, rel.options.get("segments"))
+        node = sized(spark, jdf, stored * row_width(fields) // max(1, row_width(rel.fields)))
+    except Exception:  # noqa: BLE001 - without an estimate the relation is planned as before
+        node = None
+    return node if node is not None else jdf.queryExecution().analyzed()
 
 
 def _drop_in(spark: Any, rel: Relation, read: RelationRead) -> Any:

@@ -6,8 +6,10 @@ that silently fell back to ``spark.sql`` would prove nothing)."""
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import math
+import os
 import random
 import warnings
 from decimal import Decimal
@@ -18,6 +20,7 @@ import pytest
 import carbon_ds
 from carbon_ds.spark import query
 from carbon_ds.spark.plan_walk import relations_of
+from carbon_ds.table.read.scan import scan_bytes
 
 pytestmark = pytest.mark.spark
 
@@ -90,6 +93,16 @@ def _norm(rows) -> list:
         return (type(v).__name__, v)
 
     return sorted((tuple(cell(v) for v in r) for r in rows), key=repr)
+
+
+@contextlib.contextmanager
+def _without_estimates(spark):
+    """Rewritten relations stay visible as carbondata relations (a size estimate wraps each in a LogicalRDD)."""
+    spark.conf.set(query.CONF_STATISTICS, "false")
+    try:
+        yield
+    finally:
+        spark.conf.unset(query.CONF_STATISTICS)
 
 
 def _check(spark, q: str) -> list:
@@ -166,7 +179,9 @@ def test_each_occurrence_reads_only_its_columns_and_rows(spark, tables):
     assert all(r.path == tables["emp"] and len(r.all_columns) == 9 for r in reads)
 
     # the relations Spark runs are fresh loads declaring exactly those columns, with the filter option
-    rewritten = query.rewrite(spark, q)
+    # (seen without the size estimate, which hides each one behind a LogicalRDD leaf)
+    with _without_estimates(spark):
+        rewritten = query.rewrite(spark, q)
     rels = relations_of(spark._jvm, rewritten._jdf.queryExecution().analyzed())
     assert sorted(tuple(r.names) for r in rels) == [("id", "Salary", "hired"), ("id", "dept", "mgr")]
     assert all("filter" in r.options for r in rels)
@@ -288,7 +303,8 @@ def test_what_passes_through(spark, tables):
         assert [len(r.names) for r in relations_of(spark._jvm, df._jdf.queryExecution().analyzed())] == [9]
     finally:
         spark.conf.unset(query.CONF_REWRITE)
-    df = carbon_ds.sql(spark, "SELECT id FROM emp WHERE id = 3")
+    with _without_estimates(spark):
+        df = carbon_ds.sql(spark, "SELECT id FROM emp WHERE id = 3")
     assert [r.names for r in relations_of(spark._jvm, df._jdf.queryExecution().analyzed())] == [["id"]]
 
 
@@ -297,10 +313,44 @@ def test_optimize_dataframe(spark, tables):
     dept = spark.read.format("carbondata").load(tables["dept"])
     df = (emp.where("id < 300 AND salary < 2000").join(dept, "dept")
           .groupBy("region").agg({"salary": "max", "id": "count"}))
-    opt = carbon_ds.optimize(df)
-    assert _norm(opt.collect()) == _norm(df.collect())
+    assert _norm(carbon_ds.optimize(df).collect()) == _norm(df.collect())
+    with _without_estimates(spark):
+        opt = carbon_ds.optimize(df)
     rels = relations_of(spark._jvm, opt._jdf.queryExecution().analyzed())
     assert sorted(r.names for r in rels) == [["dept", "region"], ["id", "dept", "Salary"]]
     assert "`id` < 300" in next(r.options["filter"] for r in rels if "id" in r.names)
     plain = spark.range(3)
     assert carbon_ds.optimize(plain) is plain  # nothing to rewrite: the same DataFrame
+
+
+def _data_files(path: str) -> dict[str, int]:
+    return {os.path.join(root, f): os.path.getsize(os.path.join(root, f))
+            for root, _d, files in os.walk(path) for f in files if f.endswith(".carbondata")}
+
+
+def test_scan_bytes_counts_only_surviving_files(tmp_path):
+    path = str(tmp_path / "t")
+    for seg in range(3):  # one file per load, ids 0-599, 600-1199, 1200-1799
+        carbon_ds.write_table(pa.table({"id": pa.array(range(seg * 600, (seg + 1) * 600), pa.int32())}), path,
+                              sort_columns="id")
+    files = _data_files(path)
+    assert len(files) == 3
+    assert scan_bytes(path) == sum(files.values())
+    assert scan_bytes(path, "id < 0") == 0
+    first = scan_bytes(path, "id < 600")
+    assert first in set(files.values()), (first, files)
+
+
+def test_small_relations_are_broadcast(spark, tables):
+    """Spark sizes a Python data source at Long.MaxValue, so plain spark.sql sort-merge joins even a
+    9-row table; the rewrite gives Spark an estimate, and the small side is broadcast."""
+    q = "SELECT e.id, d.region FROM emp e JOIN dept d ON e.dept = d.dept WHERE e.salary > 9000"
+    plain = spark.sql(q)._jdf.queryExecution().executedPlan().toString()
+    assert "SortMergeJoin" in plain and "BroadcastHashJoin" not in plain
+    spark.conf.set(query.CONF_STATISTICS, "true")
+    try:
+        rewritten = carbon_ds.sql(spark, q)
+        assert "BroadcastHashJoin" in rewritten._jdf.queryExecution().executedPlan().toString()
+        _check(spark, q)
+    finally:
+        spark.conf.unset(query.CONF_STATISTICS)

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.carbondata import CarbonDataFile
@@ -249,3 +249,27 @@ def format_explain(report: dict) -> list[str]:
         pct = 100.0 * r["skipped"] / r["total"] if r["total"] else 0.0
         lines.append(f"{level:<10} read {r['read']:>10,} of {r['total']:>10,}  skipped {r['skipped']:>10,} ({pct:.1f}%)")
     return lines
+
+
+def scan_bytes(path, filter=None, segments=None) -> int:
+    """Stored bytes a filtered read would touch: each surviving file's size times the share of its rows
+    in the surviving blocklets (the whole file when the index has no row counts). No data page is read."""
+    source = open_source(path, segments)
+    expr = pruning.as_expr(filter, source.schema)
+    kept = plan(source, expr).pieces
+    if not kept:
+        return 0
+    every: dict[str, int] = {}
+    for p in plan(source, AlwaysTrue()).pieces if filter else ():
+        every[p.path] = every.get(p.path, 0) + (p.rows or 0)
+    total = 0
+    for piece in kept:
+        try:
+            size = source.storage.size(piece.path)
+        except (OSError, CarbonError):
+            continue  # gone since listing: its read reports it
+        rows, all_rows = piece.rows, every.get(piece.path)
+        if filter and rows is not None and all_rows:
+            size = size * min(rows, all_rows) // all_rows
+        total += size
+    return total
