@@ -160,9 +160,10 @@ def main(argv: list[str] | None = None) -> int:
     with step(f"a filtered read on the sort column: read_table(path, filter=\"{where}\")"):
         hits = carbon_ds.read_table(path, columns=["vin", "ts", "speed"], filter=where)
         report = carbon_ds.explain(path, where)
-        b = report["blocklets"]
-        print(f"   rows: {hits.num_rows:,}; blocklets read {b['read']} of {b['total']} "
-              f"(min/max of the sorted vin column skipped the rest)")
+        b, pg = report["blocklets"], report["pages"]
+        print(f"   rows: {hits.num_rows:,}; blocklets read {b['read']} of {b['total']}, pages read {pg['read']} "
+              f"of {pg['total']}, rows decoded {report['rows']['read']:,} of {report['rows']['total']:,}")
+        print("   (each load is sorted by vin, so the min/max of its blocklets and pages skip what cannot match)")
     print(">> SHOW SEGMENTS (from Metadata/tablestatus):")
     print(table.show_segments())
     if spark is not None:
