@@ -59,10 +59,7 @@ def ours(exc: BaseException) -> CarbonError | None:
     kind = getattr(errors, found[-1].group("kind"), None)
     if not (isinstance(kind, type) and issubclass(kind, CarbonError)):
         return None
-    message = found[-1].group("message").strip()
-    if kind is errors.CarbonFormatError:
-        return errors.CarbonFormatError(message)
-    return kind(message)
+    return kind(found[-1].group("message").strip())
 
 
 @contextmanager
