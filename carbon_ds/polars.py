@@ -1,7 +1,11 @@
-"""Polars over carbon-ds: ``scan_carbondata(path)`` is a ``LazyFrame`` whose projections and ``n_rows`` go
-into the scan (only the needed columns are decoded; reading stops after ``n_rows``). Polars' predicate is
-applied to each batch as it streams in; to prune segments, files and blocklets by min/max, also give the
-filter to ``scan_carbondata(path, filter=...)`` (SQL text, tuples or a pyarrow expression).
+"""Polars over carbon-ds: ``scan_carbondata(path)`` is a ``LazyFrame`` whose projections, predicates and
+``n_rows`` go into the scan.
+
+Polars hands the IO source its predicate as a ``polars.Expr``. Its JSON form is translated into our
+predicate model (:mod:`carbon_ds.expressions.polars_filter`) to prune segments, files, blocklets and pages
+by min/max; Polars' own predicate is then applied to every batch, so a predicate (or a part of one) that
+does not translate costs speed, never rows. ``filter=`` adds a filter of ours (SQL text, tuples or a
+pyarrow expression) on top.
 
 Needs the ``polars`` extra: ``pip install 'carbon-ds[polars]'``.
 """
@@ -14,7 +18,10 @@ from typing import Any
 
 import pyarrow as pa
 
-from carbon_ds.errors import CarbonDependencyError
+from carbon_ds.errors import CarbonDependencyError, CarbonError
+from carbon_ds.expressions import AlwaysTrue, Expr, and_
+from carbon_ds.expressions.polars_filter import from_polars_json
+from carbon_ds.table.read.pruning import Counts
 from carbon_ds.table.read.scanner import Scan
 
 
@@ -28,27 +35,55 @@ def _polars():
     return pl, register_io_source
 
 
+def pruning_filter(predicate, schema: pa.Schema) -> Expr | None:
+    """The part of a Polars predicate our scan can prune with (see :mod:`carbon_ds.expressions.polars_filter`);
+    ``None`` when nothing of it translates."""
+    try:
+        text = predicate.meta.serialize(format="json")
+    except Exception:  # a Polars without the JSON form: no pruning, Polars still filters
+        return None
+    return from_polars_json(text, schema)
+
+
 def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None,
-                    use_threads: bool = True):
-    """A ``polars.LazyFrame`` reading the table (or bare folder) at ``path`` through ``carbon_ds.scan``."""
+                    use_threads: bool = True, counts: Counts | None = None):
+    """A ``polars.LazyFrame`` reading the table (or bare folder) at ``path`` through ``carbon_ds.scan``.
+
+    ``counts``, if given, adds up what every scan the frame starts planned and read (segments, files,
+    blocklets, pages, rows), as ``Scan.counts`` does for one scan.
+    """
     pl, register_io_source = _polars()
-    schema = Scan(path, filter=filter, segments=segments).schema
-    polars_schema = pl.from_arrow(schema.empty_table()).schema
+    base = Scan(path, filter=filter, segments=segments)  # checks the filter now, not at collect time
+    polars_schema = pl.from_arrow(base.schema.empty_table()).schema
+
+    def open_scan(columns: list[str] | None, predicate, limit: int | None, batch_size: int | None) -> Scan:
+        args = dict(columns=columns, segments=segments, limit=limit, batch_size=batch_size, use_threads=use_threads)
+        extra = pruning_filter(predicate, base.source.schema) if predicate is not None else None
+        if extra is not None:
+            try:
+                both = extra if isinstance(base.expr, AlwaysTrue) else and_(base.expr, extra)
+                return Scan(path, filter=both, **args)
+            except CarbonError:  # a literal our model does not take for that column: prune by ours alone
+                pass
+        return Scan(path, filter=base.expr, **args)
 
     def source(with_columns: list[str] | None, predicate, n_rows: int | None,
                batch_size: int | None) -> Iterator:
-        s = Scan(path, columns=with_columns, filter=filter, segments=segments,
-                 limit=n_rows if predicate is None else None, batch_size=batch_size, use_threads=use_threads)
+        s = open_scan(with_columns, predicate, n_rows if predicate is None else None, batch_size)
         left = n_rows
-        for batch in s.to_batches():
-            df = pl.from_arrow(pa.Table.from_batches([batch], schema=s.schema))
-            if predicate is not None:
-                df = df.filter(predicate)
-            if left is not None:
-                df = df.head(left)
-                left -= df.height
-            yield df
-            if left == 0:
-                return
+        try:
+            for batch in s.to_batches():
+                df = pl.from_arrow(pa.Table.from_batches([batch], schema=s.schema))
+                if predicate is not None:
+                    df = df.filter(predicate)
+                if left is not None:
+                    df = df.head(left)
+                    left -= df.height
+                yield df
+                if left == 0:
+                    return
+        finally:
+            if counts is not None:
+                counts.add(s.counts)
 
     return register_io_source(source, schema=polars_schema)
