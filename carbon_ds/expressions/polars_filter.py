@@ -216,8 +216,9 @@ def _one(node: Any) -> tuple[str, Any]:
 
 
 def _datetime(value: int, unit: str, tz: Any) -> dt.datetime:
-    if tz is not None or unit not in _UNITS:
-        raise _Untranslatable("datetime with a time zone")  # the column's zone may differ: not worth a guess
+    zone = tz.get("inner") if isinstance(tz, dict) else tz
+    if zone not in (None, "UTC") or unit not in _UNITS:
+        raise _Untranslatable(f"datetime in zone {zone}")  # other zones: not worth a guess at their rules
     per_us = _UNITS[unit]
     if per_us is None:
         if value % 1_000:
@@ -225,7 +226,8 @@ def _datetime(value: int, unit: str, tz: Any) -> dt.datetime:
         micros = value // 1_000
     else:
         micros = value * per_us
-    return dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)
+    moment = dt.datetime(1970, 1, 1) + dt.timedelta(microseconds=micros)
+    return moment if zone is None else moment.replace(tzinfo=dt.UTC)
 
 
 def _widens(source: pa.DataType, target: Any) -> bool:

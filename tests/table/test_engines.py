@@ -78,6 +78,7 @@ def test_write_table_takes_engine_results(table, tmp_path):
 
 # ---------------------------------------------------------------------------------------------- pushdown
 D0 = dt.date(2020, 1, 1)
+T0 = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
 
 
 @pytest.fixture(scope="module")
@@ -94,6 +95,7 @@ def sorted_table(tmp_path_factory):
             "d": pa.array([D0 + dt.timedelta(days=k) for k in ks], pa.date32()),
             "f": pa.array([float("nan") if i % 7 == 0 else k / 2 for i, k in enumerate(ks)]),
             "x": pa.array([Decimal(k) / 4 for k in ks], pa.decimal128(10, 2)),
+            "t": pa.array([T0 + dt.timedelta(hours=k) for k in ks], pa.timestamp("us", tz="UTC")),
         }), path, sort_columns="k")
     return path
 
@@ -121,6 +123,7 @@ POLARS_SHAPES = [
     (pl.col("d").is_between(D0 + dt.timedelta(days=300), D0 + dt.timedelta(days=310)),
      (pc.field("d") >= D0 + dt.timedelta(days=300)) & (pc.field("d") <= D0 + dt.timedelta(days=310)), True),
     (pl.col("x") > 130, pc.field("x") > Decimal(130), True),
+    (pl.col("t") >= T0 + dt.timedelta(hours=450), pc.field("t") >= T0 + dt.timedelta(hours=450), True),
     (pl.col("k") > 540.5, pc.field("k") > 540.5, True),
     # an untranslatable part of an AND is left to Polars; the rest still prunes
     ((pl.col("k") < 100) & (pl.col("k") * 2 > 10), (pc.field("k") < 100) & (pc.field("k") * 2 > 10), True),
@@ -195,6 +198,8 @@ DUCKDB_QUERIES = [
     ("select id from t where s = 's0207'", pc.field("s") == "s0207", True),
     ("select id from t where s like 's02%'", pc.starts_with(pc.field("s"), "s02"), True),
     ("select id from t where d < date '2020-02-20'", pc.field("d") < dt.date(2020, 2, 20), True),
+    ("select id from t where t < timestamptz '2020-01-03 00:00:00+00'", pc.field("t") < T0 + dt.timedelta(days=2),
+     True),
     ("select id from t where s is null and k < 100", pc.field("s").is_null() & (pc.field("k") < 100), True),
     ("select id from t where isnan(f)", pc.is_nan(pc.field("f")), False),  # not pushed: DuckDB filters it
 ]
