@@ -2,7 +2,10 @@
 
 Polars hands an IO source its predicate as a ``polars.Expr``; ``expr.meta.serialize(format="json")`` spells
 the tree out (``Column``, ``Literal``, ``BinaryExpr``, ``Function``, ``Cast`` nodes). :func:`from_polars_json`
-reads that text, so this module needs no Polars itself.
+reads that text, so this module needs no Polars itself. (Polars converts predicates to pyarrow expressions
+only for its private ``LazyFrame._scan_python_function``; the JSON form is public. Polars does not promise
+that form stays the same between releases: a node this module does not know only means no pruning, and
+the tests assert pruning, so a changed form shows there.)
 
 The result is a *necessary* condition: every row the Polars predicate keeps also satisfies it, and Polars
 still applies its own predicate to what the scan returns. So a part that does not translate is dropped from
