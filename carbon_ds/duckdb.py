@@ -87,15 +87,8 @@ class CarbonDataset(ds.Dataset):
         return Scan(self._path, columns=cols, filter=self._base_expr, limit=limit, **args), None
 
     def _reader(self, s: Scan) -> pa.RecordBatchReader:
-        counts = self.counts
-
-        def batches():
-            try:
-                yield from s.to_batches()
-            finally:
-                counts.add(s.counts)
-
-        return pa.RecordBatchReader.from_batches(s.schema, batches())
+        s.counts = self.counts  # every scan of this dataset counts into one total, as it plans and reads
+        return s.to_reader()
 
     def scanner(self, columns: list[str] | None = None, filter: Any = None, batch_size: int | None = None,
                 **_ignored: Any) -> ds.Scanner:

@@ -70,20 +70,18 @@ def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str |
     def source(with_columns: list[str] | None, predicate, n_rows: int | None,
                batch_size: int | None) -> Iterator:
         s = open_scan(with_columns, predicate, n_rows if predicate is None else None, batch_size)
+        if counts is not None:
+            s.counts = counts  # counted as planned and read: a stream Polars stops early may never be closed
         left = n_rows
-        try:
-            for batch in s.to_batches():
-                df = pl.from_arrow(pa.Table.from_batches([batch], schema=s.schema))
-                if predicate is not None:
-                    df = df.filter(predicate)
-                if left is not None:
-                    df = df.head(left)
-                    left -= df.height
-                yield df
-                if left == 0:
-                    return
-        finally:
-            if counts is not None:
-                counts.add(s.counts)
+        for batch in s.to_batches():
+            df = pl.from_arrow(pa.Table.from_batches([batch], schema=s.schema))
+            if predicate is not None:
+                df = df.filter(predicate)
+            if left is not None:
+                df = df.head(left)
+                left -= df.height
+            yield df
+            if left == 0:
+                return
 
     return register_io_source(source, schema=polars_schema)
