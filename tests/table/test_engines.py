@@ -255,3 +255,16 @@ def test_carbon_dataset_api(sorted_table):
         d.get_fragments()
     with pytest.raises(CarbonOptionError, match="not in the dataset"):
         d.to_table(columns=["nope"])
+
+
+@pytest.mark.parametrize("engine", ["in-memory", "streaming"])
+def test_polars_engines_push_the_predicate(sorted_table, engine):
+    full = carbon_ds.read_table(sorted_table)
+    counts = Counts()
+    got = scan_carbondata(sorted_table, counts=counts).filter(pl.col("k") == 405).select("id").collect(engine=engine)
+    assert sorted(got["id"].to_list()) == full.filter(pc.field("k") == 405)["id"].to_pylist()
+    assert _blocklets(counts) == (1, 6)
+    counts = Counts()
+    head = scan_carbondata(sorted_table, counts=counts).filter(pl.col("k") >= 500).head(3).collect(engine=engine)
+    assert head["k"].to_list() == [500, 500, 500]
+    assert _blocklets(counts) == (1, 6)
