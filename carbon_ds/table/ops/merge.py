@@ -46,7 +46,6 @@ class MergeTask:
     task_no: int
     files: tuple[DataFile, ...]
     status_name: str | None  # the committed update status the driver planned with: its deletes apply
-    rows: int = 0  # rows in the files before deletes (for a progress bar)
 
 
 class UnsortedRun(CarbonError):
