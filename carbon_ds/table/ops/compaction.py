@@ -138,7 +138,7 @@ def plan_tasks(table: TableHandle, reservation: Reservation, files: list[DataFil
     groups: dict[str, list[DataFile]] = {}
     for f in files:
         groups.setdefault(dirname(f.path) if table.partition_columns else "", []).append(f)
-    return [MergeTask(table.path, reservation, n, tuple(fs), status_name)
+    return [MergeTask(table.uri, reservation, n, tuple(fs), status_name)
             for n, (_folder, fs) in enumerate(sorted(groups.items()))]
 
 

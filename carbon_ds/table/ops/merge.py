@@ -41,7 +41,7 @@ MIN_CHUNK_ROWS = 4096
 class MergeTask:
     """One merge group's files in one partition folder (the whole group on an unpartitioned table)."""
 
-    table_path: str
+    table_path: str  # the table's URI (a Spark task opens the table from it)
     reservation: Reservation  # the merged segment, reserved "In Progress" by the driver
     task_no: int
     files: tuple[DataFile, ...]
