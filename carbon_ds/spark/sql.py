@@ -33,6 +33,7 @@ from carbon_ds.ddl.types import arrow_schema, arrow_type
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, is_inside
 from carbon_ds.spark import catalog
+from carbon_ds.spark.compaction import compact_with_spark
 from carbon_ds.spark.dml import run_row_dml
 from carbon_ds.spark.messages import surface
 from carbon_ds.spark.query import run as run_query
@@ -205,7 +206,7 @@ def _clean(spark: Any, stmt: CleanFiles):
 def _compact(spark: Any, stmt: Compact):
     """ALTER TABLE ... COMPACT: one row per merged segment (its id, the segments merged, rows)."""
     table = CarbonTable.open(catalog.ensure(spark, stmt.table).path)
-    merged = table.compact(stmt.kind, stmt.segments)
+    merged = compact_with_spark(spark, table, stmt.kind, stmt.segments)  # one Spark task per merge task
     return _strings(spark, ["Merged Segment", "Source Segments", "Rows"],
                     [(m.segment, ",".join(m.sources), str(m.rows)) for m in merged])
 

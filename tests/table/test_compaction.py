@@ -20,7 +20,7 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.locks import TableLock
-from carbon_ds.table.ops import compaction
+from carbon_ds.table.ops import compaction, merge
 from carbon_ds.table.table import CarbonTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.int32()), ("v", pa.float64())])
@@ -148,7 +148,7 @@ def test_major_respects_size_limit(tmp_path):
 def test_custom_merges_the_given_ids_and_refuses_bad_ones(tmp_path):
     t, data = _table(tmp_path, 4)
     before = t.load_details()
-    with pytest.raises(CarbonTableError, match="segments 7 \\(not found\\)"):
+    with pytest.raises(CarbonTableError, match="segment 7 \\(does not exist\\)"):
         t.compact("custom", [1, 7])
     assert t.load_details() == before
     with pytest.raises(CarbonOptionError, match="only for kind='custom'"):
@@ -158,7 +158,7 @@ def test_custom_merges_the_given_ids_and_refuses_bad_ones(tmp_path):
     assert _status(t) == {"0": (ts.SUCCESS, None), "1": (ts.COMPACTED, "1.1"), "2": (ts.SUCCESS, None),
                           "3": (ts.COMPACTED, "1.1"), "1.1": (ts.SUCCESS, None)}
     assert _rows(t).equals(pa.concat_tables(data).sort_by("id"))
-    with pytest.raises(CarbonTableError, match="1 \\(Compacted\\)"):
+    with pytest.raises(CarbonTableError, match="1 \\(not valid: Compacted\\)"):
         t.compact("custom", [1, 2])
 
 
@@ -373,3 +373,42 @@ def test_failed_automatic_compaction_keeps_the_committed_load(tmp_path):
                 load.write([_batch(3)])
     assert "0.1" not in _status(t)
     assert _rows(t).equals(pa.concat_tables([*data, _batch(3)]).sort_by("id"))
+
+
+# ------------------------------------------------------------------------------------------ unsorted runs
+def _descending(i: int, n: int = 250_000) -> pa.Table:
+    ids = np.arange((i + 1) * n, i * n, -1, dtype=np.int64)  # every blocklet below the one before it
+    v = np.random.default_rng(i).random(n)  # incompressible: several 1 MB blocklets per file
+    return pa.table({"id": ids, "name": pa.array(["x"] * n), "day": pa.array(ids % 3, pa.int32()), "v": v},
+                    schema=SCHEMA)
+
+
+@pytest.mark.parametrize("how", ["no_sort", "claims_sorted"])
+def test_files_not_in_sort_order_are_merged_whole(tmp_path, monkeypatch, how):
+    """A NO_SORT load (footer is_sort false) is read whole; a file whose footer says sorted although its
+    blocklets are not (written by hand here) is found at a blocklet boundary and merged again whole."""
+    t = CarbonTable.create(str(tmp_path / "t"), SCHEMA, sort_columns=["id"], properties={"table_blocklet_size": "1"})
+    data = [_descending(i) for i in range(3)]
+    for b in data:
+        load = t.load(sort_scope="no_sort") if how == "no_sort" else t.load()
+        load.presorted = how == "claims_sorted"  # the writer takes the rows as they come
+        with load:
+            load.write([b])
+    f = t.files()[0]
+    with CarbonDataFile(f.path) as cf:
+        assert cf.num_blocklets > 1 and bool(cf.footer.is_sort) == (how == "claims_sorted")
+    retried: list[str] = []
+    run = merge.file_run
+
+    def spy(table, f, deletes, keys, chunk, whole=False):
+        if whole:
+            retried.append(f.path)
+        return run(table, f, deletes, keys, chunk, whole)
+
+    monkeypatch.setattr(merge, "file_run", spy)
+    merged = t.compact("major")
+    assert bool(retried) == (how == "claims_sorted")  # only a false claim costs a second pass
+    assert [m.rows for m in merged] == [3 * 250_000]
+    assert _rows(t).equals(pa.concat_tables(data).sort_by("id"))
+    for f in t.files():
+        assert _sorted_by(_file_rows(f.path), ["id"])

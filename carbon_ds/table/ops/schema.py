@@ -27,7 +27,7 @@ from carbon_ds.table.meta.properties import (
 CHANGEABLE = {
     BLOCK_SIZE, BLOCKLET_SIZE, COMPRESSOR, LOCAL_DICTIONARY_ENABLE, LOCAL_DICTIONARY_THRESHOLD,
     "comment", "table_page_size_inmb", "cache_level", "column_meta_cache", "major_compaction_size",
-    "auto_load_merge", "compaction_level_threshold", "compaction_preserve_segments",
+    "auto_load_merge", "compaction_level_threshold", "compaction_preserve_segments", "minor_compaction_size",
     "allowed_compaction_days", "sort_scope", "global_sort_partitions",
 }
 _WHY_FIXED = {

@@ -1,0 +1,77 @@
+"""Compaction through Spark: each merge task (one merge group in one partition folder) is a Spark task.
+
+The driver selects the groups, reserves each merged segment and commits it (carbon_ds.table.ops.compaction);
+only the merging runs on the executors: ``sparkContext.parallelize`` of the small ``MergeTask``
+descriptions, one partition each, every task writing its merged files and returning their names and sizes.
+A failed task fails the job: the driver then removes what the tasks wrote and marks the merged segment
+"Failure" (files a still-running task writes after that are left over, never read, and removed by the next
+compaction), so the table keeps its committed segments.
+
+The jobs run in the job group ``JOB_GROUP`` (see ``sparkContext.statusTracker()``). On Spark Connect, which
+has no SparkContext, the merge runs in the calling process.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from carbon_ds.spark.messages import short_errors
+from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.ops.compaction import Merged, Runner, compact, local_runner
+from carbon_ds.table.ops.compaction_select import SYSTEM
+from carbon_ds.table.ops.merge import MergeTask, run_task
+from carbon_ds.table.write.load import TaskResult
+
+JOB_GROUP = "carbon-ds compaction"
+
+
+@short_errors
+def merge_task(task: MergeTask) -> TaskResult:
+    """One Spark task: merge ``task``'s files into the reserved segment (no commit)."""
+    return run_task(task)
+
+
+def _context(spark: Any) -> Any:
+    try:
+        return spark.sparkContext
+    except Exception:  # noqa: BLE001 - Spark Connect raises its own error type for a missing SparkContext
+        return None
+
+
+def spark_runner(spark: Any) -> Runner | None:
+    """A runner sending merge tasks to Spark (None on Spark Connect)."""
+    sc = _context(spark)
+    if sc is None:
+        return None
+
+    def run(tasks: list[MergeTask]) -> list[TaskResult]:
+        if not tasks:
+            return []
+        previous = (sc.getLocalProperty("spark.jobGroup.id"), sc.getLocalProperty("spark.job.description"))
+        sc.setJobGroup(JOB_GROUP, f"compaction into segment {tasks[0].reservation.segment_id} "
+                                  f"({len(tasks)} tasks)")
+        try:
+            return sc.parallelize(tasks, len(tasks)).map(merge_task).collect()
+        finally:
+            sc.setLocalProperty("spark.jobGroup.id", previous[0])
+            sc.setLocalProperty("spark.job.description", previous[1])
+
+    return run
+
+
+def settings(spark: Any) -> dict[str, str]:
+    """CarbonData's system-level compaction properties set in the Spark conf (``carbon.*`` names)."""
+    out = {}
+    for system, _default in SYSTEM.values():
+        value = spark.conf.get(system, None)
+        if value is not None:
+            out[system] = value
+    return out
+
+
+def compact_with_spark(spark: Any, table: TableHandle, kind: str = "minor", segments=None,
+                       lock_timeout: float = 0.0) -> list[Merged]:
+    """``table.compact(kind, segments)`` with the merge tasks run by Spark; system-level properties come
+    from the Spark conf. Returns the merged segments ([] when nothing qualified)."""
+    runner = spark_runner(spark) or local_runner(table)
+    return compact(table, kind, segments, lock_timeout, runner=runner, settings=settings(spark))
