@@ -18,8 +18,11 @@ import pytest
 from pyspark import cloudpickle
 
 import carbon_ds
-from carbon_ds.spark import snapshot
+from carbon_ds.errors import CarbonMissingFileError
+from carbon_ds.spark import datasource, snapshot
 from carbon_ds.spark.datasource import CarbonDataSource, CarbonPartition, CarbonReader
+from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.ops.segments import DAY_MS, clean_files
 from carbon_ds.table.table import CarbonTable
 
 ROWS = 40  # per segment
@@ -269,3 +272,73 @@ def test_partition_carries_the_snapshot(tmp_path):
     assert all(isinstance(p, CarbonPartition) for p in parts)
     assert {p.snapshot.segments for p in parts} == {("0",), ("1",), ("2",)}
     assert len({p.snapshot.version for p in parts}) == 1
+
+
+def test_partitioned_table_plan_survives_overwrite_and_clean(tmp_path):
+    path = str(tmp_path / "p")
+    data = pa.table({"id": list(range(30)), "name": [f"n{i}" for i in range(30)], "p": [i % 3 for i in range(30)]})
+    carbon_ds.write_table(data, path, partition_by="p")
+    carbon_ds.write_table(data.slice(0, 6).set_column(0, "id", pa.array(range(100, 106))), path)
+    reader, parts = _plan(path)
+    old = sorted(list(range(30)) + list(range(100, 106)))
+    t = CarbonTable.open(path)
+    assert t.delete("id < 4") == 4
+    carbon_ds.write_table(data.slice(0, 2), path, mode="overwrite")
+    t.clean_files()
+    assert _ids(path) == [0, 1]
+    assert _run(reader, parts) == old
+
+
+def test_reads_are_protected_for_the_retention_only(tmp_path):
+    """The rule: a file CLEAN FILES moves stays readable (in the trash) for the retention; a plan older
+    than that may find it gone, and then fails naming the file, never returning partial data silently."""
+    path = _table(tmp_path)
+    reader, parts = _plan(path)
+    t = CarbonTable.open(path)
+    _overwrite(t, path)
+    now = ts.now_ms()
+    clean_files(t, retention=1, now_ms=now)
+    assert _run(reader, parts) == OLD  # within the retention: from the trash
+    clean_files(t, retention=1, now_ms=now + DAY_MS // 2)
+    assert _run(reader, parts) == OLD
+    result = clean_files(t, retention=1, now_ms=now + DAY_MS + 1)
+    assert result.expired_trash == [str(now)]
+    with pytest.raises(CarbonMissingFileError, match="Segment_0"):
+        _run(reader, parts)
+
+
+def _as_task(monkeypatch, started):
+    """Run read() as inside a Spark task of a query built at ``started`` (ms; None: Spark did not say)."""
+    monkeypatch.setattr(datasource, "in_task", lambda: True)
+    monkeypatch.setattr(datasource, "query_started_ms", lambda: started)
+
+
+def test_task_of_the_planning_query_reads_the_plan(tmp_path, monkeypatch):
+    path = _table(tmp_path)
+    started = ts.now_ms()
+    reader, parts = _plan(path)  # planned after the query was built
+    _delete(CarbonTable.open(path), path)
+    _as_task(monkeypatch, started)
+    assert _run(reader, parts) == OLD
+
+
+def test_reused_plan_reads_the_table_as_of_its_query(tmp_path, monkeypatch):
+    path = _table(tmp_path)
+    reader, parts = _plan(path)
+    _delete(CarbonTable.open(path), path)  # between the queries
+    _as_task(monkeypatch, ts.now_ms() + 1_000)  # a later query reuses the plan
+    assert _run(reader, parts) == list(range(50, 3 * ROWS))
+    _as_task(monkeypatch, None)  # a Spark without the query id: re-planned too
+    assert _run(reader, parts) == list(range(50, 3 * ROWS))
+
+
+def test_reused_plan_fails_when_a_commit_lands_during_its_query(tmp_path, monkeypatch):
+    path = _table(tmp_path)
+    reader, parts = _plan(path)
+    began = parts[0].snapshot.planned_ms + 1  # a later query began, then this commit landed
+    while ts.now_ms() <= began + 1:
+        pass
+    _append(CarbonTable.open(path), path)
+    _as_task(monkeypatch, began)
+    with pytest.raises(carbon_ds.CarbonTableError, match="changed while this query ran"):
+        _run(reader, parts)
