@@ -36,7 +36,7 @@ from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.fs import Storage
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.spark.messages import short_errors
-from carbon_ds.spark.snapshot import PlannedSnapshot, in_task, query_started_ms, version_of
+from carbon_ds.spark.snapshot import PlannedSnapshot, check_unchanged_since, in_task, query_started_ms, version_of
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.deltas import Deletes
@@ -232,7 +232,7 @@ class CarbonReader(DataSourceReader):
                 source, fresh, version = self._plan()
                 if version != snap.version:
                     if started is not None:
-                        self._check_unchanged_since(storage, table_path, started)
+                        check_unchanged_since(storage, table_path, started)
                     mine = fresh[partition.index :: partition.count]
                     pieces, segments = tuple(p for p, _s in mine), tuple(s for _p, s in mine)
                     deletes = source.deletes
@@ -240,16 +240,6 @@ class CarbonReader(DataSourceReader):
         planned = [pruning.Piece(p[0], p[1], seg, external=p[2] if len(p) > 2 else None)
                    for p, seg in zip(pieces, segments, strict=True)]
         return planned, deletes
-
-    def _check_unchanged_since(self, storage: Storage, table_path: str, started: int) -> None:
-        """A re-planning task of a later query must read the version every other task of it reads: the one
-        current when the query began. A commit after that cannot be told apart, so the query fails."""
-        written = storage.mtime_ns(Storage.join(table_path, "Metadata", "tablestatus"))
-        if written is not None and written // 1_000_000 > started:
-            raise CarbonTableError(
-                f"table {storage.uri(table_path)} changed while this query ran, and the query reuses a plan "
-                "Spark kept from an earlier query on the same DataFrame or view, so its tasks cannot all read "
-                "one version; run the query again (or read the table again with spark.read)")
 
     def _check_schema(self, table: TableHandle) -> None:
         """The planned version is read through this reader's columns: a schema changed since the reader was

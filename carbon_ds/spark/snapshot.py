@@ -24,6 +24,8 @@ from dataclasses import dataclass
 
 from pyspark import TaskContext
 
+from carbon_ds.errors import CarbonTableError
+from carbon_ds.fs import Storage
 from carbon_ds.table.meta.deltas import BlockStatus, Deletes, committed_status_name
 from carbon_ds.table.meta.tablestatus import LoadDetail
 
@@ -74,3 +76,14 @@ def query_started_ms() -> int | None:
 
 def in_task() -> bool:
     return TaskContext.get() is not None
+
+
+def check_unchanged_since(storage: Storage, table_path: str, started: int) -> None:
+    """A re-planning task of a later query must read the version every other task of it reads: the one
+    current when the query began. A commit after that cannot be told apart, so the query fails."""
+    written = storage.mtime_ns(Storage.join(table_path, "Metadata", "tablestatus"))
+    if written is not None and written // 1_000_000 > started:
+        raise CarbonTableError(
+            f"table {storage.uri(table_path)} changed while this query ran, and the query reuses a plan "
+            "Spark kept from an earlier query on the same DataFrame or view, so its tasks cannot all read "
+            "one version; run the query again (or read the table again with spark.read)")
