@@ -342,3 +342,15 @@ def test_reused_plan_fails_when_a_commit_lands_during_its_query(tmp_path, monkey
     _as_task(monkeypatch, began)
     with pytest.raises(carbon_ds.CarbonTableError, match="changed while this query ran"):
         _run(reader, parts)
+
+
+@pytest.mark.spark
+def test_each_action_on_a_kept_dataframe_sees_the_commits_before_it(spark, tmp_path):
+    path = _table(tmp_path)
+    df = spark.read.format("carbondata").load(path)
+    assert sorted(r.id for r in df.collect()) == OLD
+    _delete(CarbonTable.open(path), path)
+    assert sorted(r.id for r in df.collect()) == list(range(50, 3 * ROWS))  # the kept plan, read as of now
+    assert df.count() == 3 * ROWS - 50
+    _append(CarbonTable.open(path), path)
+    assert sorted(r.id for r in df.filter("id >= 0").collect()) == [*range(50, 3 * ROWS), 1000, 1001]
