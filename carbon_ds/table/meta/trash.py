@@ -50,13 +50,6 @@ def find_in_trash(storage: Storage, table_path: str, path: str) -> str | None:
     return None
 
 
-def located(storage: Storage, table_path: str | None, path: str) -> str:
-    """``path`` itself, or its copy in the trash when CLEAN FILES has moved it (one stat when present)."""
-    if table_path is None or storage.exists(path):
-        return path
-    return find_in_trash(storage, table_path, path) or path
-
-
 def open_planned(path: str, storage: Storage, table_columns: list[ColumnSchema] | None,
                  table_path: str | None) -> CarbonDataFile:
     """``column_map.open_file`` of a planned data file, from the trash when CLEAN FILES moved it since."""
