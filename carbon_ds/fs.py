@@ -57,6 +57,11 @@ class Storage:
             raise CarbonError(f"not a file: {self.uri(path)}")
         return info.size
 
+    def mtime_ns(self, path: str) -> int | None:
+        """When ``path`` was last written (None when the store does not say, or it is not a file)."""
+        info = self.fs.get_file_info(path)
+        return info.mtime_ns if info.type == pafs.FileType.File else None
+
     def open(self, path: str) -> pafs.NativeFile:
         try:
             return self.fs.open_input_file(path)

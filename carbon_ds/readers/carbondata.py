@@ -18,7 +18,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonSchemaError, CarbonTableError
+from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format import compress
 from carbon_ds.format.decode import (
     NULL_BITSETS_KEY,
@@ -62,6 +62,8 @@ class CarbonDataFile:
         self._global_dicts: dict[tuple[str, str], pa.Array] = {}
         try:
             self._file = storage.open(inner)
+        except FileNotFoundError as e:  # also a FileNotFoundError: callers may look for a moved copy
+            raise CarbonMissingFileError(f"cannot open {self.path}: {e}") from None
         except (OSError, pa.ArrowException) as e:
             raise CarbonError(f"cannot open {self.path}: {e}") from None
         try:

@@ -36,7 +36,10 @@ from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.fs import Storage
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.spark.messages import short_errors
+from carbon_ds.spark.snapshot import PlannedSnapshot, check_unchanged_since, in_task, query_started_ms, version_of
+from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.conform import conform
+from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import normalize
@@ -114,19 +117,20 @@ class CarbonPushdownDataSource(CarbonDataSource):
 
 
 class CarbonPartition(InputPartition):
-    """Slot ``index`` of ``count``: the planned (path, blocklets) pieces, and the tablestatus they came from.
+    """Slot ``index`` of ``count``: the planned (path, blocklets) pieces and the table version they belong
+    to (``snapshot``: segment ids, delete statuses, version; None for a bare folder), see carbon_ds.spark.snapshot.
 
-    Spark keeps planned partitions on a temporary view's relation and reuses them after INSERTs into the
-    same view, so a plan can be stale. ``read`` notices (the tablestatus changed) and re-plans, reading
-    every ``count``-th piece of the fresh plan, which still covers each current file exactly once.
+    Spark keeps planned partitions on a DataFrame's or temporary view's relation and reuses them in later
+    queries, so a plan can be stale. A task of a later query re-plans and reads every ``count``-th piece of
+    the fresh plan, which still covers each current file exactly once.
     """
 
-    def __init__(self, index: int, count: int, pieces: tuple, fingerprint: str | None):
+    def __init__(self, index: int, count: int, pieces: tuple, snapshot: PlannedSnapshot | None):
         super().__init__(index)
         self.index = index
         self.count = count
         self.pieces = pieces  # ((file system path, tuple of blocklets or None), ...)
-        self.fingerprint = fingerprint
+        self.snapshot = snapshot
 
 
 class CarbonCountPartition(InputPartition):
@@ -151,7 +155,10 @@ class CarbonReader(DataSourceReader):
         self.filter = options.get("filter") or None
         self.is_table = TableHandle.exists(path)
         self.target = to_arrow_schema(schema, timezone="UTC")
-        self.source_schema = arrow_schema_of(path)
+        handle = TableHandle.open(path) if self.is_table else None
+        self.source_schema = handle.schema if handle is not None else arrow_schema_of(path)
+        # the columns every task reads files through: planning checks the planned version still has them
+        self.table_columns = handle.columns if handle is not None else None
         self.positions = _positions(options)
 
         # Names in the source's spelling; a user-given schema may be any subset, any case.
@@ -171,16 +178,32 @@ class CarbonReader(DataSourceReader):
         """The predicate that decides which units are read (the pushdown reader adds Spark's filters)."""
         return self._option_expr()
 
-    def _plan(self) -> tuple[Storage, list[tuple[str, tuple[int, ...] | None]], str | None]:
-        fingerprint = _fingerprint(TableHandle.open(self.path)) if self.is_table else None
-        source = open_source(self.path, self.segments)
+    def _plan(self) -> tuple[Source, list[tuple[tuple, str | None]], str | None]:
+        """(the snapshot planned against, [(piece, its segment id)], the snapshot's version digest)."""
+        source = open_source(self.path, self.segments)  # one tablestatus read: files and deletes
+        version = None
+        if source.table is not None:
+            self._check_schema(source.table)
+            version = version_of(source.details)
         sizes = dict(_sizes(source))
 
         expr = self._prune_expr()
         plan = pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=self.is_table,
                                   external=source.external, schema=source.schema, table_columns=source.columns)
-        pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
-        return source.storage, pieces, fingerprint
+        pieces = [(p, piece.segment_id) for piece in plan.pieces
+                  for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
+        return source, pieces, version
+
+    @staticmethod
+    def _snapshot(source: Source, version: str | None, pieces: list[tuple[tuple, str | None]], now: int
+                  ) -> PlannedSnapshot | None:
+        """What one partition's task needs of the planned version: only its own pieces' delete statuses."""
+        if version is None:
+            return None
+        deletes = source.deletes
+        statuses = [deletes.status_of(p[0], seg) for p, seg in pieces] if deletes is not None else []
+        return PlannedSnapshot(version, now, tuple(seg for _p, seg in pieces),
+                               tuple(st for st in statuses if st is not None))
 
     def _rows_only(self) -> bool:
         """A relation declared with no column at all (``.schema(StructType([]))``, e.g. the rewrite of
@@ -191,9 +214,41 @@ class CarbonReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         if self._rows_only():
             return [CarbonCountPartition()]
-        _storage, pieces, fingerprint = self._plan()
-        n = max(1, len(pieces))
-        return [CarbonPartition(i, n, tuple(pieces[i : i + 1]), fingerprint) for i in range(n)]
+        source, pieces, version = self._plan()
+        n, now = max(1, len(pieces)), ts.now_ms()
+        return [CarbonPartition(i, n, tuple(p for p, _seg in pieces[i : i + 1]),
+                                self._snapshot(source, version, pieces[i : i + 1], now)) for i in range(n)]
+
+    def _task_plan(self, partition: CarbonPartition) -> tuple[list[pruning.Piece], Deletes | None]:
+        """The pieces this task reads and their deletes: the partition's own snapshot, or (a plan kept by
+        Spark from an earlier query) the table as it is now; see carbon_ds.spark.snapshot."""
+        snap = partition.snapshot
+        storage, table_path = Storage.for_path(self.path)
+        pieces, segments = partition.pieces, snap.segments if snap is not None else (None,) * len(partition.pieces)
+        deletes = snap.deletes(storage, table_path) if snap is not None else None
+        if snap is not None and in_task():
+            started = query_started_ms()
+            if started is None or snap.planned_ms < started:  # not planned for this query
+                source, fresh, version = self._plan()
+                if version != snap.version:
+                    if started is not None:
+                        check_unchanged_since(storage, table_path, started)
+                    mine = fresh[partition.index :: partition.count]
+                    pieces, segments = tuple(p for p, _s in mine), tuple(s for _p, s in mine)
+                    deletes = source.deletes
+        # a third element routes a non-carbondata file to its reader (readers.external.ExternalRef)
+        planned = [pruning.Piece(p[0], p[1], seg, external=p[2] if len(p) > 2 else None)
+                   for p, seg in zip(pieces, segments, strict=True)]
+        return planned, deletes
+
+    def _check_schema(self, table: TableHandle) -> None:
+        """The planned version is read through this reader's columns: a schema changed since the reader was
+        made (ALTER TABLE) is refused rather than read as a mix of the old and new columns."""
+        now = table.schema
+        if not now.equals(self.source_schema):
+            raise CarbonTableError(
+                f"the schema of table {table.uri} changed after this DataFrame was planned (planned columns: "
+                f"{_columns_text(self.source_schema)}; now: {_columns_text(now)}); read the table again")
 
     @short_errors
     def read(self, partition: CarbonPartition | CarbonCountPartition) -> Iterator[pa.RecordBatch]:
@@ -201,19 +256,10 @@ class CarbonReader(DataSourceReader):
             # index row counts less deleted rows (CarbonTable.count): no data page is opened
             yield from _column_less(count_rows(self.path, None, self.segments))
             return
-        pieces = partition.pieces
-        if partition.fingerprint is not None:
-            if _fingerprint(TableHandle.open(self.path)) != partition.fingerprint:
-                _s, fresh, _f = self._plan()
-                pieces = tuple(fresh[partition.index :: partition.count])
-        storage, _ = Storage.for_path(self.path)
-        # a third element routes a non-carbondata file to its reader (readers.external.ExternalRef)
-        planned = [pruning.Piece(p[0], p[1], external=p[2] if len(p) > 2 else None) for p in pieces]
-        # exact filtering by the option only: pushed filters are Spark's to evaluate
-        # committed delete deltas, read here on the executor (the status file name is the cache key)
-        handle = TableHandle.open(self.path) if self.is_table else None
-        deletes = handle.deletes() if handle is not None else None
-        columns = self._current_columns(handle)
+        storage, table_path = Storage.for_path(self.path)
+        planned, deletes = self._task_plan(partition)
+        columns = self.table_columns
+        table_path = table_path if self.is_table else None  # a planned file CLEAN FILES moved: from the trash
         if self.positions:
             # every live row with where it lives; the DELETE/UPDATE predicate is Spark's to evaluate
             for table in position_tables(storage, planned, self.columns or [], self.source_schema, deletes,
@@ -221,27 +267,15 @@ class CarbonReader(DataSourceReader):
                 for b in table.to_batches():
                     yield conform(b, self.target)
             return
+        # exact filtering by the option only: pushed filters are Spark's to evaluate
         tables = pruning.read_pieces(
             storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
-            deletes=deletes, table_columns=columns,
+            deletes=deletes, table_columns=columns, table_path=table_path,
         )
         for table in tables:
             for b in table.to_batches():
                 # no declared column: keep the row count (conform would rebuild a batch of 0 rows)
                 yield conform(b, self.target) if self.target.names else b.select([])
-
-
-    def _current_columns(self, handle: TableHandle | None):
-        """The table's columns to read files through; a schema changed since planning (ALTER TABLE) is
-        refused rather than read as a mix of the old and new columns."""
-        if handle is None:
-            return None
-        now = handle.schema
-        if not now.equals(self.source_schema):
-            raise CarbonTableError(
-                f"the schema of table {handle.uri} changed after this DataFrame was planned (planned columns: "
-                f"{_columns_text(self.source_schema)}; now: {_columns_text(now)}); read the table again")
-        return handle.columns
 
 
 def _columns_text(schema: pa.Schema) -> str:
@@ -309,11 +343,6 @@ def _sizes(source: Source) -> list[tuple[str, int]]:
         except (OSError, CarbonError):  # a file gone since planning: not split; its read reports it
             out.append((path, 0))
     return out
-
-
-def _fingerprint(table: TableHandle) -> str:
-    """Identifies one version of the table's segment list."""
-    return "|".join(f"{d.name}:{d.status}:{d.segment_file}:{d.update_status_file}" for d in table.load_details())
 
 
 def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[tuple[str, tuple[int, ...] | None]]:

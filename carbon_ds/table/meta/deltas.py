@@ -27,6 +27,7 @@ from carbon_ds.errors import CarbonFormatError
 from carbon_ds.fs import Storage, norm_path
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.trash import find_in_trash
 
 DELTA_EXT = ".deletedelta"
 STATUS_PREFIX = "tableupdatestatus-"
@@ -253,9 +254,18 @@ class Deletes:
         if st is None:
             return None
         folder = posixpath.dirname(norm_path(path))
-        rows = merge_rows(*[read_delta(self.storage, Storage.join(folder, delta_file_name(st.block, s)))
-                            for s in st.stamps])
+        rows = merge_rows(*[self._delta(Storage.join(folder, delta_file_name(st.block, s))) for s in st.stamps])
         return FileDeletes(st.status == MARKED_FOR_DELETE, rows)
+
+    def _delta(self, path: str) -> dict[tuple[int, int], np.ndarray]:
+        try:
+            return read_delta(self.storage, path)
+        except CarbonFormatError:
+            # superseded since this snapshot was planned and moved to the trash by CLEAN FILES
+            moved = None if self.storage.exists(path) else find_in_trash(self.storage, self.table_path, path)
+            if moved is None:
+                raise
+            return read_delta(self.storage, moved)
 
     def is_marked(self, path: str, segment: str | None) -> bool:
         st = self.status_of(path, segment)
@@ -288,13 +298,14 @@ def file_keep_mask(storage: Storage, path: str, fd: FileDeletes) -> np.ndarray:
         f.close()
 
 
-def drop_deleted(storage: Storage, deletes: Deletes, data_file, table):
-    """``table`` (every row of ``data_file`` in file order) without its committed deleted rows."""
+def drop_deleted(storage: Storage, deletes: Deletes, data_file, table, read_path: str | None = None):
+    """``table`` (every row of ``data_file`` in file order) without its committed deleted rows
+    (``read_path``: where the file is read from, when not at its place in the table)."""
 
     fd = deletes.lookup(data_file.path, data_file.segment_id)
     if fd is None or not fd.rows and not fd.marked:
         return table
-    return table.filter(pa.array(file_keep_mask(storage, data_file.path, fd)))
+    return table.filter(pa.array(file_keep_mask(storage, read_path or data_file.path, fd)))
 
 
 def superseded(storage: Storage, table_path: str, entries: list[LoadDetail], folders: list[str]) -> list[str]:

@@ -310,9 +310,10 @@ class TableHandle:
             )
         return [by_id[s] for s in dict.fromkeys(wanted)]
 
-    def files(self, segments: str | list | None = None) -> list[DataFile]:
-        """Data files of the readable (or the chosen) segments, in segment order."""
-        details = self.load_details()
+    def files(self, segments: str | list | None = None, details: list[LoadDetail] | None = None) -> list[DataFile]:
+        """Data files of the readable (or the chosen) segments, in segment order, of ``details`` (one
+        tablestatus version read by the caller) or of the tablestatus read now."""
+        details = self.load_details() if details is None else details
         out: list[DataFile] = []
         for detail in self.selected(segments, details):
             out.extend(segment_files(self, detail, DataFile))

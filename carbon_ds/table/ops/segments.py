@@ -32,9 +32,9 @@ from carbon_ds.table.meta.handle import TableHandle, int_or_none
 from carbon_ds.table.meta.locks import UPDATE_LOCK, UPDATE_LOCK_STALE_S, TableLock, remove_locks
 from carbon_ds.table.meta.naming import COLUMNAR, INDEX_EXT, is_columnar, owned_by_index
 from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.trash import TRASH_DIR
 from carbon_ds.table.ops.leftovers import external_folders, leftovers, partition_dirs
 
-TRASH_DIR = ".Trash"
 HISTORY_FILE = "tablestatus.history"
 DEFAULT_RETENTION_DAYS = 7.0
 MAX_RETENTION_DAYS = 365  # CarbonData accepts 0..365 for carbon.trash.retention.days

@@ -38,6 +38,7 @@ from carbon_ds.table.meta.column_map import open_file
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.naming import INDEX_EXT, MERGE_INDEX_EXT
+from carbon_ds.table.meta.trash import open_planned
 from carbon_ds.table.read import stats as S
 from carbon_ds.table.read.planning import read_external
 
@@ -330,11 +331,13 @@ def read_pieces(
     counts: Counts | None = None,
     deletes: Deletes | None = None,
     table_columns: list[ColumnSchema] | None = None,
+    table_path: str | None = None,
 ) -> Iterator[pa.Table]:
     """Tables of ``columns`` (all when None) in ``schema``'s spelling and types, pruned by ``expr``; with
     ``exact=True`` only rows where ``expr`` is TRUE, with an expression only rows where that one is TRUE
     (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema. ``deletes``
-    (carbon_ds.table.deltas.Deletes) drops rows removed by committed delete deltas."""
+    (carbon_ds.table.deltas.Deletes) drops rows removed by committed delete deltas. With the table's
+    ``table_path`` a planned file CLEAN FILES has since moved is read from the trash."""
     how = Reading(expr, columns, schema, exact, table_columns)
     for piece in pieces:
         if piece.external is not None:
@@ -343,7 +346,7 @@ def read_pieces(
         fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
         if fd is not None and fd.marked:
             continue
-        f = open_file(piece.path, storage, table_columns)
+        f = open_planned(piece.path, storage, table_columns, table_path)
         try:
             for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
                 table = how.blocklet(f, b, fd, counts)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
@@ -13,8 +13,10 @@ from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta.deltas import Deletes, drop_deleted
-from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.meta.handle import DataFile, TableHandle, resolve_columns
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
+from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.trash import find_in_trash
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.carbon_pruning import prune_by_id
 from carbon_ds.table.read.partition_pruning import prune_files
@@ -32,6 +34,9 @@ class Source:
     table: TableHandle | None = None
     external: dict[str, ExternalRef] = field(default_factory=dict)  # path -> how to read a non-carbondata file
     partitions: dict | None = None  # HASH/RANGE/LIST tables: partition ids read and skipped by the last plan
+    deletes: Deletes | None = None  # committed delete deltas of the same tablestatus version as ``files``
+    data_files: list[DataFile] = field(default_factory=list)  # a table's files with their formats
+    details: list[LoadDetail] | None = None  # the tablestatus version a table's snapshot was taken from
 
     @property
     def columns(self):
@@ -102,8 +107,12 @@ def arrow_schema_of(path: str | os.PathLike) -> pa.Schema:
     return _bare_schema(storage, files[0][0])
 
 
-def open_source(path: str | os.PathLike | TableHandle, segments=None) -> Source:
-    """The readable files of a table (an open ``TableHandle`` or a path to one) or of a bare folder."""
+def open_source(path: str | os.PathLike | TableHandle | Source, segments=None) -> Source:
+    """The readable files of a table (an open ``TableHandle`` or a path to one) or of a bare folder: one
+    snapshot, its files and delete deltas from one read of the tablestatus. A ``Source`` is its own
+    snapshot (reads that must see the same version as an earlier plan pass it)."""
+    if isinstance(path, Source):
+        return path
     if isinstance(path, TableHandle):
         table = path
     elif TableHandle.exists(path):
@@ -111,7 +120,8 @@ def open_source(path: str | os.PathLike | TableHandle, segments=None) -> Source:
     else:
         table = None
     if table is not None:
-        found = table.files(segments)
+        details = table.load_details()
+        found = table.files(segments, details)
         for f in found:
             if f.file_format != COLUMNAR and f.external is None:
                 raise CarbonTableError(
@@ -119,7 +129,8 @@ def open_source(path: str | os.PathLike | TableHandle, segments=None) -> Source:
                 )
         files = [(f.path, f.segment_id) for f in found]
         external = {f.path: f.external for f in found if f.external is not None}
-        return Source(table.storage, table.schema, files, table.uri, table, external)
+        return Source(table.storage, table.schema, files, table.uri, table, external, deletes=table.deletes(details),
+                      data_files=found, details=details)
     text = os.fspath(path)
     if segments is not None:
         raise CarbonOptionError(f"segments={segments!r} given, but {text} has no Metadata/tablestatus")
@@ -129,21 +140,35 @@ def open_source(path: str | os.PathLike | TableHandle, segments=None) -> Source:
     return Source(storage, _bare_schema(storage, files[0][0]), [(p, None) for p, _ in files], text)
 
 
-def table_rows(table: TableHandle, columns: list[str] | None = None, segments=None) -> pa.Table:
-    """Every live row of a table (``columns`` of it), file by file, without a filter."""
+def table_rows(table: TableHandle | Source, columns: list[str] | None = None, segments=None) -> pa.Table:
+    """Every live row of a table (``columns`` of it), file by file, without a filter: of one snapshot
+    (a ``Source``, files and deletes as planned) or of the table as it is now."""
+    source = open_source(table, segments)
+    table = source.table
     schema = table.schema
     names = resolve_columns(schema, columns, f"table {table.uri}")
     target = pa.schema([schema.field(n) for n in names]) if names is not None else schema
-    details = table.load_details()
-    deletes = table.deletes(details)
-    found = table.files(segments)
+    deletes = source.deletes
+    found = source.data_files
     cols = table.columns
-    tables = [read_file(table.storage, f, names, target, cols) for f in found]
-    if deletes is not None:
-        tables = [drop_deleted(table.storage, deletes, f, t) for f, t in zip(found, tables, strict=True)]
+    tables = [_file_rows(table, f, names, target, cols, deletes) for f in found]
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables)
+
+
+def _file_rows(table: TableHandle, f: DataFile, names, target: pa.Schema, cols, deletes: Deletes | None) -> pa.Table:
+    """One planned file's live rows; read from the trash when CLEAN FILES has moved it since planning."""
+    try:
+        data = read_file(table.storage, f, names, target, cols)
+    except FileNotFoundError:
+        moved = find_in_trash(table.storage, table.path, f.path) if f.file_format == COLUMNAR else None
+        if moved is None:
+            raise
+        data = read_file(table.storage, replace(f, path=moved), names, target, cols)
+        # deletes are keyed by the file's place in the table; the rows come from the moved copy
+        return drop_deleted(table.storage, deletes, f, data, moved) if deletes is not None else data
+    return drop_deleted(table.storage, deletes, f, data) if deletes is not None else data
 
 
 def plan(source: Source, expr: Expr) -> pruning.Plan:
@@ -182,18 +207,20 @@ def read(path, columns: list[str] | None = None, filter=None, segments=None,
         counts.add(p.counts)
     target = pa.schema([source.schema.field(n) for n in (names if names is not None else source.schema.names)])
     tables = list(pruning.read_pieces(source.storage, p.pieces, expr, names, source.schema, True, counts,
-                                      deletes=_deletes(source), table_columns=source.columns))
+                                      deletes=_deletes(source), table_columns=source.columns,
+                                      table_path=_table_path(source)))
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables).cast(target) if tables[0].schema != target else pa.concat_tables(tables)
 
 
-def count(path, filter=None, segments=None) -> int:
+def count(path, filter=None, segments=None, planned: pruning.Plan | None = None) -> int:
     """Rows where ``filter`` is TRUE. Without a filter (or when every blocklet is pruned) the index row
-    counts answer alone; otherwise only the filter columns of the surviving pages are read."""
+    counts answer alone; otherwise only the filter columns of the surviving pages are read. ``planned``:
+    the plan of ``path`` (a ``Source``) for ``filter``, made earlier."""
     source = open_source(path, segments)
     expr = pruning.as_expr(filter, source.schema)
-    p = plan(source, expr)
+    p = planned if planned is not None else plan(source, expr)
     deletes = _deletes(source)
     if isinstance(expr, AlwaysTrue) and p.exact_rows is not None:
         # metadata only: the index row counts less each block's committed deleted rows
@@ -205,14 +232,19 @@ def count(path, filter=None, segments=None) -> int:
     if not cols:  # no filter column to read: count rows of every surviving blocklet from the footer
         return sum(t.num_rows for t in pruning.read_pieces(
             source.storage, p.pieces, expr, [source.schema.names[0]], source.schema, True, deletes=deletes,
-            table_columns=source.columns))
+            table_columns=source.columns, table_path=_table_path(source)))
     return sum(t.num_rows for t in pruning.read_pieces(source.storage, p.pieces, expr, cols, source.schema, True,
-                                                       deletes=deletes, table_columns=source.columns))
+                                                       deletes=deletes, table_columns=source.columns,
+                                                       table_path=_table_path(source)))
+
+
+def _table_path(source: Source) -> str | None:
+    return source.table.path if source.table is not None else None
 
 
 def _deletes(source: Source) -> Deletes | None:
-    """The table's committed delete deltas (None for a bare folder or a table nothing was deleted from)."""
-    return source.table.deletes() if source.table is not None else None
+    """The snapshot's committed delete deltas (None for a bare folder or a table nothing was deleted from)."""
+    return source.deletes
 
 
 class ExplainReport(dict):

@@ -21,8 +21,8 @@ from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import AlwaysTrue
 from carbon_ds.readers.carbondata import CarbonDataFile, read_folder
 from carbon_ds.readers.external import open_reader
-from carbon_ds.table.meta.column_map import open_file
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.meta.trash import open_planned
 from carbon_ds.table.read import pruning, scan
 from carbon_ds.table.read.pruning import Counts, Piece
 
@@ -81,11 +81,11 @@ class Scan:
 
     def explain(self) -> scan.ExplainReport:
         """Segments, files, blocklets, pages and rows this scan's filter reads and skips (no page decoded)."""
-        return scan.explain(self.source.table or self._path, self.expr, self.segments)
+        return scan.explain(self.source, self.expr)  # the scan's own snapshot
 
     def count(self) -> int:
         """Matching rows (capped by ``limit``); without a filter from index row counts alone."""
-        n = scan.count(self.source.table or self._path, self.expr, self.segments)
+        n = scan.count(self.source, self.expr, planned=self._planned())  # the scan's one plan
         return n if self.limit is None else min(n, self.limit)
 
     # ------------------------------------------------------------------ reading
@@ -95,7 +95,7 @@ class Scan:
         source = self.source
         storage = source.storage
         how = pruning.Reading(self.expr, self.columns, source.schema, True, source.columns)
-        deletes = scan._deletes(source)
+        deletes = source.deletes  # the snapshot's, never re-read: a DELETE landing mid-scan is not seen
 
         def external(piece: Piece):
             def run():
@@ -129,7 +129,7 @@ class Scan:
             fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
             if fd is not None and fd.marked:
                 continue
-            f = open_file(piece.path, storage, source.columns)
+            f = open_planned(piece.path, storage, source.columns, source.table.path if source.table else None)
             opened.append(f)
             blocklets = list(piece.blocklets if piece.blocklets is not None else range(f.num_blocklets))
             if not blocklets:
@@ -225,7 +225,7 @@ class Scan:
     def _whole(self) -> pa.Table:
         source = self.source
         if source.table is not None:
-            return scan.table_rows(source.table, self.columns, self.segments)
+            return scan.table_rows(source, self.columns)  # the planned snapshot's files and deletes
         return read_folder(os.fspath(self._path), columns=self.columns)
 
     def to_pandas(self, **kwargs: Any):

@@ -1,0 +1,89 @@
+"""Which table version the tasks of one Spark query read.
+
+``partitions()`` plans against one tablestatus version and each ``CarbonPartition`` carries what its task
+needs of that version: its files and blocklets, their segment ids, the committed delete status of each
+file (the update status entries, a few hundred bytes; the delete-delta files they name are immutable) and
+the version's digest. A task reads exactly that: it never lists segments or reads tablestatus or the update
+status again, so a commit landing while the query runs is not seen by any of its tasks.
+
+PySpark keeps a relation's planned partitions and hands them to later queries on the same DataFrame or
+temporary view (measured on 4.1-4.3, see the notes on the data source API), even after an INSERT INTO that
+view. A task tells the two cases apart by time: every query carries its id as a UUIDv7 local property
+(``spark.sql.execution.query.id``), whose first 48 bits are when the query was built. A plan made before
+that belongs to an earlier query: the task then reads the table as it is now, which is the same version for
+every task of the query unless a commit lands after the query began, and that case fails the task (and the
+query) rather than mixing versions. Without that property (older Spark) a task re-plans whenever the
+version changed, as before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+from dataclasses import dataclass
+
+from pyspark import TaskContext
+
+from carbon_ds.errors import CarbonTableError
+from carbon_ds.fs import Storage
+from carbon_ds.table.meta.deltas import BlockStatus, Deletes, committed_status_name
+from carbon_ds.table.meta.tablestatus import LoadDetail
+
+QUERY_ID = "spark.sql.execution.query.id"
+
+
+@dataclass(frozen=True)
+class PlannedSnapshot:
+    """One table version as a partition carries it (bounded: one entry per piece of the partition)."""
+
+    version: str  # digest of the tablestatus entries planned against
+    planned_ms: int  # wall clock of the planning (driver)
+    segments: tuple[str | None, ...]  # segment id of each piece, in piece order
+    statuses: tuple[BlockStatus, ...]  # committed delete status of the pieces' files that have deletes
+
+    def deletes(self, storage, table_path: str) -> Deletes | None:
+        """The snapshot's deletes of this partition's files (None when none of them has any)."""
+        if not self.statuses:
+            return None
+        return Deletes(storage, table_path, {st.key: st for st in self.statuses})
+
+
+def version_of(details: list[LoadDetail]) -> str:
+    """A short digest of what a read sees in one tablestatus version: the readable segments and their
+    segment files, and the committed update status (CLEAN FILES dropping unreadable entries keeps it)."""
+    readable = [f"{d.name}:{d.segment_file}:{d.file_format}:{d.path}" for d in details if d.readable]
+    text = "|".join([*readable, str(committed_status_name(details))])
+    return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def uuid7_ms(text: str | None) -> int | None:
+    """The epoch milliseconds in a UUIDv7 (None for anything else)."""
+    try:
+        u = uuid.UUID(text) if text else None
+    except ValueError:
+        return None
+    if u is None or u.version != 7:
+        return None
+    return u.int >> 80
+
+
+def query_started_ms() -> int | None:
+    """When the running Spark query was built, from its UUIDv7 id; None outside a task or on a Spark
+    that does not say."""
+    ctx = TaskContext.get()
+    return uuid7_ms(ctx.getLocalProperty(QUERY_ID)) if ctx is not None else None
+
+
+def in_task() -> bool:
+    return TaskContext.get() is not None
+
+
+def check_unchanged_since(storage: Storage, table_path: str, started: int) -> None:
+    """A re-planning task of a later query must read the version every other task of it reads: the one
+    current when the query began. A commit after that cannot be told apart, so the query fails."""
+    written = storage.mtime_ns(Storage.join(table_path, "Metadata", "tablestatus"))
+    if written is not None and written // 1_000_000 > started:
+        raise CarbonTableError(
+            f"table {storage.uri(table_path)} changed while this query ran, and the query reuses a plan "
+            "Spark kept from an earlier query on the same DataFrame or view, so its tasks cannot all read "
+            "one version; run the query again (or read the table again with spark.read)")
