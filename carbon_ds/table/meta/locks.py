@@ -4,11 +4,15 @@ The file holds who took the lock and when, so a lock left by a crashed process c
 broken once it is older than ``stale_after`` seconds. The tablestatus lock is only held around a
 read-modify-write of one small file, so a lock that old cannot belong to a live writer.
 
-Limits: exclusive creation is atomic on local and POSIX-like file systems (O_EXCL) and on HDFS. On object
-stores ``Storage.create_exclusive`` is check-then-put, so two writers racing within the same instant can
-both believe they hold the lock; concurrent writers to one table on S3 need an external lock there.
-Breaking a stale lock re-reads it first and only deletes the exact lock that was judged stale, which
-narrows but does not remove the window in which two breakers race.
+Exclusive creation is atomic where ``Storage.conditional_writes`` holds: local disks (O_EXCL) and S3 stores
+that honour ``If-None-Match`` (a conditional PUT); there a stale lock is also taken over with one
+conditional PUT (``If-Match`` the stale lock's ETag), so of two breakers exactly one wins. On local disks
+breaking re-reads the lock and deletes only the exact lock judged stale, which narrows but does not remove
+the window in which two breakers race. Elsewhere (HDFS, stores without conditional writes) creation is
+check-then-write: a writer reads its lock back after a short pause and waits on when another writer's
+token is there. None of this alone is proof against a lock lost to a lease, so the tablestatus lock also
+opens a commit scope (``tablestatus.begin_commit``): the commit replaces tablestatus only if it is still
+the version read under the lock, and fails with ``CarbonConcurrentError`` otherwise.
 """
 
 from __future__ import annotations
@@ -19,9 +23,11 @@ import socket
 import time
 import uuid
 from types import TracebackType
+from typing import Any
 
-from carbon_ds.errors import CarbonTableError
+from carbon_ds.errors import CarbonConcurrentError, CarbonTableError
 from carbon_ds.fs import Storage
+from carbon_ds.table.meta import tablestatus
 
 TABLESTATUS_LOCK = "tablestatus"
 DEFAULT_TIMEOUT_S = 120.0
@@ -31,6 +37,9 @@ UPDATE_LOCK = "update"
 # A DELETE/UPDATE or overwrite can run for hours and does not refresh its lock, so only a lock this old is
 # taken for a crashed writer's and broken (the tablestatus lock's 60 s would break live writers' locks).
 UPDATE_LOCK_STALE_S = 6 * 3600.0
+# Where creation is check-then-write, a writer that created the lock reads it back after this pause: a
+# second writer that checked at the same instant has written its own token by then (a PUT's latency).
+SETTLE_S = 0.1
 
 
 def lock_path(storage: Storage, table_path: str, name: str) -> str:
@@ -60,6 +69,8 @@ class TableLock:
         # A pid-bound lock is broken as soon as its process is gone (same host); a lock handed between
         # processes (Spark's driver-side writer, committed by another worker) waits for its lease instead.
         self.pid_bound = pid_bound
+        self.name = name
+        self._scope: Any = None  # the tablestatus commit scope while this lock is held
 
     def _content(self) -> bytes:
         info = {"owner": self.token, "time": time.time_ns() // 1_000_000, "host": socket.gethostname()}
@@ -95,19 +106,40 @@ class TableLock:
             mtime = (files[0].mtime_ns or time.time_ns()) // 1_000_000
             return "", mtime
 
+    def _created(self) -> bool:
+        """Create the lock file; where creation is not atomic, read it back to see we were not overwritten."""
+        if not self.storage.create_exclusive(self.path, self._content()):
+            return False
+        if self.storage.conditional_writes:
+            return True
+        time.sleep(SETTLE_S)
+        existing = self._read_existing()
+        return existing is not None and existing[0] == self.token
+
+    def _take_over(self, existing: tuple[str, int]) -> bool:
+        """Break the stale lock ``existing``: True when this call now holds the lock."""
+        if self.storage.conditional_writes and not self.storage.is_local:
+            # One conditional PUT over exactly the stale version: of two breakers, one wins.
+            data, version = self.storage.read_versioned(self.path)
+            return data is not None and self.storage.replace_if(self.path, self._content(), version)
+        # Only break the very lock we judged stale: someone may have replaced it meanwhile.
+        if self._read_existing() == existing:
+            self.storage.delete(self.path)
+        return False
+
     def acquire(self) -> None:
         deadline = time.monotonic() + self.timeout
         delay = 0.005
         while True:
-            if self.storage.create_exclusive(self.path, self._content()):
-                self.held = True
+            if self._created():
+                self._hold()
                 return
             existing = self._read_existing()
             if existing is not None and (time.time() * 1000 - existing[1] > self.stale_after * 1000
                                          or holder_is_gone(self._info())):
-                # Only break the very lock we judged stale: someone may have replaced it meanwhile.
-                if self._read_existing() == existing:
-                    self.storage.delete(self.path)
+                if self._take_over(existing):
+                    self._hold()
+                    return
                 continue
             if time.monotonic() > deadline:
                 info = self._info()
@@ -119,7 +151,18 @@ class TableLock:
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
 
+    def _hold(self) -> None:
+        self.held = True
+        if self.name == TABLESTATUS_LOCK:
+            self._scope = tablestatus.begin_commit()
+
     def release(self) -> None:
+        if self._scope is not None:
+            scope, self._scope = self._scope, None
+            try:
+                tablestatus.end_commit(scope)
+            except ValueError:  # released in another context than taken: nothing to restore there
+                pass
         if not self.held:
             return
         self.held = False
@@ -136,7 +179,20 @@ class TableLock:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        info = self._info() if isinstance(exc, CarbonConcurrentError) else None
         self.release()
+        if not isinstance(exc, CarbonConcurrentError):
+            return
+        where = self.storage.uri(self.path)
+        if info is not None and info.get("owner") != self.token:
+            raise CarbonConcurrentError(f"{exc}; the table lock {where} was taken over by {describe_holder(info)}"
+                                        ) from exc
+        if info is None:
+            raise CarbonConcurrentError(f"{exc}; the table lock {where} was removed while this writer held it"
+                                        ) from exc
+        raise CarbonConcurrentError(
+            f"{exc}; this writer still held the table lock {where}, so the other writer did not take it (a "
+            "writer outside carbon-ds, or a second writer on a store without conditional writes)") from exc
 
 
 def describe_holder(info: dict) -> str:
