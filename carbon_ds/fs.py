@@ -46,12 +46,12 @@ class Storage:
         self.fs = fs
         self.scheme = scheme
         self.is_local = isinstance(fs, pafs.LocalFileSystem)
-        self._conditional: Any = None  # S3: the conditional-PUT client (None: none), once looked up
-        self._looked_up = False
+        self._conditional: Any = None  # S3: the conditional-PUT client (None: none)
+        self._looked_up_in = 0  # the pid that looked it up: a forked child must not share its connections
 
     def __getstate__(self) -> dict:
         # botocore clients do not pickle; a copy in another process looks up its own
-        return {**self.__dict__, "_conditional": None, "_looked_up": False}
+        return {**self.__dict__, "_conditional": None, "_looked_up_in": 0}
 
     # --------------------------------------------------------------- construction
     @staticmethod
@@ -150,9 +150,9 @@ class Storage:
 
     def _s3(self, probe_near: str | None = None) -> Any:
         """The conditional-PUT client of an S3 storage whose store honours ``If-None-Match``, else None."""
-        if not self._looked_up:
+        if self._looked_up_in != os.getpid():
             self._conditional = _conditional_client(self.fs)
-            self._looked_up = True
+            self._looked_up_in = os.getpid()
         client = self._conditional
         if client is None or probe_near is None:
             return client

@@ -12,6 +12,7 @@ are taken from the pyarrow file system, so both clients talk to the same store a
 
 from __future__ import annotations
 
+import os
 import threading
 from typing import Any
 
@@ -112,8 +113,9 @@ _guard = threading.Lock()
 
 
 def client_for(options: dict[str, Any], region: str) -> ConditionalS3:
-    """One client per distinct configuration (botocore clients are thread-safe and costly to build)."""
-    key = (region, *sorted((k, repr(v)) for k, v in options.items()))
+    """One client per process and configuration (botocore clients are thread-safe and costly to build, but
+    a forked child must not share its parent's connections)."""
+    key = (os.getpid(), region, *sorted((k, repr(v)) for k, v in options.items()))
     with _guard:
         if key not in _clients:
             _clients[key] = ConditionalS3(options, region)

@@ -177,6 +177,7 @@ def dumps(entries: list[LoadDetail]) -> str:
     return json.dumps([e.to_json() for e in entries], separators=(",", ":"), ensure_ascii=False)
 
 
+_READ_ATTEMPTS = 4
 # Inside a commit (the table lock held): tablestatus path -> the version first read, None when absent.
 _base: ContextVar[dict[str, str | None] | None] = ContextVar("tablestatus_base", default=None)
 
@@ -191,15 +192,27 @@ def end_commit(token: Token) -> None:
 
 
 def read(storage: Storage, path: str) -> list[LoadDetail]:
-    """Entries of the tablestatus file at ``path``; empty when the table has no loads yet."""
+    """Entries of the tablestatus file at ``path``; empty when the table has no loads yet.
+
+    On S3 the file is fetched in one GET when conditional writes are available; pyarrow's reader asks
+    for the size first and then for that many bytes, so a commit landing in between yields a cut file, and
+    where writes replace in place (HDFS) a reader can meet a half-written one. Either parses as broken JSON
+    and is read again, a few times, before it is reported as damaged.
+    """
+    where = storage.uri(path)
+    for attempt in range(_READ_ATTEMPTS):
+        data, version = storage.read_versioned(path)
+        try:
+            entries = [] if data is None else parse(_text(data, where), where)
+            break
+        except CarbonFormatError:
+            if storage.is_local or attempt == _READ_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
     base = _base.get()
-    if base is None or path in base:
-        if not storage.exists(path):
-            return []
-        return parse(storage.read_text(path), storage.uri(path))
-    data, version = storage.read_versioned(path)
-    base[path] = version
-    return [] if data is None else parse(_text(data, storage.uri(path)), storage.uri(path))
+    if base is not None and path not in base:
+        base[path] = version
+    return entries
 
 
 def _text(data: bytes, where: str) -> str:
