@@ -4,6 +4,7 @@ then check every row by id.
     python benchmarks/stress.py --seconds 120 --writers 3 --readers 1
     AWS_ENDPOINT_URL=http://127.0.0.1:5000 ... python benchmarks/stress.py --table s3://bucket/stress
     python benchmarks/stress.py --s3-loopback --seconds 120 --writers 2   # starts moto's S3 on 127.0.0.1
+    CARBON_DS_S3_CONDITIONAL=0 python benchmarks/stress.py --s3-loopback ...  # as a single-writer store
 
 Each worker is a process and logs what it committed (a call that returned). At the end the table must hold
 exactly the committed ids minus the deleted ones, each once, with the updated value where updated; a call

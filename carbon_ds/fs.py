@@ -261,8 +261,9 @@ def _digest(data: bytes) -> str:
 
 
 def _conditional_client(fs: pafs.FileSystem) -> Any:
-    """A ``carbon_ds.fs_s3`` client for an S3 file system; None for other stores or without botocore."""
-    if not isinstance(fs, pafs.S3FileSystem):
+    """A ``carbon_ds.fs_s3`` client for an S3 file system; None for other stores, without botocore, or when
+    ``CARBON_DS_S3_CONDITIONAL=0`` declares the store one without conditional writes."""
+    if not isinstance(fs, pafs.S3FileSystem) or os.environ.get("CARBON_DS_S3_CONDITIONAL", "1") == "0":
         return None
     try:
         backend = import_module("carbon_ds.fs_s3")  # loads botocore: only for S3, only when installed
