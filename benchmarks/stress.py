@@ -186,7 +186,8 @@ def run(args: argparse.Namespace, table_arg: str | None) -> None:
     lost = sorted((want - have) - uncertain_rows)
     extra = sorted((have - want) - uncertain - uncertain_rows)
     wrong = sorted(i for i in updated - deleted - uncertain_rows if i in have and s[i] != "u")
-    result = {"table": table, "conditional_writes": Storage.for_path(table)[0].conditional_writes,
+    storage, fs_path = Storage.for_path(table)
+    result = {"table": table, "conditional_writes": storage.conditional_writes(fs_path),
               "writers": args.writers, "readers": args.readers, "seconds": round(elapsed, 1), "rows": len(ids), "duplicates": len(ids) - len(have),
               "lost": len(lost), "unexpected": len(extra), "update_lost": len(wrong), **stats,
               "rows_per_second_appended": round(len(committed) / elapsed, 1)}

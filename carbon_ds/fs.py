@@ -6,7 +6,7 @@ to forward slashes (``norm_path``), so no other module spells path separators; a
 how to turn them back into URIs for users.
 
 Atomic "create if absent" and "replace if unchanged" (what locks and tablestatus commits stand on) differ
-per store, and :attr:`Storage.conditional_writes` says which kind a storage has:
+per store, and :meth:`Storage.conditional_writes` says which kind a storage has:
 
 * local disks: ``O_CREAT | O_EXCL``; a replace is checked under the table lock, then renamed over;
 * S3: conditional PUTs (``If-None-Match: *``, ``If-Match: <ETag>``) through botocore (``carbon_ds.fs_s3``,
@@ -143,10 +143,10 @@ class Storage:
         os.replace(tmp, path)
 
     # --------------------------------------------------------------- atomic primitives
-    @property
-    def conditional_writes(self) -> bool:
-        """Whether ``create_exclusive`` and ``replace_if`` are atomic here, so concurrent writers are safe."""
-        return self.is_local or self._s3() is not None
+    def conditional_writes(self, path: str) -> bool:
+        """Whether ``create_exclusive`` and ``replace_if`` are atomic at ``path``, so concurrent writers are
+        safe there (on S3 this asks the store once per bucket whether it honours conditional PUTs)."""
+        return self.is_local or self._s3(probe_near=path) is not None
 
     def _s3(self, probe_near: str | None = None) -> Any:
         """The conditional-PUT client of an S3 storage whose store honours ``If-None-Match``, else None."""
@@ -165,7 +165,7 @@ class Storage:
     def create_exclusive(self, path: str, data: bytes) -> bool:
         """Create ``path`` only if it does not exist; True when this call created it.
 
-        Atomic where ``conditional_writes`` is True; elsewhere check-then-write, so two callers racing within
+        Atomic where ``conditional_writes(path)`` is True; elsewhere check-then-write, so two callers racing within
         the same instant can both get True (callers re-read what they wrote to notice).
         """
         if self.is_local:

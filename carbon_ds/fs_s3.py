@@ -51,7 +51,9 @@ class ConditionalS3:
             kwargs.update(aws_access_key_id=options["access_key"], aws_secret_access_key=options.get("secret_key"),
                           aws_session_token=options.get("session_token") or None)
         addressing = "virtual" if options.get("force_virtual_addressing") else "auto"
-        config = Config(s3={"addressing_style": addressing}, retries={"max_attempts": 3, "mode": "standard"})
+        # Checksums only where the API requires them: many S3-compatible stores reject botocore's defaults.
+        config = Config(s3={"addressing_style": addressing}, retries={"max_attempts": 3, "mode": "standard"},
+                        request_checksum_calculation="when_required", response_checksum_validation="when_required")
         if options.get("anonymous"):
             config = config.merge(Config(signature_version=botocore.UNSIGNED))
         self.client = botocore.session.get_session().create_client("s3", config=config, **kwargs)

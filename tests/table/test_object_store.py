@@ -18,9 +18,11 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
+from carbon_ds import fs_s3
 from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonConcurrentError, CarbonTableError
 from carbon_ds.fs import Storage
+from carbon_ds.table.meta import locks
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.locks import TableLock
 from carbon_ds.table.table import CarbonTable
@@ -87,12 +89,23 @@ def _batch(lo: int, n: int = 50) -> pa.Table:
 
 def test_moto_honours_conditional_puts(s3):
     storage, path = Storage.for_path(f"{s3}/cond/object")
-    assert storage.conditional_writes
+    assert storage.conditional_writes(path)
     assert storage.create_exclusive(path, b"a") and not storage.create_exclusive(path, b"b")
     data, version = storage.read_versioned(path)
     assert data == b"a"
     assert storage.replace_if(path, b"c", version) and not storage.replace_if(path, b"d", version)
     assert storage.read_bytes(path) == b"c"  # through pyarrow, not the conditional client
+
+
+def test_a_store_that_ignores_if_none_match_is_treated_as_single_writer(s3, monkeypatch):
+    # some S3-compatible servers accept the header and overwrite anyway: the probe must notice
+    monkeypatch.setattr(fs_s3.ConditionalS3, "create", lambda self, path, data: self._put(path, data))
+    pafs.S3FileSystem(endpoint_override=os.environ["AWS_ENDPOINT_URL"], allow_bucket_creation=True,
+                      region="us-east-1").create_dir("carbon-ignoring")
+    storage, path = Storage.for_path("s3://carbon-ignoring/t/Metadata/tablestatus")
+    assert not storage.conditional_writes(path)
+    assert storage.create_exclusive(path, b"a") and not storage.create_exclusive(path, b"b")  # check, then PUT
+    assert storage.read_bytes(path) == b"a"
 
 
 def _appender(path: str, writer: int, n: int, committed: set, refused: list) -> None:
@@ -169,11 +182,43 @@ def single_writer(monkeypatch):
     monkeypatch.setenv("CARBON_DS_S3_CONDITIONAL", "0")
 
 
+def test_without_conditional_writes_two_writers_still_lose_no_row(s3, single_writer):
+    path = f"{s3}/single-two-writers"
+    committed: set[int] = set()
+    refused: list = []
+    threads = [threading.Thread(target=_appender, args=(path, w, 8, committed, refused)) for w in (1, 2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    ids = _ids(path)
+    assert len(ids) == len(set(ids)) and set(ids) == committed
+    assert len(committed) == 16 * 50 - 50 * len(refused)
+
+
+def test_without_conditional_writes_another_writers_intent_is_waited_for(s3, single_writer, monkeypatch):
+    path = f"{s3}/single-intent"
+    write_table(_batch(0, 3), path)
+    t = CarbonTable.open(path)
+    lock_file = f"{t.path}/LockFiles/tablestatus.lock"
+    theirs = f"{lock_file}.0123.intent"
+    t.storage.write_bytes(theirs, b"{}")  # a writer between announcing itself and taking the lock
+    with pytest.raises(CarbonTableError, match="could not take lock"):
+        TableLock(t.storage, t.path, timeout=0.3).acquire()
+    assert not t.storage.exists(lock_file)
+    monkeypatch.setattr(locks, "INTENT_STALE_S", 0.0)  # now it counts as a dead writer's: deleted, lock taken
+    lock = TableLock(t.storage, t.path, timeout=5)
+    lock.acquire()
+    assert json.loads(t.storage.read_text(lock_file))["owner"] == lock.token
+    assert not t.storage.exists(theirs)
+    lock.release()
+
+
 def test_without_conditional_writes_a_second_writer_is_refused_not_dropped(s3, single_writer):
     path = f"{s3}/single-refused"
     write_table(_batch(0, 3), path)
     t = CarbonTable.open(path)
-    assert not t.storage.conditional_writes
+    assert not t.storage.conditional_writes(t.tablestatus_path)
     with pytest.raises(CarbonConcurrentError, match="another writer committed") as err:
         with t.lock():
             entries = t.load_details()

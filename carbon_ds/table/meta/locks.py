@@ -8,9 +8,12 @@ Exclusive creation is atomic where ``Storage.conditional_writes`` holds: local d
 that honour ``If-None-Match`` (a conditional PUT); there a stale lock is also taken over with one
 conditional PUT (``If-Match`` the stale lock's ETag), so of two breakers exactly one wins. On local disks
 breaking re-reads the lock and deletes only the exact lock judged stale, which narrows but does not remove
-the window in which two breakers race. Elsewhere (HDFS, stores without conditional writes) creation is
-check-then-write: a writer reads its lock back after a short pause and waits on when another writer's
-token is there. None of this alone is proof against a lock lost to a lease, so the tablestatus lock also
+the window in which two breakers race. Elsewhere (HDFS, stores without conditional writes) a writer first
+announces itself with its own file ``<name>.lock.<token>.intent``, then lists the folder, and goes on to
+check-then-write the lock only if its intent is the only live one; otherwise it withdraws and retries after
+a random pause. Of two writers, the one that lists later sees the other's intent (each lists after its own
+write), so on a store whose listings are strongly consistent (S3, HDFS) at most one passes; the writer
+then reads its lock back to notice a writer outside this protocol. None of this alone is proof against a lock lost to a lease, so the tablestatus lock also
 opens a commit scope (``tablestatus.begin_commit``): the commit replaces tablestatus only if it is still
 the version read under the lock, and fails with ``CarbonConcurrentError`` otherwise.
 """
@@ -19,6 +22,7 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import time
 import uuid
@@ -37,9 +41,9 @@ UPDATE_LOCK = "update"
 # A DELETE/UPDATE or overwrite can run for hours and does not refresh its lock, so only a lock this old is
 # taken for a crashed writer's and broken (the tablestatus lock's 60 s would break live writers' locks).
 UPDATE_LOCK_STALE_S = 6 * 3600.0
-# Where creation is check-then-write, a writer that created the lock reads it back after this pause: a
-# second writer that checked at the same instant has written its own token by then (a PUT's latency).
-SETTLE_S = 0.1
+# An intent file this old belongs to a writer that died between announcing itself and withdrawing (the
+# whole round takes a few requests): it no longer counts, and the next contender deletes it.
+INTENT_STALE_S = 30.0
 
 
 def lock_path(storage: Storage, table_path: str, name: str) -> str:
@@ -107,18 +111,39 @@ class TableLock:
             return "", mtime
 
     def _created(self) -> bool:
-        """Create the lock file; where creation is not atomic, read it back to see we were not overwritten."""
-        if not self.storage.create_exclusive(self.path, self._content()):
-            return False
-        if self.storage.conditional_writes:
-            return True
-        time.sleep(SETTLE_S)
+        """Create the lock file: one atomic call where the store has one, else through an intent round."""
+        if self.storage.conditional_writes(self.path):
+            return self.storage.create_exclusive(self.path, self._content())
+        intent = f"{self.path}.{uuid.uuid4().hex}.intent"
+        self.storage.write_bytes(intent, self._content())
+        try:
+            if not self._alone(intent):
+                time.sleep(random.uniform(0.0, 0.05))  # both saw each other: break the tie at random
+                return False
+            if not self.storage.create_exclusive(self.path, self._content()):
+                return False
+        finally:
+            self.storage.delete(intent)
         existing = self._read_existing()
         return existing is not None and existing[0] == self.token
 
+    def _alone(self, intent: str) -> bool:
+        """Whether ``intent`` is the only live intent for this lock; intents of dead writers are deleted."""
+        prefix = f"{self.path}."
+        now_ns = time.time_ns()
+        alone = True
+        for f in self.storage.list(os.path.dirname(self.path)):
+            if f.path == intent or not (f.path.startswith(prefix) and f.path.endswith(".intent")):
+                continue
+            if f.mtime_ns is not None and now_ns - f.mtime_ns > INTENT_STALE_S * 1e9:
+                self.storage.delete(f.path)
+            else:
+                alone = False
+        return alone
+
     def _take_over(self, existing: tuple[str, int]) -> bool:
         """Break the stale lock ``existing``: True when this call now holds the lock."""
-        if self.storage.conditional_writes and not self.storage.is_local:
+        if self.storage.conditional_writes(self.path) and not self.storage.is_local:
             # One conditional PUT over exactly the stale version: of two breakers, one wins.
             data, version = self.storage.read_versioned(self.path)
             return data is not None and self.storage.replace_if(self.path, self._content(), version)

@@ -241,7 +241,7 @@ def write(storage: Storage, path: str, entries: list[LoadDetail]) -> None:
             f"commit to {storage.uri(path)} refused: the file changed after this writer read it under the "
             "table lock, so another writer committed at the same time; this commit was not applied, retry it"
         )
-    if not storage.conditional_writes:
+    if not storage.conditional_writes(path):
         _check_kept(storage, path, data, entries)
 
 
