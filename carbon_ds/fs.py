@@ -12,7 +12,8 @@ per store, and :meth:`Storage.conditional_writes` says which kind a storage has:
 * S3: conditional PUTs (``If-None-Match: *``, ``If-Match: <ETag>``) through botocore (``carbon_ds.fs_s3``,
   the ``s3`` extra), after checking once per bucket that the store honours them;
 * anything else (HDFS, an S3 store without conditional PUTs, S3 without botocore): check, then write. Not
-  atomic: such tables are single-writer, and the table layer detects a second writer after the fact.
+  atomic: such tables are single-writer; the table lock keeps a second writer out through an intent round
+  and the tablestatus commit detects one (``carbon_ds.table.meta.locks``, ``.tablestatus``).
 """
 
 from __future__ import annotations

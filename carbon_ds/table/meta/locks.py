@@ -13,9 +13,10 @@ announces itself with its own file ``<name>.lock.<token>.intent``, then lists th
 check-then-write the lock only if its intent is the only live one; otherwise it withdraws and retries after
 a random pause. Of two writers, the one that lists later sees the other's intent (each lists after its own
 write), so on a store whose listings are strongly consistent (S3, HDFS) at most one passes; the writer
-then reads its lock back to notice a writer outside this protocol. None of this alone is proof against a lock lost to a lease, so the tablestatus lock also
-opens a commit scope (``tablestatus.begin_commit``): the commit replaces tablestatus only if it is still
-the version read under the lock, and fails with ``CarbonConcurrentError`` otherwise.
+then reads its lock back to notice a writer outside this protocol. None of this is proof against a lock
+lost to its lease, so the tablestatus lock also opens a commit scope (``tablestatus.begin_commit``): the
+commit replaces tablestatus only if it is still the version read under the lock, and fails with
+``CarbonConcurrentError`` otherwise.
 """
 
 from __future__ import annotations
