@@ -18,7 +18,6 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 import pytest
 
-from carbon_ds import fs_s3
 from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonConcurrentError, CarbonTableError
 from carbon_ds.fs import Storage
@@ -88,6 +87,7 @@ def _batch(lo: int, n: int = 50) -> pa.Table:
 
 
 def test_moto_honours_conditional_puts(s3):
+    pytest.importorskip("carbon_ds.fs_s3", reason="botocore (the s3 extra) not installed")
     storage, path = Storage.for_path(f"{s3}/cond/object")
     assert storage.conditional_writes(path)
     assert storage.create_exclusive(path, b"a") and not storage.create_exclusive(path, b"b")
@@ -99,6 +99,7 @@ def test_moto_honours_conditional_puts(s3):
 
 def test_a_store_that_ignores_if_none_match_is_treated_as_single_writer(s3, monkeypatch):
     # some S3-compatible servers accept the header and overwrite anyway: the probe must notice
+    fs_s3 = pytest.importorskip("carbon_ds.fs_s3", reason="botocore (the s3 extra) not installed")
     monkeypatch.setattr(fs_s3.ConditionalS3, "create", lambda self, path, data: self._put(path, data))
     pafs.S3FileSystem(endpoint_override=os.environ["AWS_ENDPOINT_URL"], allow_bucket_creation=True,
                       region="us-east-1").create_dir("carbon-ignoring")
