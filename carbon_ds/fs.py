@@ -273,6 +273,8 @@ def _conditional_client(fs: pafs.FileSystem) -> Any:
             raise
         return None
     options = fs.__reduce__()[1][0]  # the file system's own settings: endpoint, keys, scheme
+    if options.get("role_arn"):
+        return None  # pyarrow assumes that role itself; the plain client would act as another principal
     return backend.client_for(options, fs.region)
 
 
