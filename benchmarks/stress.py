@@ -3,6 +3,8 @@ then check every row by id.
 
     python benchmarks/stress.py --seconds 120 --writers 3 --readers 1
     AWS_ENDPOINT_URL=http://127.0.0.1:5000 ... python benchmarks/stress.py --table s3://bucket/stress
+    python benchmarks/stress.py --s3-loopback --seconds 120 --writers 2   # starts moto's S3 on 127.0.0.1
+    CARBON_DS_S3_CONDITIONAL=0 python benchmarks/stress.py --s3-loopback ...  # as a single-writer store
 
 Each worker is a process and logs what it committed (a call that returned). At the end the table must hold
 exactly the committed ids minus the deleted ones, each once, with the updated value where updated; a call
@@ -17,13 +19,19 @@ import json
 import multiprocessing as mp
 import os
 import random
+import shutil
+import socket
+import subprocess
+import sys
 import tempfile
 import time
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonError
+from carbon_ds.fs import Storage
 from carbon_ds.table.table import CarbonTable
 
 BATCH = 500
@@ -86,15 +94,50 @@ def reader(table: str, until: float, log: str) -> None:
         _log(log, {"read": len(ids), "duplicates": len(ids) - len(set(ids))})
 
 
+def s3_loopback() -> subprocess.Popen:
+    """Start moto's S3 server on a free port of 127.0.0.1, point AWS_* at it and create the bucket."""
+    server = shutil.which("moto_server", path=os.path.dirname(sys.executable))
+    if server is None:
+        raise SystemExit("--s3-loopback needs moto[server] (pip install 'moto[server]')")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen([server, "-H", "127.0.0.1", "-p", str(port)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    os.environ.update({"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
+                       "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"})
+    fs = pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{port}", scheme="http", access_key="test",
+                           secret_key="test", region="us-east-1", allow_bucket_creation=True)
+    for _ in range(100):
+        try:
+            fs.create_dir("carbon-stress")
+            return proc
+        except OSError:
+            time.sleep(0.2)
+    proc.terminate()
+    raise SystemExit("moto's S3 server did not start")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--table", default=None, help="table path or URI (default: a new local folder)")
     ap.add_argument("--seconds", type=float, default=120)
     ap.add_argument("--writers", type=int, default=3)
     ap.add_argument("--readers", type=int, default=1)
+    ap.add_argument("--s3-loopback", action="store_true", help="run against moto's S3 server on 127.0.0.1")
     args = ap.parse_args()
+    server = s3_loopback() if args.s3_loopback else None
+    try:
+        run(args, "s3://carbon-stress/t" if server else args.table)
+    finally:
+        if server is not None:
+            server.terminate()
+            server.wait(timeout=30)
+
+
+def run(args: argparse.Namespace, table_arg: str | None) -> None:
     work = tempfile.mkdtemp(prefix="carbon-stress-")
-    table = args.table or os.path.join(work, "t")
+    table = table_arg or os.path.join(work, "t")
     write_table(pa.table({"id": pa.array([-1], pa.int64()), "s": ["seed"]}), table)
     until = time.time() + args.seconds
     log = os.path.join(work, "log.jsonl")
@@ -143,7 +186,9 @@ def main() -> None:
     lost = sorted((want - have) - uncertain_rows)
     extra = sorted((have - want) - uncertain - uncertain_rows)
     wrong = sorted(i for i in updated - deleted - uncertain_rows if i in have and s[i] != "u")
-    result = {"table": table, "seconds": round(elapsed, 1), "rows": len(ids), "duplicates": len(ids) - len(have),
+    storage, fs_path = Storage.for_path(table)
+    result = {"table": table, "conditional_writes": storage.conditional_writes(fs_path),
+              "writers": args.writers, "readers": args.readers, "seconds": round(elapsed, 1), "rows": len(ids), "duplicates": len(ids) - len(have),
               "lost": len(lost), "unexpected": len(extra), "update_lost": len(wrong), **stats,
               "rows_per_second_appended": round(len(committed) / elapsed, 1)}
     print(json.dumps(result, indent=2))

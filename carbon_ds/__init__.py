@@ -14,6 +14,7 @@ from importlib import import_module
 from typing import Any
 
 from carbon_ds.errors import (
+    CarbonConcurrentError,
     CarbonDependencyError,
     CarbonError,
     CarbonFilterError,
@@ -49,6 +50,7 @@ _LAZY = {
 _EXTRAS = {"pyspark": "spark", "pandas": "spark", "polars": "polars", "duckdb": "duckdb"}
 
 __all__ = [
+    "CarbonConcurrentError",
     "CarbonDependencyError",
     "CarbonError",
     "CarbonFilterError",

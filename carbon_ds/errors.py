@@ -46,3 +46,8 @@ class CarbonDependencyError(CarbonError, ImportError):
 
 class CarbonMissingFileError(CarbonError, FileNotFoundError):
     """A file the table's metadata refers to is not there (deleted outside carbon-ds, or damaged metadata)."""
+
+
+class CarbonConcurrentError(CarbonTableError):
+    """Another writer changed the table while this one held its lock (a lock taken over, a writer outside
+    carbon-ds, or two writers on a store without conditional writes); this commit was not applied."""

@@ -4,15 +4,29 @@ It wraps ``pyarrow.fs`` so that local paths, ``file://``, ``s3://`` and ``hdfs:/
 Paths handed around inside carbon-ds are the file system's own paths (no scheme), normalised once here
 to forward slashes (``norm_path``), so no other module spells path separators; a :class:`Storage` knows
 how to turn them back into URIs for users.
+
+Atomic "create if absent" and "replace if unchanged" (what locks and tablestatus commits stand on) differ
+per store, and :meth:`Storage.conditional_writes` says which kind a storage has:
+
+* local disks: ``O_CREAT | O_EXCL``; a replace is checked under the table lock, then renamed over;
+* S3: conditional PUTs (``If-None-Match: *``, ``If-Match: <ETag>``) through botocore (``carbon_ds.fs_s3``,
+  the ``s3`` extra), after checking once per bucket that the store honours them;
+* anything else (HDFS, an S3 store without conditional PUTs, S3 without botocore): check, then write. Not
+  atomic: such tables are single-writer; the table lock keeps a second writer out through an intent round
+  and the tablestatus commit detects one (``carbon_ds.table.meta.locks``, ``.tablestatus``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import posixpath
+import threading
 import uuid
 from dataclasses import dataclass
 from functools import lru_cache
+from importlib import import_module
+from typing import Any
 
 import pyarrow.fs as pafs
 
@@ -33,6 +47,12 @@ class Storage:
         self.fs = fs
         self.scheme = scheme
         self.is_local = isinstance(fs, pafs.LocalFileSystem)
+        self._conditional: Any = None  # S3: the conditional-PUT client (None: none)
+        self._looked_up_in = 0  # the pid that looked it up: a forked child must not share its connections
+
+    def __getstate__(self) -> dict:
+        # botocore clients do not pickle; a copy in another process looks up its own
+        return {**self.__dict__, "_conditional": None, "_looked_up_in": 0}
 
     # --------------------------------------------------------------- construction
     @staticmethod
@@ -128,8 +148,32 @@ class Storage:
             os.fsync(f.fileno())
         os.replace(tmp, path)
 
+    # --------------------------------------------------------------- atomic primitives
+    def conditional_writes(self, path: str) -> bool:
+        """Whether ``create_exclusive`` and ``replace_if`` are atomic at ``path``, so concurrent writers are
+        safe there (on S3 this asks the store once per bucket whether it honours conditional PUTs)."""
+        return self.is_local or self._s3(probe_near=path) is not None
+
+    def _s3(self, probe_near: str | None = None) -> Any:
+        """The conditional-PUT client of an S3 storage whose store honours ``If-None-Match``, else None."""
+        if self._looked_up_in != os.getpid():
+            self._conditional = _conditional_client(self.fs)
+            self._looked_up_in = os.getpid()
+        client = self._conditional
+        if client is None or probe_near is None:
+            return client
+        bucket = norm_path(probe_near).split("/", 1)[0]
+        key = (id(client), bucket)
+        if key not in _honoured:
+            _honoured[key] = _probe(client, Storage.join(dirname(probe_near), f".carbon-ds-probe-{uuid.uuid4().hex}"))
+        return client if _honoured[key] else None
+
     def create_exclusive(self, path: str, data: bytes) -> bool:
-        """Create ``path`` only if it does not exist; True when this call created it."""
+        """Create ``path`` only if it does not exist; True when this call created it.
+
+        Atomic where ``conditional_writes(path)`` is True; elsewhere check-then-write, so two callers racing within
+        the same instant can both get True (callers re-read what they wrote to notice).
+        """
         if self.is_local:
             os.makedirs(os.path.dirname(path), exist_ok=True)
             try:
@@ -139,9 +183,39 @@ class Storage:
             with os.fdopen(fd, "wb") as f:
                 f.write(data)
             return True
+        client = self._s3(probe_near=path)
+        if client is not None:
+            return client.create(path, data)
         if self.exists(path):
             return False
         self.write_bytes(path, data)
+        return True
+
+    def read_versioned(self, path: str) -> tuple[bytes | None, str | None]:
+        """(content, version) of ``path``, (None, None) when absent; the version is what ``replace_if`` takes
+        (an S3 ETag, elsewhere a digest of the content)."""
+        client = self._s3()
+        if client is not None:
+            got = client.read(path)
+            return (None, None) if got is None else got
+        try:
+            data = self.read_bytes(path)
+        except CarbonMissingFileError:
+            return None, None
+        return data, _digest(data)
+
+    def replace_if(self, path: str, data: bytes, version: str | None) -> bool:
+        """Replace ``path`` with ``data`` only if it is still at ``version`` (None: still absent); True when
+        replaced. Readers see the old bytes or the new ones.
+
+        S3 with conditional PUTs: one request the store decides. Elsewhere the check and the write are two
+        steps: atomic only against writers that hold the table lock (always true on local disks)."""
+        client = self._s3(probe_near=path)
+        if client is not None:
+            return client.replace(path, data, version)
+        if self.read_versioned(path)[1] != version:
+            return False
+        self.write_atomic(path, data)
         return True
 
     def delete(self, path: str) -> None:
@@ -182,6 +256,45 @@ def is_inside(path: str, folder: str) -> bool:
     """Whether ``path`` is ``folder`` or lies below it (both file-system paths)."""
     p, f = norm_path(path), norm_path(folder)
     return p == f or p.startswith(f.rstrip("/") + "/")
+
+
+# (client, bucket) -> whether the store refused a second If-None-Match PUT, as it must
+_honoured: dict[tuple[int, str], bool] = {}
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _conditional_client(fs: pafs.FileSystem) -> Any:
+    """A ``carbon_ds.fs_s3`` client for an S3 file system; None for other stores, without botocore, or when
+    ``CARBON_DS_S3_CONDITIONAL=0`` declares the store one without conditional writes."""
+    if not isinstance(fs, pafs.S3FileSystem) or os.environ.get("CARBON_DS_S3_CONDITIONAL", "1") == "0":
+        return None
+    try:
+        backend = import_module("carbon_ds.fs_s3")  # loads botocore: only for S3, only when installed
+    except ModuleNotFoundError as e:
+        if (e.name or "").split(".")[0] != "botocore":
+            raise
+        return None
+    options = fs.__reduce__()[1][0]  # the file system's own settings: endpoint, keys, scheme
+    if options.get("role_arn"):
+        return None  # pyarrow assumes that role itself; the plain client would act as another principal
+    return backend.client_for(options, fs.region)
+
+
+_probe_guard = threading.Lock()
+
+
+def _probe(client: Any, path: str) -> bool:
+    """Whether the store honours ``If-None-Match: *``: a second conditional create of one key must fail."""
+    with _probe_guard:
+        try:
+            honoured = client.create(path, b"1") and not client.create(path, b"2")
+        except client.Unsupported:
+            honoured = False
+        client.delete(path)
+        return honoured
 
 
 @lru_cache(maxsize=1)

@@ -4,24 +4,35 @@ The file holds who took the lock and when, so a lock left by a crashed process c
 broken once it is older than ``stale_after`` seconds. The tablestatus lock is only held around a
 read-modify-write of one small file, so a lock that old cannot belong to a live writer.
 
-Limits: exclusive creation is atomic on local and POSIX-like file systems (O_EXCL) and on HDFS. On object
-stores ``Storage.create_exclusive`` is check-then-put, so two writers racing within the same instant can
-both believe they hold the lock; concurrent writers to one table on S3 need an external lock there.
-Breaking a stale lock re-reads it first and only deletes the exact lock that was judged stale, which
-narrows but does not remove the window in which two breakers race.
+Exclusive creation is atomic where ``Storage.conditional_writes`` holds: local disks (O_EXCL) and S3 stores
+that honour ``If-None-Match`` (a conditional PUT); there a stale lock is also taken over with one
+conditional PUT (``If-Match`` the stale lock's ETag), so of two breakers exactly one wins. On local disks
+breaking re-reads the lock and deletes only the exact lock judged stale, which narrows but does not remove
+the window in which two breakers race. Elsewhere (HDFS, stores without conditional writes) a writer first
+announces itself with its own file ``<name>.lock.<token>.intent``, then lists the folder, and goes on to
+check-then-write the lock only if its intent is the only live one; otherwise it withdraws and retries after
+a random pause. Of two writers, the one that lists later sees the other's intent (each lists after its own
+write), so on a store whose listings are strongly consistent (S3, HDFS) at most one passes; the writer
+then reads its lock back to notice a writer outside this protocol. None of this is proof against a lock
+lost to its lease, so the tablestatus lock also opens a commit scope (``tablestatus.begin_commit``): the
+commit replaces tablestatus only if it is still the version read under the lock, and fails with
+``CarbonConcurrentError`` otherwise.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import random
 import socket
 import time
 import uuid
 from types import TracebackType
+from typing import Any
 
-from carbon_ds.errors import CarbonTableError
+from carbon_ds.errors import CarbonConcurrentError, CarbonTableError
 from carbon_ds.fs import Storage
+from carbon_ds.table.meta import tablestatus
 
 TABLESTATUS_LOCK = "tablestatus"
 DEFAULT_TIMEOUT_S = 120.0
@@ -31,6 +42,9 @@ UPDATE_LOCK = "update"
 # A DELETE/UPDATE or overwrite can run for hours and does not refresh its lock, so only a lock this old is
 # taken for a crashed writer's and broken (the tablestatus lock's 60 s would break live writers' locks).
 UPDATE_LOCK_STALE_S = 6 * 3600.0
+# An intent file this old belongs to a writer that died between announcing itself and withdrawing (the
+# whole round takes a few requests): it no longer counts, and the next contender deletes it.
+INTENT_STALE_S = 30.0
 
 
 def lock_path(storage: Storage, table_path: str, name: str) -> str:
@@ -60,6 +74,8 @@ class TableLock:
         # A pid-bound lock is broken as soon as its process is gone (same host); a lock handed between
         # processes (Spark's driver-side writer, committed by another worker) waits for its lease instead.
         self.pid_bound = pid_bound
+        self.name = name
+        self._scope: Any = None  # the tablestatus commit scope while this lock is held
 
     def _content(self) -> bytes:
         info = {"owner": self.token, "time": time.time_ns() // 1_000_000, "host": socket.gethostname()}
@@ -95,19 +111,61 @@ class TableLock:
             mtime = (files[0].mtime_ns or time.time_ns()) // 1_000_000
             return "", mtime
 
+    def _created(self) -> bool:
+        """Create the lock file: one atomic call where the store has one, else through an intent round."""
+        if self.storage.conditional_writes(self.path):
+            return self.storage.create_exclusive(self.path, self._content())
+        intent = f"{self.path}.{uuid.uuid4().hex}.intent"
+        self.storage.write_bytes(intent, self._content())
+        try:
+            if not self._alone(intent):
+                time.sleep(random.uniform(0.0, 0.05))  # both saw each other: break the tie at random
+                return False
+            if not self.storage.create_exclusive(self.path, self._content()):
+                return False
+        finally:
+            self.storage.delete(intent)
+        existing = self._read_existing()
+        return existing is not None and existing[0] == self.token
+
+    def _alone(self, intent: str) -> bool:
+        """Whether ``intent`` is the only live intent for this lock; intents of dead writers are deleted."""
+        prefix = f"{self.path}."
+        now_ns = time.time_ns()
+        alone = True
+        for f in self.storage.list(os.path.dirname(self.path)):
+            if f.path == intent or not (f.path.startswith(prefix) and f.path.endswith(".intent")):
+                continue
+            if f.mtime_ns is not None and now_ns - f.mtime_ns > INTENT_STALE_S * 1e9:
+                self.storage.delete(f.path)
+            else:
+                alone = False
+        return alone
+
+    def _take_over(self, existing: tuple[str, int]) -> bool:
+        """Break the stale lock ``existing``: True when this call now holds the lock."""
+        if self.storage.conditional_writes(self.path) and not self.storage.is_local:
+            # One conditional PUT over exactly the stale version: of two breakers, one wins.
+            data, version = self.storage.read_versioned(self.path)
+            return data is not None and self.storage.replace_if(self.path, self._content(), version)
+        # Only break the very lock we judged stale: someone may have replaced it meanwhile.
+        if self._read_existing() == existing:
+            self.storage.delete(self.path)
+        return False
+
     def acquire(self) -> None:
         deadline = time.monotonic() + self.timeout
         delay = 0.005
         while True:
-            if self.storage.create_exclusive(self.path, self._content()):
-                self.held = True
+            if self._created():
+                self._hold()
                 return
             existing = self._read_existing()
             if existing is not None and (time.time() * 1000 - existing[1] > self.stale_after * 1000
                                          or holder_is_gone(self._info())):
-                # Only break the very lock we judged stale: someone may have replaced it meanwhile.
-                if self._read_existing() == existing:
-                    self.storage.delete(self.path)
+                if self._take_over(existing):
+                    self._hold()
+                    return
                 continue
             if time.monotonic() > deadline:
                 info = self._info()
@@ -119,7 +177,18 @@ class TableLock:
             time.sleep(delay)
             delay = min(delay * 2, 0.2)
 
+    def _hold(self) -> None:
+        self.held = True
+        if self.name == TABLESTATUS_LOCK:
+            self._scope = tablestatus.begin_commit()
+
     def release(self) -> None:
+        if self._scope is not None:
+            scope, self._scope = self._scope, None
+            try:
+                tablestatus.end_commit(scope)
+            except ValueError:  # released in another context than taken: nothing to restore there
+                pass
         if not self.held:
             return
         self.held = False
@@ -136,7 +205,20 @@ class TableLock:
     def __exit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
+        info = self._info() if isinstance(exc, CarbonConcurrentError) else None
         self.release()
+        if not isinstance(exc, CarbonConcurrentError):
+            return
+        where = self.storage.uri(self.path)
+        if info is not None and info.get("owner") != self.token:
+            raise CarbonConcurrentError(f"{exc}; the table lock {where} was taken over by {describe_holder(info)}"
+                                        ) from exc
+        if info is None:
+            raise CarbonConcurrentError(f"{exc}; the table lock {where} was removed while this writer held it"
+                                        ) from exc
+        raise CarbonConcurrentError(
+            f"{exc}; this writer still held the table lock {where}, so the other writer did not take it (a "
+            "writer outside carbon-ds, or a second writer on a store without conditional writes)") from exc
 
 
 def describe_holder(info: dict) -> str:

@@ -8,16 +8,24 @@ read-modify-write cycle never drops information another writer put there.
 Dates: since CarbonData 1.3 ``timestamp`` / ``loadStartTime`` / ``modificationOrDeletionTimestamp`` are
 epoch milliseconds; before, they were ``dd-MM-yyyy HH:mm:ss:SSS`` in the writer's local time zone. Both
 are read; the new form is always written.
+
+Commits are read-modify-write under the table lock (``carbon_ds.table.meta.locks``). While that lock is
+held, the first read of the file records its version and ``write`` replaces the file only if it is still
+that version (``Storage.replace_if``: one conditional PUT on S3). A writer whose base changed (its lock
+was taken over, or two writers share a store without conditional writes) gets ``CarbonConcurrentError``
+and writes nothing, so no other writer's segment is ever dropped. Where writes are not conditional, the
+file is also read back after writing, to catch a second writer that wrote right after.
 """
 
 from __future__ import annotations
 
 import json
 import time
+from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from carbon_ds.errors import CarbonFormatError
+from carbon_ds.errors import CarbonConcurrentError, CarbonFormatError
 from carbon_ds.fs import Storage
 
 SUCCESS = "Success"
@@ -169,19 +177,87 @@ def dumps(entries: list[LoadDetail]) -> str:
     return json.dumps([e.to_json() for e in entries], separators=(",", ":"), ensure_ascii=False)
 
 
+_READ_ATTEMPTS = 4
+# Inside a commit (the table lock held): tablestatus path -> the version first read, None when absent.
+_base: ContextVar[dict[str, str | None] | None] = ContextVar("tablestatus_base", default=None)
+
+
+def begin_commit() -> Token:
+    """Start recording the versions this thread's commit reads (the table lock calls it when taken)."""
+    return _base.set({})
+
+
+def end_commit(token: Token) -> None:
+    _base.reset(token)
+
+
 def read(storage: Storage, path: str) -> list[LoadDetail]:
-    """Entries of the tablestatus file at ``path``; empty when the table has no loads yet."""
-    if not storage.exists(path):
-        return []
-    return parse(storage.read_text(path), storage.uri(path))
+    """Entries of the tablestatus file at ``path``; empty when the table has no loads yet.
+
+    On S3 the file is fetched in one GET when conditional writes are available; pyarrow's reader asks
+    for the size first and then for that many bytes, so a commit landing in between yields a cut file, and
+    where writes replace in place (HDFS) a reader can meet a half-written one. Either parses as broken JSON
+    and is read again, a few times, before it is reported as damaged.
+    """
+    where = storage.uri(path)
+    for attempt in range(_READ_ATTEMPTS):
+        data, version = storage.read_versioned(path)
+        try:
+            entries = [] if data is None else parse(_text(data, where), where)
+            break
+        except CarbonFormatError:
+            if storage.is_local or attempt == _READ_ATTEMPTS - 1:
+                raise
+            time.sleep(0.05 * (attempt + 1))
+    base = _base.get()
+    if base is not None and path not in base:
+        base[path] = version
+    return entries
+
+
+def _text(data: bytes, where: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise CarbonFormatError(f"not valid UTF-8 text: {e.reason}", where, e.start) from None
 
 
 def write(storage: Storage, path: str, entries: list[LoadDetail]) -> None:
     """Replace the file in one step: a concurrent reader sees the old list or the new one, never a mix.
 
-    Callers hold the table's tablestatus lock, so no other writer's change is lost in between.
+    Under the table lock the file is replaced only if it is still the version this commit read.
+
+    Raises:
+        CarbonConcurrentError: another writer changed the file since this commit read it (nothing written),
+            or, where writes are not conditional, overwrote this commit right after it was written.
     """
-    storage.write_atomic(path, dumps(entries).encode("utf-8"))
+    data = dumps(entries).encode("utf-8")
+    base = _base.get()
+    if base is None or path not in base:
+        storage.write_atomic(path, data)
+        return
+    if not storage.replace_if(path, data, base.pop(path)):
+        raise CarbonConcurrentError(
+            f"commit to {storage.uri(path)} refused: the file changed after this writer read it under the "
+            "table lock, so another writer committed at the same time; this commit was not applied, retry it"
+        )
+    if not storage.conditional_writes(path):
+        _check_kept(storage, path, data, entries)
+
+
+def _check_kept(storage: Storage, path: str, data: bytes, entries: list[LoadDetail]) -> None:
+    """Single-writer stores: read the file back; a segment of ours missing means a second writer overwrote it."""
+    now, _ = storage.read_versioned(path)
+    if now == data:
+        return
+    have = {(e.name, e.status) for e in parse(_text(now or b"", storage.uri(path)), storage.uri(path))}
+    lost = [e.name for e in entries if (e.name, e.status) not in have]
+    if lost:
+        raise CarbonConcurrentError(
+            f"segments {', '.join(lost)} of {storage.uri(path)} were overwritten by another writer right after "
+            "this commit: this store has no conditional writes, so only one writer per table is supported; "
+            "stop the other writer and run the commit again"
+        )
 
 
 def next_segment_id(entries: list[LoadDetail]) -> str:
