@@ -1,7 +1,7 @@
 """The Spark data source ``carbondata`` (Spark 4 Python Data Source API, Arrow in and out).
 
-Reads: one input partition per data file of every readable segment (large files split into groups of
-blocklets). Spark never pushes a projection to Python sources, so columns are only pruned when the
+Reads: the data files of every readable segment, large files split into groups of blocklets and small
+ones packed several to an input partition (each partition is a Python task). Spark never pushes a projection to Python sources, so columns are only pruned when the
 relation declares them with ``.schema(...)`` (the user, or carbon_ds.spark.query for them); batches are
 cast to exactly the declared schema, as Spark requires. A relation declaring no column yields column-less
 batches that carry the row count (``count(*)``), taken from the index files when it has no filter.
@@ -15,6 +15,7 @@ writes its own files into the segment folder and returns their names; ``commit()
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -50,6 +51,10 @@ from carbon_ds.table.write.prepare import prepare_table
 from carbon_ds.table.write.protocol import load_for, start_load
 
 SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several partitions
+# Small files (a partitioned table's, many small loads') are read several to a partition up to PACK_BYTES,
+# each counted at least OPEN_COST, as Spark packs small files: every partition costs a Python task.
+PACK_BYTES = 32 * 1024 * 1024
+OPEN_COST = 4 * 1024 * 1024
 COUNT_BATCH_ROWS = 1 << 20  # rows per column-less batch of a rows-only read
 PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -171,7 +176,7 @@ class CarbonReader(DataSourceReader):
         """The predicate that decides which units are read (the pushdown reader adds Spark's filters)."""
         return self._option_expr()
 
-    def _plan(self) -> tuple[Storage, list[tuple[str, tuple[int, ...] | None]], str | None]:
+    def _plan(self) -> tuple[Storage, list[tuple[str, tuple[int, ...] | None]], str | None, dict[str, int]]:
         fingerprint = _fingerprint(TableHandle.open(self.path)) if self.is_table else None
         source = open_source(self.path, self.segments)
         sizes = dict(_sizes(source))
@@ -180,7 +185,7 @@ class CarbonReader(DataSourceReader):
         plan = pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=self.is_table,
                                   external=source.external, schema=source.schema, table_columns=source.columns)
         pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
-        return source.storage, pieces, fingerprint
+        return source.storage, pieces, fingerprint, sizes
 
     def _rows_only(self) -> bool:
         """A relation declared with no column at all (``.schema(StructType([]))``, e.g. the rewrite of
@@ -191,9 +196,11 @@ class CarbonReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         if self._rows_only():
             return [CarbonCountPartition()]
-        _storage, pieces, fingerprint = self._plan()
-        n = max(1, len(pieces))
-        return [CarbonPartition(i, n, tuple(pieces[i : i + 1]), fingerprint) for i in range(n)]
+        _storage, pieces, fingerprint, sizes = self._plan()
+        # the planning worker runs beside the driver: its cores stand for the parallelism Spark has
+        groups = pack_pieces(pieces, sizes, max(2, os.cpu_count() or 1)) or [[]]
+        n = len(groups)
+        return [CarbonPartition(i, n, tuple(g), fingerprint) for i, g in enumerate(groups)]
 
     @short_errors
     def read(self, partition: CarbonPartition | CarbonCountPartition) -> Iterator[pa.RecordBatch]:
@@ -204,7 +211,7 @@ class CarbonReader(DataSourceReader):
         pieces = partition.pieces
         if partition.fingerprint is not None:
             if _fingerprint(TableHandle.open(self.path)) != partition.fingerprint:
-                _s, fresh, _f = self._plan()
+                _s, fresh, _f, _sz = self._plan()
                 pieces = tuple(fresh[partition.index :: partition.count])
         storage, _ = Storage.for_path(self.path)
         # a third element routes a non-carbondata file to its reader (readers.external.ExternalRef)
@@ -314,6 +321,24 @@ def _sizes(source: Source) -> list[tuple[str, int]]:
 def _fingerprint(table: TableHandle) -> str:
     """Identifies one version of the table's segment list."""
     return "|".join(f"{d.name}:{d.status}:{d.segment_file}:{d.update_status_file}" for d in table.load_details())
+
+
+def pack_pieces(pieces: list[tuple], sizes: dict[str, int], min_partitions: int = 1) -> list[list[tuple]]:
+    """Consecutive pieces grouped, one Spark partition per group: each piece counts its file's size (a split
+    piece its share, SPLIT_BYTES; at least OPEN_COST), and a group holds up to PACK_BYTES, less when that
+    leaves fewer than ``min_partitions`` groups (as Spark sizes file partitions by bytes per core)."""
+    costs = [max(OPEN_COST, sizes.get(p[0], 0) if p[1] is None or len(p) > 2 else
+                 min(sizes.get(p[0], 0), SPLIT_BYTES)) for p in pieces]
+    limit = min(PACK_BYTES, max(OPEN_COST, -(-sum(costs) // max(1, min_partitions))))
+    groups: list[list[tuple]] = []
+    total = limit
+    for p, cost in zip(pieces, costs, strict=True):
+        if total + cost > limit:
+            groups.append([])
+            total = 0
+        groups[-1].append(p)
+        total += cost
+    return groups
 
 
 def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[tuple[str, tuple[int, ...] | None]]:

@@ -12,6 +12,7 @@ import pyarrow as pa
 import carbon_ds
 from carbon_ds.fs import basename
 from carbon_ds.spark import catalog
+from carbon_ds.spark.datasource import OPEN_COST, PACK_BYTES, SPLIT_BYTES, pack_pieces
 from carbon_ds.spark.load import spread_keys
 from carbon_ds.table.meta.partition_spec import partition_id_of
 from carbon_ds.table.table import CarbonTable, RangePartition
@@ -86,6 +87,10 @@ def test_write_range_table_one_task_per_partition(spark, tmp_path):
         assert {range_id(r["hour"]) for r in files[0]} == {pid}
     got = carbon_ds.read_table(path).sort_by("id")
     assert got.equals(data.cast(got.schema))
+    # Spark reads the small partition files packed several to a task, every row once
+    read = carbon_ds.read(spark, path)
+    assert read.rdd.getNumPartitions() < len(parts)
+    assert sorted(r.id for r in read.collect()) == list(range(data.num_rows))
 
     # the plain writer (no repartition) writes a file set per input task and partition: what the above avoids
     plain = str(tmp_path / "plain")
@@ -127,3 +132,20 @@ def test_sql_insert_hash_and_list_repartition(spark, tmp_path):
         got = sorted(r.id for r in spark.sql(f"SELECT id FROM {name}").collect())
         assert got == list(range(2000)) + ([5000, 5001] if name == "cpl_list" else [])
         sql(f"DROP TABLE {name}")
+
+
+def test_pack_groups_small_pieces_up_to_the_pack_size():
+    mb = 1024 * 1024
+    sizes = {"a": 1 * mb, "b": 20 * mb, "c": 10 * mb, "d": 300 * mb, "e": 2 * mb}
+    pieces = [("a", None), ("b", None), ("c", None), ("d", (0, 1)), ("d", (2, 3)), ("e", None)]
+    groups = pack_pieces(pieces, sizes)
+    assert [p for g in groups for p in g] == pieces  # every piece once, in order
+    # a (counted as OPEN_COST) + b fit; c would pass PACK_BYTES; split pieces count SPLIT_BYTES each
+    assert groups == [[("a", None), ("b", None)], [("c", None)], [("d", (0, 1))], [("d", (2, 3))], [("e", None)]]
+    assert OPEN_COST + 20 * mb <= PACK_BYTES < OPEN_COST + 30 * mb and SPLIT_BYTES > PACK_BYTES
+    assert pack_pieces([], sizes) == []
+    # eight tiny files: one group, or at least min_partitions groups when asked
+    tiny = [(f"t{i}", None) for i in range(8)]
+    assert len(pack_pieces(tiny, {})) == 1
+    assert [len(g) for g in pack_pieces(tiny, {}, min_partitions=3)] == [2, 2, 2, 2]  # 32 MB / 3 each
+    assert len(pack_pieces(tiny, {}, min_partitions=100)) == 8
