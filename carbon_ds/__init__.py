@@ -5,6 +5,7 @@ Public API (see README):
     carbon_ds.read_table(path, columns=None, filter=None, segments=None) -> pyarrow.Table
     carbon_ds.scan(path, columns=None, filter=None, segments=None, limit=None, ...) -> Scan (streaming)
     carbon_ds.write_table(table, path, mode="append", **options)
+    carbon_ds.write(df, path, mode="append", **options) (Spark; one task per HASH/RANGE/LIST partition)
     carbon_ds.CarbonTable.open(path) / CarbonTable.create(path, schema, ...)
 """
 
@@ -30,6 +31,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "register": "carbon_ds.spark.session",
     "read": "carbon_ds.spark.session",
+    "write": "carbon_ds.spark.load",
     "explain": "carbon_ds.api",
     "read_table": "carbon_ds.api",
     "scan": "carbon_ds.api",

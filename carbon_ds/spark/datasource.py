@@ -1,7 +1,7 @@
 """The Spark data source ``carbondata`` (Spark 4 Python Data Source API, Arrow in and out).
 
-Reads: one input partition per data file of every readable segment (large files split into groups of
-blocklets). Spark never pushes a projection to Python sources, so columns are only pruned when the
+Reads: the data files of every readable segment, large files split into groups of blocklets and small
+ones packed several to an input partition (each partition is a Python task). Spark never pushes a projection to Python sources, so columns are only pruned when the
 relation declares them with ``.schema(...)`` (the user, or carbon_ds.spark.query for them); batches are
 cast to exactly the declared schema, as Spark requires. A relation declaring no column yields column-less
 batches that carry the row count (``count(*)``), taken from the index files when it has no filter.
@@ -15,6 +15,7 @@ writes its own files into the segment folder and returns their names; ``commit()
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 
@@ -53,6 +54,10 @@ from carbon_ds.table.write.prepare import prepare_table
 from carbon_ds.table.write.protocol import load_for, start_load
 
 SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several partitions
+# Small files (a partitioned table's, many small loads') are read several to a partition up to PACK_BYTES,
+# each counted at least OPEN_COST, as Spark packs small files: every partition costs a Python task.
+PACK_BYTES = 32 * 1024 * 1024
+OPEN_COST = 4 * 1024 * 1024
 COUNT_BATCH_ROWS = 1 << 20  # rows per column-less batch of a rows-only read
 PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
@@ -178,8 +183,8 @@ class CarbonReader(DataSourceReader):
         """The predicate that decides which units are read (the pushdown reader adds Spark's filters)."""
         return self._option_expr()
 
-    def _plan(self) -> tuple[Source, list[tuple[tuple, str | None]], str | None]:
-        """(the snapshot planned against, [(piece, its segment id)], the snapshot's version digest)."""
+    def _plan(self) -> tuple[Source, list[tuple[tuple, str | None]], str | None, dict[str, int]]:
+        """(the snapshot planned against, [(piece, its segment id)], the snapshot's version digest, file sizes)."""
         source = open_source(self.path, self.segments)  # one tablestatus read: files and deletes
         version = None
         if source.table is not None:
@@ -192,7 +197,7 @@ class CarbonReader(DataSourceReader):
                                   external=source.external, schema=source.schema, table_columns=source.columns)
         pieces = [(p, piece.segment_id) for piece in plan.pieces
                   for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
-        return source, pieces, version
+        return source, pieces, version, sizes
 
     @staticmethod
     def _snapshot(source: Source, version: str | None, pieces: list[tuple[tuple, str | None]], now: int
@@ -214,10 +219,14 @@ class CarbonReader(DataSourceReader):
     def partitions(self) -> list[InputPartition]:
         if self._rows_only():
             return [CarbonCountPartition()]
-        source, pieces, version = self._plan()
-        n, now = max(1, len(pieces)), ts.now_ms()
-        return [CarbonPartition(i, n, tuple(p for p, _seg in pieces[i : i + 1]),
-                                self._snapshot(source, version, pieces[i : i + 1], now)) for i in range(n)]
+        source, pieces, version, sizes = self._plan()
+        # the planning worker runs beside the driver: its cores stand for the parallelism Spark has
+        groups = pack_pieces([p for p, _seg in pieces], sizes, max(2, os.cpu_count() or 1)) or [[]]
+        n, now, start, out = len(groups), ts.now_ms(), 0, []
+        for i, group in enumerate(groups):
+            mine, start = pieces[start : start + len(group)], start + len(group)
+            out.append(CarbonPartition(i, n, tuple(p for p, _seg in mine), self._snapshot(source, version, mine, now)))
+        return out
 
     def _task_plan(self, partition: CarbonPartition) -> tuple[list[pruning.Piece], Deletes | None]:
         """The pieces this task reads and their deletes: the partition's own snapshot, or (a plan kept by
@@ -229,7 +238,7 @@ class CarbonReader(DataSourceReader):
         if snap is not None and in_task():
             started = query_started_ms()
             if started is None or snap.planned_ms < started:  # not planned for this query
-                source, fresh, version = self._plan()
+                source, fresh, version, _ = self._plan()
                 if version != snap.version:
                     if started is not None:
                         check_unchanged_since(storage, table_path, started)
@@ -343,6 +352,24 @@ def _sizes(source: Source) -> list[tuple[str, int]]:
         except (OSError, CarbonError):  # a file gone since planning: not split; its read reports it
             out.append((path, 0))
     return out
+
+
+def pack_pieces(pieces: list[tuple], sizes: dict[str, int], min_partitions: int = 1) -> list[list[tuple]]:
+    """Consecutive pieces grouped, one Spark partition per group: each piece counts its file's size (a split
+    piece its share, SPLIT_BYTES; at least OPEN_COST), and a group holds up to PACK_BYTES, less when that
+    leaves fewer than ``min_partitions`` groups (as Spark sizes file partitions by bytes per core)."""
+    costs = [max(OPEN_COST, sizes.get(p[0], 0) if p[1] is None or len(p) > 2 else
+                 min(sizes.get(p[0], 0), SPLIT_BYTES)) for p in pieces]
+    limit = min(PACK_BYTES, max(OPEN_COST, -(-sum(costs) // max(1, min_partitions))))
+    groups: list[list[tuple]] = []
+    total = limit
+    for p, cost in zip(pieces, costs, strict=True):
+        if total + cost > limit:
+            groups.append([])
+            total = 0
+        groups[-1].append(p)
+        total += cost
+    return groups
 
 
 def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[tuple[str, tuple[int, ...] | None]]:

@@ -35,6 +35,7 @@ from carbon_ds.fs import Storage, is_inside
 from carbon_ds.spark import catalog
 from carbon_ds.spark.compaction import compact_with_spark
 from carbon_ds.spark.dml import run_row_dml
+from carbon_ds.spark.load import write as write_by_partition
 from carbon_ds.spark.messages import surface
 from carbon_ds.spark.query import run as run_query
 from carbon_ds.spark.session import register
@@ -219,7 +220,38 @@ def _insert(spark: Any, stmt: Insert, text: str):
     if stmt.partition is not None:
         return _insert_partition(spark, stmt, text, entry.path)
     start, end = stmt.span
+    query = text[end:].strip()
+    if _is_source_query(query):
+        table = CarbonTable.open(entry.path)
+        if table.carbon_partition is not None:
+            return _insert_by_partition(spark, stmt, table, query, entry.path)
     return spark.sql(text[:start] + catalog.quote(entry.name) + text[end:])
+
+
+_QUERY_WORDS = ("SELECT", "WITH", "FROM", "VALUES", "TABLE")
+
+
+def _is_source_query(query: str) -> bool:
+    """Whether what follows ``INSERT INTO t`` is the rows' query itself (not a column list)."""
+    head = query.lstrip("( \t\n")
+    return head.split(None, 1)[0].upper() in _QUERY_WORDS if head else False
+
+
+def _insert_by_partition(spark: Any, stmt: Insert, table: CarbonTable, query: str, path: str):
+    """INSERT into a HASH / RANGE / LIST partitioned table: Spark runs the query (columns matched by
+    position, cast to the table's types as Spark's INSERT does), and the rows are repartitioned by
+    partition id before the writer's tasks, one partition per task (carbon_ds.spark.load)."""
+    df = run_query(spark, query)
+    names = table.schema.names
+    if len(df.columns) != len(names):
+        raise CarbonTableError(
+            f"INSERT into {stmt.table}: the query gives {len(df.columns)} columns, expected {len(names)} "
+            f"({', '.join(names)})"
+        )
+    struct = from_arrow_schema(table.schema, prefer_timestamp_ntz=False)
+    df = df.toDF(*names).select([F.col(f"`{f.name}`").cast(f.dataType) for f in struct.fields])
+    write_by_partition(df, path, mode="overwrite" if stmt.overwrite else "append")
+    return _empty(spark)
 
 
 def _insert_partition(spark: Any, stmt: Insert, text: str, path: str):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import datetime as dt
+import decimal
+import math
 
 import duckdb
 import pyarrow as pa
@@ -266,3 +268,45 @@ def test_compaction_keeps_rows_in_their_range_partitions(tmp_path):
     assert got.equals(oracle) and got.num_rows == 12
     report = carbon_ds.explain(path, "age >= 20 AND age < 30")
     assert report["files"] == {"total": 4, "read": 1, "skipped": 3}  # merged: still one file per partition id
+
+
+def test_hash_keys_are_the_java_objects_carbondata_loads(tmp_path):
+    """Decimals hash as java.math.BigDecimal at the column's scale, booleans as their text, timestamps as
+    epoch milliseconds of whole seconds (the default timestamp format)."""
+    def big_decimal_hash(d: decimal.Decimal, scale: int) -> int:  # 31 * BigInteger hash + scale
+        unscaled = int(d.scaleb(scale, context=decimal.Context(prec=60)))
+        h, m, words = 0, abs(unscaled), []
+        while m:
+            words.append(m & 0xFFFFFFFF)
+            m >>= 32
+        for w in reversed(words):
+            h = (31 * h + w) % (1 << 32)
+        return (31 * (h if unscaled >= 0 else -h) + scale) % (1 << 32)
+
+    def long_hash(v: int) -> int:
+        u = v % (1 << 64)
+        return (u ^ (u >> 32)) % (1 << 32)
+
+    amounts = [decimal.Decimal(s) for s in ("1.50", "-1.50", "0.00", "123456789012345678901234567.89",
+                                            "-99999999999999999999999999999999999.99", "42949672.96")]
+    stamps = [dt.datetime(2021, 11, 15, 8, 30, 1, 999000), dt.datetime(1969, 12, 31, 23, 59, 59, 500000)]
+    data = pa.table({
+        "id": pa.array(range(8), pa.int32()),
+        "amount": pa.array(amounts + [None, decimal.Decimal("7.25")], pa.decimal128(38, 2)),
+        "flag": pa.array([True, False, None, True, False, True, True, False]),
+        "ts": pa.array(stamps * 4, pa.timestamp("ms")),
+    })
+    checks = {
+        "amount": lambda v: 0 if v is None else (big_decimal_hash(v, 2) & 0x7FFFFFFF) % 7,
+        "flag": lambda v: 0 if v is None else (java_hash("true" if v else "false") & 0x7FFFFFFF) % 7,
+        "ts": lambda v: (long_hash(math.floor((v - dt.datetime(1970, 1, 1)).total_seconds()) * 1000)
+                         & 0x7FFFFFFF) % 7,
+    }
+    for column, oracle in checks.items():
+        t = CarbonTable.create(tmp_path / column, data.schema, partition=HashPartition(column, 7))
+        with t.load() as load:
+            load.write([data])
+        want: dict[int, list[int]] = {}
+        for i, v in zip(data["id"].to_pylist(), data[column].to_pylist(), strict=True):
+            want.setdefault(oracle(v), []).append(i)
+        assert placed(CarbonTable.open(t.uri)) == {k: sorted(v) for k, v in want.items()}, column

@@ -8,9 +8,13 @@ ones). Index 0 is the DEFAULT partition (id 0): the values no range or list take
 partition id is the *task number* in its data file's name (``part-0-<id>_batchno<b>-...``), which is how
 readers prune by partition before opening a file.
 
-HASH maps a value to ``(javaHashCode(value) & 0x7fffffff) % PARTITION_NUM`` as CarbonData's hash partitioner
-does on the Java object of the value (Integer, Long, String, Double, ...; dates and timestamps as epoch
-milliseconds, a Long); nulls go to partition 0.
+HASH maps a value to ``(javaHashCode(key) & 0x7fffffff) % PARTITION_NUM`` as CarbonData's hash partitioner
+does. The key is the Java object its load makes of the value's text: Integer, Short, Long and Double for
+those types, a BigDecimal for decimals (its hash folds in the scale, so 1.50 at scale 2 is not 1.5), epoch
+milliseconds (a Long) for dates and for timestamps printed in the default ``yyyy-MM-dd HH:mm:ss`` (whole
+seconds), and the text itself (a String) for strings and booleans. Nulls go to partition 0. Where ours
+differs: dates and timestamps are taken in UTC (CarbonData used the JVM's time zone), and float columns
+hash their bits (CarbonData hashed Java's text of the float).
 """
 
 from __future__ import annotations
@@ -182,6 +186,31 @@ def java_string_hash(s: str) -> int:
     return h - (1 << 32) if h >= (1 << 31) else h
 
 
+_WORD = np.uint64(0xFFFFFFFF)
+
+
+def decimal_hash(arr: pa.Array) -> np.ndarray:
+    """``java.math.BigDecimal.hashCode()`` of each value at the column's scale (int32):
+    ``31 * unscaled.hashCode() + scale``, where BigInteger's hash folds the magnitude's 32-bit words, most
+    significant first, as ``31 * h + word`` and then takes the value's sign."""
+    typ = arr.type
+    if typ.bit_width != 128:
+        arr = arr.cast(pa.decimal128(typ.precision, typ.scale))
+    n = len(arr)
+    raw = np.frombuffer(arr.buffers()[1], dtype=np.uint64)[2 * arr.offset : 2 * (arr.offset + n)]
+    lo, hi = raw[0::2], raw[1::2]  # little-endian two's complement halves
+    neg = (hi >> np.uint64(63)) == 1
+    nlo = ~lo + np.uint64(1)  # 128-bit negation for the magnitude of negative values
+    nhi = ~hi + (nlo == 0).astype(np.uint64)
+    mlo, mhi = np.where(neg, nlo, lo), np.where(neg, nhi, hi)
+    h = np.zeros(n, dtype=np.uint64)
+    for word in (mhi >> np.uint64(32), mhi & _WORD, mlo >> np.uint64(32), mlo & _WORD):
+        h = (h * np.uint64(31) + word) & _WORD  # leading zero words leave h at 0, as BigInteger drops them
+    h = np.where(neg, (~h + np.uint64(1)) & _WORD, h)
+    out = (h * np.uint64(31) + np.uint64(typ.scale)) & _WORD
+    return out.astype(np.uint32).view(np.int32)
+
+
 def java_hash(arr: pa.Array) -> np.ndarray:
     """``hashCode()`` of each value's Java object (int32); nulls get 0 (they go to partition 0 anyway)."""
     typ = arr.type
@@ -190,8 +219,11 @@ def java_hash(arr: pa.Array) -> np.ndarray:
         arr = arr.cast(typ.value_type)
         typ = arr.type
     if pa.types.is_boolean(typ):
+        # the load hashes a boolean's text, "true" / "false"
         vals = np.asarray(arr.fill_null(False), dtype=bool)
-        out = np.where(vals, 1231, 1237).astype(np.int32)
+        out = np.where(vals, java_string_hash("true"), java_string_hash("false")).astype(np.int32)
+    elif pa.types.is_decimal(typ):
+        out = decimal_hash(arr)
     elif pa.types.is_integer(typ) and typ.bit_width <= 32:
         out = np.asarray(arr.fill_null(0).cast(pa.int32()), dtype=np.int32)
     elif pa.types.is_integer(typ):
@@ -206,9 +238,12 @@ def java_hash(arr: pa.Array) -> np.ndarray:
         out = _long_hash(f.view(np.int64))
     elif pa.types.is_timestamp(typ) or pa.types.is_date(typ):
         ms = arr.cast(pa.timestamp("ms")) if pa.types.is_date(typ) else arr.cast(pa.timestamp("ms"), safe=False)
-        out = _long_hash(np.asarray(ms.cast(pa.int64()).fill_null(0), dtype=np.int64))
+        ms = np.asarray(ms.cast(pa.int64()).fill_null(0), dtype=np.int64)
+        if pa.types.is_timestamp(typ):
+            ms = ms // 1000 * 1000  # the default timestamp format prints whole seconds
+        out = _long_hash(ms)
     else:
-        # Strings (and decimals as their text): Java's String.hashCode, once per distinct value.
+        # Strings: Java's String.hashCode, once per distinct value.
         text = arr.cast(pa.string()) if not pa.types.is_string(typ) else arr
         enc = pc.dictionary_encode(text)
         uniq = enc.dictionary.to_pylist()

@@ -1,0 +1,151 @@
+"""Spark loads into HASH / RANGE / LIST tables repartition by partition id: each data file holds the rows
+of one partition only, and each partition is written by one task (one file set, not one per input task)."""
+
+from __future__ import annotations
+
+import bisect
+import decimal
+from collections import Counter
+
+import pyarrow as pa
+
+import carbon_ds
+from carbon_ds.fs import basename
+from carbon_ds.spark import catalog
+from carbon_ds.spark.datasource import OPEN_COST, PACK_BYTES, SPLIT_BYTES, pack_pieces
+from carbon_ds.spark.load import spread_keys
+from carbon_ds.table.meta.partition_spec import partition_id_of
+from carbon_ds.table.table import CarbonTable, RangePartition
+
+BOUNDS = [4, 8, 12, 16, 20]
+
+
+def telemetry(n: int = 3000) -> pa.Table:
+    return pa.table({
+        "id": pa.array(range(n), pa.int64()),
+        "hour": pa.array([None if i % 101 == 0 else (i * 7) % 26 for i in range(n)], pa.int32()),
+        "vin": pa.array([f"V{i % 13:03d}" for i in range(n)], pa.string()),
+        "amount": pa.array([decimal.Decimal(i % 500 - 250) / 4 for i in range(n)], pa.decimal128(10, 2)),
+    })
+
+
+def range_id(hour):  # RANGE '4, 8, 12, 16, 20': 1 below 4, ..., 0 (DEFAULT) from 20 and for null
+    return 0 if hour is None or hour >= BOUNDS[-1] else 1 + bisect.bisect_right(BOUNDS, hour)
+
+
+def java_string_hash(s: str) -> int:  # String.hashCode, written out independently
+    h = 0
+    for ch in s:
+        h = (h * 31 + ord(ch)) % (1 << 32)
+    return h - (1 << 32) if h >= 1 << 31 else h
+
+
+def big_decimal_hash(d: decimal.Decimal, scale: int) -> int:
+    """java.math.BigDecimal.hashCode of ``d`` at ``scale``, from Python integers: 31 * BigInteger hash +
+    scale; BigInteger's hash folds its magnitude's 32-bit words, most significant first, then the sign."""
+    unscaled = int(d.scaleb(scale, context=decimal.Context(prec=60)))
+    words, m = [], abs(unscaled)
+    while m:
+        words.append(m & 0xFFFFFFFF)
+        m >>= 32
+    h = 0
+    for w in reversed(words):
+        h = (31 * h + w) % (1 << 32)
+    h = (h * (1 if unscaled >= 0 else -1)) % (1 << 32)
+    return (31 * h + scale) % (1 << 32)  # only the low 31 bits matter below
+
+
+def files_by_partition(path) -> dict[int, list[list]]:
+    """partition id in each data file's name -> the rows (id, hour, vin, amount) of each of its files."""
+    out: dict[int, list[list]] = {}
+    for f in CarbonTable.open(path).files():
+        t = carbon_ds.read_table(f.path)
+        out.setdefault(partition_id_of(basename(f.path)), []).append(t.to_pylist())
+    return out
+
+
+def test_spread_keys_send_each_index_to_its_own_task(spark):
+    n = 7
+    keys = spread_keys(spark, n)
+    df = spark.createDataFrame([(i, k) for i, k in enumerate(keys)], "i INT, k INT").repartition(n, "k")
+    placed = dict(df.rdd.mapPartitionsWithIndex(lambda task, rows: [(r.i, task) for r in rows]).collect())
+    assert placed == {i: i for i in range(n)}
+
+
+def test_write_range_table_one_task_per_partition(spark, tmp_path):
+    data = telemetry()
+    path = str(tmp_path / "by_hour")
+    CarbonTable.create(path, data.schema, sort_columns=["vin"], partition=RangePartition("hour", BOUNDS))
+    df = spark.createDataFrame(data).repartition(4)  # every input task holds every partition
+    assert df.rdd.getNumPartitions() == 4
+    carbon_ds.write(df, path)
+
+    parts = files_by_partition(path)
+    assert sorted(parts) == sorted({range_id(h) for h in data["hour"].to_pylist()})
+    for pid, files in parts.items():
+        assert len(files) == 1, (pid, len(files))  # one task wrote this partition
+        assert {range_id(r["hour"]) for r in files[0]} == {pid}
+    got = carbon_ds.read_table(path).sort_by("id")
+    assert got.equals(data.cast(got.schema))
+    # Spark reads the small partition files packed several to a task, every row once
+    read = carbon_ds.read(spark, path)
+    assert read.rdd.getNumPartitions() < len(parts)
+    assert sorted(r.id for r in read.collect()) == list(range(data.num_rows))
+
+    # the plain writer (no repartition) writes a file set per input task and partition: what the above avoids
+    plain = str(tmp_path / "plain")
+    CarbonTable.create(plain, data.schema, partition=RangePartition("hour", BOUNDS))
+    df.write.format("carbondata").mode("append").save(plain)
+    assert max(len(f) for f in files_by_partition(plain).values()) == 4
+
+
+def test_sql_insert_hash_and_list_repartition(spark, tmp_path):
+    data = telemetry(2000)
+    spark.createDataFrame(data).repartition(3).createOrReplaceTempView("cpl_src")
+    sql = lambda text: carbon_ds.sql(spark, text)  # noqa: E731
+    for name in ("cpl_hash_vin", "cpl_hash_amount", "cpl_list"):
+        sql(f"DROP TABLE IF EXISTS {name}")
+    sql("CREATE TABLE cpl_hash_vin (id BIGINT, hour INT, amount DECIMAL(10,2)) PARTITIONED BY (vin STRING) "
+        "STORED AS carbondata TBLPROPERTIES ('PARTITION_TYPE'='HASH', 'PARTITION_NUM'='5')")
+    sql("INSERT INTO cpl_hash_vin SELECT id, hour, amount, vin FROM cpl_src")
+    sql("CREATE TABLE cpl_hash_amount (id BIGINT, hour INT, vin STRING) PARTITIONED BY (amount DECIMAL(10,2)) "
+        "STORED AS carbondata TBLPROPERTIES ('PARTITION_TYPE'='HASH', 'PARTITION_NUM'='7')")
+    sql("INSERT INTO cpl_hash_amount SELECT id, hour, vin, amount FROM cpl_src")
+    sql("CREATE TABLE cpl_list (id BIGINT, hour INT, amount DECIMAL(10,2)) PARTITIONED BY (vin STRING) "
+        "STORED AS carbondata TBLPROPERTIES ('PARTITION_TYPE'='LIST', 'LIST_INFO'='V001, (V002, V003), V010')")
+    sql("INSERT INTO cpl_list SELECT id, hour, amount, vin FROM cpl_src")
+    sql("INSERT INTO cpl_list VALUES (5000, 1, 1.25, 'V002'), (5001, 2, 2.50, 'X')")
+
+    oracles = {
+        "cpl_hash_vin": lambda r: (java_string_hash(r["vin"]) & 0x7FFFFFFF) % 5,
+        "cpl_hash_amount": lambda r: (big_decimal_hash(r["amount"], 2) & 0x7FFFFFFF) % 7,
+        "cpl_list": lambda r: {"V001": 1, "V002": 2, "V003": 2, "V010": 3}.get(r["vin"], 0),
+    }
+    for name, oracle in oracles.items():
+        path = catalog.default_location(spark, "default", name)
+        parts = files_by_partition(path)
+        for pid, files in parts.items():
+            assert {oracle(r) for f in files for r in f} == {pid}, name
+        # one file per partition and load: the SELECT's 3 input tasks did not each write every partition
+        per_load = Counter(pid for pid, files in parts.items() for _ in files)
+        assert max(per_load.values()) <= (2 if name == "cpl_list" else 1), (name, per_load)
+        got = sorted(r.id for r in spark.sql(f"SELECT id FROM {name}").collect())
+        assert got == list(range(2000)) + ([5000, 5001] if name == "cpl_list" else [])
+        sql(f"DROP TABLE {name}")
+
+
+def test_pack_groups_small_pieces_up_to_the_pack_size():
+    mb = 1024 * 1024
+    sizes = {"a": 1 * mb, "b": 20 * mb, "c": 10 * mb, "d": 300 * mb, "e": 2 * mb}
+    pieces = [("a", None), ("b", None), ("c", None), ("d", (0, 1)), ("d", (2, 3)), ("e", None)]
+    groups = pack_pieces(pieces, sizes)
+    assert [p for g in groups for p in g] == pieces  # every piece once, in order
+    # a (counted as OPEN_COST) + b fit; c would pass PACK_BYTES; split pieces count SPLIT_BYTES each
+    assert groups == [[("a", None), ("b", None)], [("c", None)], [("d", (0, 1))], [("d", (2, 3))], [("e", None)]]
+    assert OPEN_COST + 20 * mb <= PACK_BYTES < OPEN_COST + 30 * mb and SPLIT_BYTES > PACK_BYTES
+    assert pack_pieces([], sizes) == []
+    # eight tiny files: one group, or at least min_partitions groups when asked
+    tiny = [(f"t{i}", None) for i in range(8)]
+    assert len(pack_pieces(tiny, {})) == 1
+    assert [len(g) for g in pack_pieces(tiny, {}, min_partitions=3)] == [2, 2, 2, 2]  # 32 MB / 3 each
+    assert len(pack_pieces(tiny, {}, min_partitions=100)) == 8
