@@ -60,6 +60,9 @@ class CarbonDataFile:
         self._inner = inner
         # global dictionaries are table-wide and read whole: load each once per file object
         self._global_dicts: dict[tuple[str, str], pa.Array] = {}
+        # (blocklet, column) -> chunk bytes and parsed DataChunk3 kept by ``read_column_chunk(hold=True)``
+        # (page pruning reads the filter columns' headers first) for the decode that follows
+        self._held: dict[tuple[int, int], tuple[memoryview, int, int, DataChunk3]] = {}
         try:
             self._file = storage.open(inner)
         except (OSError, pa.ArrowException) as e:
@@ -212,14 +215,27 @@ class CarbonDataFile:
         end = self._chunk_starts[k] if k < len(self._chunk_starts) else self._footer_at
         return memoryview(self._read(start, end - start)), start, info.column_data_chunks_length[c]
 
-    def read_column_chunk(self, blocklet: int, column_index: int) -> DataChunk3:
+    def read_column_chunk(self, blocklet: int, column_index: int, hold: bool = False) -> DataChunk3:
+        """The DataChunk3 header of a column chunk; with ``hold`` its bytes and header are kept for the
+        next decode of that chunk, which then neither reads nor parses them again (``release`` drops them)."""
         buf, start, hlen = self._chunk_bytes(blocklet, column_index)
         chunk, _ = DataChunk3.from_bytes(bytes(buf[:hlen]), self.path, start)
+        if hold:
+            self._held[(blocklet, column_index)] = (buf, start, hlen, chunk)
         return chunk
 
+    def release(self, blocklet: int) -> None:
+        """Drop the chunks of ``blocklet`` held by ``read_column_chunk(hold=True)`` and not decoded since."""
+        for key in [k for k in list(self._held) if k[0] == blocklet]:
+            self._held.pop(key, None)
+
     def _pages(self, b: int, c: int, expected: list[int] | None) -> tuple[DataChunk3, list[Page]]:
-        buf, start, hlen = self._chunk_bytes(b, c)
-        chunk, _ = DataChunk3.from_bytes(bytes(buf[:hlen]), self.path, start)
+        held = self._held.pop((b, c), None)
+        if held is not None:
+            buf, start, hlen, chunk = held
+        else:
+            buf, start, hlen = self._chunk_bytes(b, c)
+            chunk, _ = DataChunk3.from_bytes(bytes(buf[:hlen]), self.path, start)
         col = self.columns[c]
         info = self._blocklet(b)
         pages_meta = chunk.data_chunk_list or []
