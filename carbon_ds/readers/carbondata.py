@@ -11,6 +11,7 @@ import bisect
 import os
 import posixpath
 import struct
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -45,6 +46,31 @@ from carbon_ds.fs import Storage
 
 DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
 READ_THREADS = os.cpu_count() or 1  # threads one ``read`` of a whole file may use
+
+# Parsed footers and headers by their exact bytes: a point lookup re-opens the same files query after query
+# (Spark reuses its Python workers), and parsing a footer of many blocklets costs more than the lookup's
+# decoding. Keyed by content, so a changed file can never be answered from the cache.
+_PARSED: dict[tuple[type, bytes], object] = {}
+_PARSED_LOCK = threading.Lock()
+_PARSED_MAX = 256  # entries; the cache is dropped whole when full
+_PARSED_MAX_BYTES = 4 << 20  # larger footers are parsed every time rather than kept
+
+
+def _parse_cached(kind, data: bytes, path: str, offset: int):
+    """``kind.from_bytes(data, path, offset)[0]``, shared between opens of files with the same bytes."""
+    if len(data) > _PARSED_MAX_BYTES:
+        return kind.from_bytes(data, path, offset)[0]
+    key = (kind, data)
+    with _PARSED_LOCK:
+        hit = _PARSED.get(key)
+    if hit is not None:
+        return hit
+    value = kind.from_bytes(data, path, offset)[0]
+    with _PARSED_LOCK:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = value
+    return value
 
 
 class CarbonDataFile:
@@ -92,7 +118,7 @@ class CarbonDataFile:
         if not 0 < footer_at < self.size - 8:
             raise CarbonFormatError(f"footer offset {footer_at} lies outside the file body", self.path, self.size - 8)
         self._footer_at = footer_at
-        self.footer, _ = FileFooter3.from_bytes(self._read(footer_at, self.size - 8 - footer_at), self.path, footer_at)
+        self.footer = _parse_cached(FileFooter3, self._read(footer_at, self.size - 8 - footer_at), self.path, footer_at)
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
         self._exact_nulls = (self.footer.extra_info or {}).get(NULL_BITSETS_KEY) == "exact"
         starts = [o for b in self._blocklets for o in (b.column_data_chunks_offsets or [])]
@@ -101,7 +127,7 @@ class CarbonDataFile:
             raise CarbonFormatError(
                 f"first column chunk offset {header_end} is outside the file body", self.path, footer_at
             )
-        self.header, _ = FileHeader.from_bytes(self._read(0, header_end), self.path, 0)
+        self.header = _parse_cached(FileHeader, self._read(0, header_end), self.path, 0)
         if self.header.version != 3:
             raise CarbonFormatError(f"format version {self.header.version} is not supported (only V3)", self.path, 0)
         self.columns: list[ColumnSchema] = list(self.header.column_schema)
