@@ -204,6 +204,7 @@ def _integer_dtype(typ: pa.DataType) -> np.dtype | None:
 
 
 _INTEGER_DTYPES: dict[pa.DataType, np.dtype | None] = {}  # asked once per page: remembered per type
+DECIMAL_SLOT = np.dtype("V16")  # one decimal128 value: a buffer slot per row, filled by the decimal kernels
 
 
 def _integral_page(
@@ -212,8 +213,18 @@ def _integral_page(
     """An integral adaptive page in one pass: widen the stored values, undo the delta against ``base``
     (when given), scale timestamps from milliseconds and narrow to the column's type."""
     src, width = _stored_view(page, data, store)
+    in_range = base is None or _INT64_MIN <= base <= _INT64_MAX
+    if pa.types.is_decimal128(typ) and in_range:
+        # the stored integers are the unscaled values: one pass writes them as 16-byte decimals
+        values = _values_buffer(page, DECIMAL_SLOT)
+        pairs = values.view(np.int64)
+        if width == 3:
+            kernels.decimal_integral_be3(src, base or 0, base is not None, pairs)
+        else:
+            kernels.decimal_integral(src, base or 0, base is not None, pairs)
+        return _fixed_width(typ, values, mask)
     out_dtype = _integer_dtype(typ)
-    if base is not None and not _INT64_MIN <= base <= _INT64_MAX or out_dtype is None:
+    if not in_range or out_dtype is None:
         stored = src.astype(np.int64) if width != 3 else stored_integers(page, data, store)
         if base is not None:
             stored = base - stored
@@ -856,6 +867,8 @@ def _buffer_dtype(typ: pa.DataType) -> np.dtype | None:
     """The numpy type of a fixed-width column's values buffer (None for other layouts)."""
     if pa.types.is_floating(typ):
         return np.dtype(typ.to_pandas_dtype())
+    if pa.types.is_decimal128(typ):
+        return DECIMAL_SLOT
     return _integer_dtype(typ)
 
 

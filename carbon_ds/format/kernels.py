@@ -262,3 +262,27 @@ def floating_be3(data, top, negate, factor, out):
         if negate:
             v = top - v
         out[i] = np.float64(v) / factor
+
+
+@njit(cache=True, nogil=True)
+def decimal_integral(src, base, negate, out):
+    """Stored integers (any integer view) to Arrow decimal128 values: ``base - v if negate else v`` as
+    the unscaled value, sign-extended to 128 bits. ``out`` is int64 with two slots per value (low word,
+    then high word, little-endian as Arrow lays decimal128 out)."""
+    for i in range(src.shape[0]):
+        v = np.int64(src[i])
+        if negate:
+            v = base - v
+        out[2 * i] = v
+        out[2 * i + 1] = v >> 63
+
+
+@njit(cache=True, nogil=True)
+def decimal_integral_be3(data, base, negate, out):
+    """Like ``decimal_integral`` for 3-byte big-endian signed (SHORT_INT) stored values."""
+    for i in range(out.shape[0] // 2):
+        v = _be3(data, i)
+        if negate:
+            v = base - v
+        out[2 * i] = v
+        out[2 * i + 1] = v >> 63

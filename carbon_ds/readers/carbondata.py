@@ -11,6 +11,7 @@ import bisect
 import os
 import posixpath
 import struct
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -46,6 +47,31 @@ from carbon_ds.fs import Storage
 DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
 READ_THREADS = os.cpu_count() or 1  # threads one ``read`` of a whole file may use
 
+# Parsed footers and headers by their exact bytes: a point lookup re-opens the same files query after query
+# (Spark reuses its Python workers), and parsing a footer of many blocklets costs more than the lookup's
+# decoding. Keyed by content, so a changed file can never be answered from the cache.
+_PARSED: dict[tuple[type, bytes], object] = {}
+_PARSED_LOCK = threading.Lock()
+_PARSED_MAX = 256  # entries; the cache is dropped whole when full
+_PARSED_MAX_BYTES = 4 << 20  # larger footers are parsed every time rather than kept
+
+
+def _parse_cached(kind, data: bytes, path: str, offset: int):
+    """``kind.from_bytes(data, path, offset)[0]``, shared between opens of files with the same bytes."""
+    if len(data) > _PARSED_MAX_BYTES:
+        return kind.from_bytes(data, path, offset)[0]
+    key = (kind, data)
+    with _PARSED_LOCK:
+        hit = _PARSED.get(key)
+    if hit is not None:
+        return hit
+    value = kind.from_bytes(data, path, offset)[0]
+    with _PARSED_LOCK:
+        if len(_PARSED) >= _PARSED_MAX:
+            _PARSED.clear()
+        _PARSED[key] = value
+    return value
+
 
 class CarbonDataFile:
     """One ``.carbondata`` file: header and footer on open, column chunks on demand."""
@@ -60,6 +86,9 @@ class CarbonDataFile:
         self._inner = inner
         # global dictionaries are table-wide and read whole: load each once per file object
         self._global_dicts: dict[tuple[str, str], pa.Array] = {}
+        # (blocklet, column) -> chunk bytes and parsed DataChunk3 kept by ``read_column_chunk(hold=True)``
+        # (page pruning reads the filter columns' headers first) for the decode that follows
+        self._held: dict[tuple[int, int], tuple[memoryview, int, int, DataChunk3]] = {}
         try:
             self._file = storage.open(inner)
         except FileNotFoundError as e:  # also a FileNotFoundError: callers may look for a moved copy
@@ -91,7 +120,7 @@ class CarbonDataFile:
         if not 0 < footer_at < self.size - 8:
             raise CarbonFormatError(f"footer offset {footer_at} lies outside the file body", self.path, self.size - 8)
         self._footer_at = footer_at
-        self.footer, _ = FileFooter3.from_bytes(self._read(footer_at, self.size - 8 - footer_at), self.path, footer_at)
+        self.footer = _parse_cached(FileFooter3, self._read(footer_at, self.size - 8 - footer_at), self.path, footer_at)
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
         self._exact_nulls = (self.footer.extra_info or {}).get(NULL_BITSETS_KEY) == "exact"
         starts = [o for b in self._blocklets for o in (b.column_data_chunks_offsets or [])]
@@ -100,7 +129,7 @@ class CarbonDataFile:
             raise CarbonFormatError(
                 f"first column chunk offset {header_end} is outside the file body", self.path, footer_at
             )
-        self.header, _ = FileHeader.from_bytes(self._read(0, header_end), self.path, 0)
+        self.header = _parse_cached(FileHeader, self._read(0, header_end), self.path, 0)
         if self.header.version != 3:
             raise CarbonFormatError(f"format version {self.header.version} is not supported (only V3)", self.path, 0)
         self.columns: list[ColumnSchema] = list(self.header.column_schema)
@@ -214,14 +243,27 @@ class CarbonDataFile:
         end = self._chunk_starts[k] if k < len(self._chunk_starts) else self._footer_at
         return memoryview(self._read(start, end - start)), start, info.column_data_chunks_length[c]
 
-    def read_column_chunk(self, blocklet: int, column_index: int) -> DataChunk3:
+    def read_column_chunk(self, blocklet: int, column_index: int, hold: bool = False) -> DataChunk3:
+        """The DataChunk3 header of a column chunk; with ``hold`` its bytes and header are kept for the
+        next decode of that chunk, which then neither reads nor parses them again (``release`` drops them)."""
         buf, start, hlen = self._chunk_bytes(blocklet, column_index)
         chunk, _ = DataChunk3.from_bytes(bytes(buf[:hlen]), self.path, start)
+        if hold:
+            self._held[(blocklet, column_index)] = (buf, start, hlen, chunk)
         return chunk
 
+    def release(self, blocklet: int) -> None:
+        """Drop the chunks of ``blocklet`` held by ``read_column_chunk(hold=True)`` and not decoded since."""
+        for key in [k for k in list(self._held) if k[0] == blocklet]:
+            self._held.pop(key, None)
+
     def _pages(self, b: int, c: int, expected: list[int] | None) -> tuple[DataChunk3, list[Page]]:
-        buf, start, hlen = self._chunk_bytes(b, c)
-        chunk, _ = DataChunk3.from_bytes(bytes(buf[:hlen]), self.path, start)
+        held = self._held.pop((b, c), None)
+        if held is not None:
+            buf, start, hlen, chunk = held
+        else:
+            buf, start, hlen = self._chunk_bytes(b, c)
+            chunk, _ = DataChunk3.from_bytes(bytes(buf[:hlen]), self.path, start)
         col = self.columns[c]
         info = self._blocklet(b)
         pages_meta = chunk.data_chunk_list or []

@@ -59,6 +59,10 @@ SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several pa
 PACK_BYTES = 32 * 1024 * 1024
 OPEN_COST = 4 * 1024 * 1024
 COUNT_BATCH_ROWS = 1 << 20  # rows per column-less batch of a rows-only read
+# Rows per batch handed to Spark. A blocklet decodes to one batch of up to ~2M rows; Spark converts each
+# batch whole before passing any row on, so smaller slices overlap our decoding with the JVM's work and
+# keep both sides' buffers small (count/sum over a wide read measured 21-33% faster at 64K rows).
+SPARK_BATCH_ROWS = 1 << 16
 PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 
@@ -273,7 +277,7 @@ class CarbonReader(DataSourceReader):
             # every live row with where it lives; the DELETE/UPDATE predicate is Spark's to evaluate
             for table in position_tables(storage, planned, self.columns or [], self.source_schema, deletes,
                                          columns):
-                for b in table.to_batches():
+                for b in table.to_batches(max_chunksize=SPARK_BATCH_ROWS):
                     yield conform(b, self.target)
             return
         # exact filtering by the option only: pushed filters are Spark's to evaluate
@@ -282,10 +286,13 @@ class CarbonReader(DataSourceReader):
             deletes=deletes, table_columns=columns, table_path=table_path,
         )
         for table in tables:
-            for b in table.to_batches():
+            if self.target.names:
+                table = conform(table, self.target)  # once per unit, before slicing: casts run on whole columns
+            if table.num_columns and table.column(0).num_chunks > 1:
+                table = table.combine_chunks()  # a filtered unit comes in many small pieces
+            for b in table.to_batches(max_chunksize=SPARK_BATCH_ROWS):
                 # no declared column: keep the row count (conform would rebuild a batch of 0 rows)
-                yield conform(b, self.target) if self.target.names else b.select([])
-
+                yield b if self.target.names else b.select([])
 
 def _columns_text(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name} {f.type}" for f in schema)

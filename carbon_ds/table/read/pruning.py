@@ -287,8 +287,9 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
 
 
 # ------------------------------------------------------------------------------------------ pages
-def surviving_pages(f, blocklet: int, expr: Expr) -> tuple[list[int], int]:
-    """(pages of ``blocklet`` that might match, page count), from the filter columns' page min/max."""
+def surviving_pages(f, blocklet: int, expr: Expr, hold: bool = False) -> tuple[list[int], int]:
+    """(pages of ``blocklet`` that might match, page count), from the filter columns' page min/max; with
+    ``hold`` the file keeps those columns' chunks for the decode that follows (``f.release`` drops them)."""
     names = {c.lower() for c in expr.columns()}
     columns = f.columns
     trusted = S.trusted_columns(columns)
@@ -297,7 +298,7 @@ def surviving_pages(f, blocklet: int, expr: Expr) -> tuple[list[int], int]:
     for i, c in enumerate(columns):
         if c.column_name.lower() not in names or not trusted[i]:
             continue
-        chunk = f.read_column_chunk(blocklet, i)
+        chunk = f.read_column_chunk(blocklet, i, hold)
         pages = chunk.data_chunk_list or []
         n_pages = len(pages)
         per_column[c.column_name.lower()] = [S.unit_stats([c], [True], dc2.min_max, None) for dc2 in pages]
@@ -386,17 +387,22 @@ class Reading:
 
     def blocklet(self, f: CarbonDataFile, b: int, fd=None, counts: Counts | None = None) -> pa.Table | None:
         """Blocklet ``b`` of the open file ``f`` less the deleted rows of ``fd``; None when every page is pruned."""
-        keep = None
-        if self.prune:
-            keep, n = surviving_pages(f, b, self.expr)
+        if not self.prune:
+            if counts is not None:
+                counts.pages_read += f.page_count(b)
+            return self._pages(f, b, None, fd, counts)
+        # the filter columns' chunks read for page pruning are decoded from the same bytes and headers
+        keep, n = surviving_pages(f, b, self.expr, hold=True)
+        try:
             if counts is not None:
                 counts.pages_read += len(keep)
             if not keep:
                 return None
-            if len(keep) == n:
-                keep = None
-        elif counts is not None:
-            counts.pages_read += f.page_count(b)
+            return self._pages(f, b, keep if len(keep) < n else None, fd, counts)
+        finally:
+            f.release(b)
+
+    def _pages(self, f: CarbonDataFile, b: int, keep: list[int] | None, fd, counts: Counts | None) -> pa.Table:
         batch = f.read_blocklet(b, self.need, pages=keep) if keep is not None else f.read_blocklet(b, self.need)
         if counts is not None:
             counts.rows_read += batch.num_rows
