@@ -9,6 +9,7 @@ never as crash (any other exception) or hang (the worker is killed after --case-
 
     python benchmarks/fuzz.py --cases 4000            # thousands, prints and saves the tally
     python benchmarks/fuzz.py --cases 150 --json      # the bounded sample tests/table/test_fuzz_tables.py runs
+    python benchmarks/fuzz.py --filter "id >= 0"      # tables read with a filter: planned by their index files
 
 Cases run in a worker process, so a hang or a hard crash is seen and the run goes on with the next case.
 """
@@ -89,7 +90,7 @@ def mutate(rng: random.Random, data: bytes) -> bytes:
 # ---------------------------------------------------------------- worker side
 
 
-def _read_all(path: str, single_file: bool):
+def _read_all(path: str, single_file: bool, filter: str | None = None):
     from carbon_ds.api import read_table
     from carbon_ds.readers import CarbonDataFile
 
@@ -98,7 +99,7 @@ def _read_all(path: str, single_file: bool):
             t = f.read()
         t.validate(full=True)
         return t
-    t = read_table(path)
+    t = read_table(path, filter=filter)  # an unfiltered read takes every file whole and never its index
     t.validate(full=True)
     return t.sort_by("id")
 
@@ -110,7 +111,7 @@ def worker() -> None:
     for line in sys.stdin:
         case = json.loads(line)
         try:
-            got = _read_all(case["path"], case["single"])
+            got = _read_all(case["path"], case["single"], case.get("filter"))
             with open(case["expected"], "rb") as fh:
                 import pyarrow as pa
 
@@ -161,7 +162,7 @@ class Worker:
             self.proc.wait(timeout=30)
 
 
-def run(cases: int, seed: int, case_timeout: float, corpus: bool = True) -> dict:
+def run(cases: int, seed: int, case_timeout: float, corpus: bool = True, filter: str | None = None) -> dict:
     import pyarrow as pa
 
     env = dict(os.environ)
@@ -178,7 +179,7 @@ def run(cases: int, seed: int, case_timeout: float, corpus: bool = True) -> dict
         expected = {}
         for src, _, single in sources:
             if src not in expected:
-                t = _read_all(src, single)
+                t = _read_all(src, single, filter)
                 expected[src] = os.path.join(root, f"expected-{len(expected)}.arrow")
                 with pa.OSFile(expected[src], "wb") as sink, pa.ipc.new_file(sink, t.schema) as wr:
                     wr.write_table(t)
@@ -205,7 +206,8 @@ def run(cases: int, seed: int, case_timeout: float, corpus: bool = True) -> dict
                 data = fh.read()
             with open(target, "wb") as fh:
                 fh.write(mutate(rng, data))
-            res = w.run({"path": read_path, "single": single, "expected": expected[src]}, case_timeout)
+            res = w.run({"path": read_path, "single": single, "expected": expected[src], "filter": filter},
+                        case_timeout)
             tally.setdefault(kind, {}).setdefault(res["outcome"], 0)
             tally[kind][res["outcome"]] += 1
             last = res["message"].strip().splitlines()[-1:] or [""]
@@ -230,6 +232,7 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--case-timeout", type=float, default=30.0)
     ap.add_argument("--no-corpus", action="store_true")
+    ap.add_argument("--filter", help="read the tables with this SQL filter (exercises index pruning)")
     ap.add_argument("--json", action="store_true", help="print only the JSON summary")
     ap.add_argument("--out", default="benchmarks/results")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
@@ -237,7 +240,7 @@ def main() -> None:
     if args.worker:
         worker()
         return
-    summary = run(args.cases, args.seed, args.case_timeout, corpus=not args.no_corpus)
+    summary = run(args.cases, args.seed, args.case_timeout, corpus=not args.no_corpus, filter=args.filter)
     if args.json:
         print(json.dumps(summary))
         return

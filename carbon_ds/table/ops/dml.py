@@ -72,6 +72,7 @@ def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
             continue
         f = open_file(piece.path, table.storage, table.columns)
         try:
+            pruning.check_claim(piece, f)
             m = Match(piece.path, piece.segment_id or "", sum(f.blocklet_rows(b) for b in range(f.num_blocklets)))
             for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
                 sizes = f.page_rows(b)
@@ -292,6 +293,7 @@ def position_tables(storage: Storage, pieces: list[pruning.Piece], columns: list
             continue
         f = open_file(piece.path, storage, table_columns)
         try:
+            pruning.check_claim(piece, f)
             for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
                 sizes = f.page_rows(b)
                 t = conform(pa.Table.from_batches([f.read_blocklet(b, cols)]), need, f.path)

@@ -85,6 +85,16 @@ class Counts:
 
 
 @dataclass(frozen=True)
+class IndexClaim:
+    """What an index file said of one data file when it was planned, checked against the file's footer when
+    the file is opened: a disagreement means pruning by the index may have skipped rows without a sign."""
+
+    index: str  # the .carbonindex / .carbonindexmerge file
+    rows: tuple[int, ...]  # rows of every blocklet
+    min_max: tuple  # every blocklet's BlockletMinMaxIndex (None when the entry has none)
+
+
+@dataclass(frozen=True)
 class Piece:
     """One file to read and which of its blocklets (None: every one)."""
 
@@ -93,6 +103,7 @@ class Piece:
     segment_id: str | None = None
     rows: int | None = None  # rows of those blocklets when the index says so
     external: ExternalRef | None = None  # a non-carbondata file; ``blocklets`` are then its units
+    claim: IndexClaim | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -112,6 +123,15 @@ class FileEntry:
     rows: list[int | None]
     pages: list[int] = field(default_factory=list)
     external: ExternalRef | None = None  # set for a non-carbondata file (units: row groups / stripes)
+    source: str | None = None  # the index file these entries come from (None: the data file's footer)
+    min_max: list = field(default_factory=list)  # each blocklet's raw BlockletMinMaxIndex, as the index has it
+
+    def claim(self) -> IndexClaim | None:
+        """The index's word on the file, when it knows every blocklet's rows (entries written before
+        CarbonData kept per-blocklet info describe a whole file and are not checked)."""
+        if self.source is None or self.external is not None or any(r is None for r in self.rows):
+            return None
+        return IndexClaim(self.source, tuple(self.rows), tuple(self.min_max))  # type: ignore[arg-type]
 
 
 _CACHE: dict[tuple[str, int, int | None], dict[str, FileEntry]] = {}
@@ -119,7 +139,8 @@ _CACHE_LOCK = threading.Lock()
 _CACHE_MAX = 4096
 
 
-def _entries_of(header, entries, table_columns: list[ColumnSchema] | None = None) -> dict[str, FileEntry]:
+def _entries_of(header, entries, table_columns: list[ColumnSchema] | None = None,
+                source: str | None = None) -> dict[str, FileEntry]:
     columns = list(header.table_columns or [])
     absent: list[ColumnSchema] = []
     if table_columns is not None and not column_map.is_identity(columns, table_columns):
@@ -129,7 +150,8 @@ def _entries_of(header, entries, table_columns: list[ColumnSchema] | None = None
     for e in entries:
         rows = e.blocklet_info.num_rows if e.blocklet_info is not None else None
         mm = e.block_index.min_max_index if e.block_index is not None else None
-        fe = out.setdefault(basename(e.file_name), FileEntry([], []))
+        fe = out.setdefault(basename(e.file_name), FileEntry([], [], source=source))
+        fe.min_max.append(mm)
         fe.blocklets.append({**S.unit_stats(columns, trusted, mm, rows), **column_map.default_stats(absent, rows)})
         fe.rows.append(rows)
         fe.pages.append(int(e.blocklet_info.number_number_of_pages or 0) if e.blocklet_info is not None else 0)
@@ -148,11 +170,11 @@ def read_index_file(storage: Storage, path: str, size: int, mtime: int | None,
     out: dict[str, FileEntry] = {}
     if path.endswith(MERGE_INDEX_EXT):
         for _name, header, entries in read_merge_index(path, storage):
-            for k, v in _entries_of(header, entries, table_columns).items():
+            for k, v in _entries_of(header, entries, table_columns, path).items():
                 out.setdefault(k, v)
     else:
         header, entries = read_index(path, storage)
-        out = _entries_of(header, entries, table_columns)
+        out = _entries_of(header, entries, table_columns, path)
     with _CACHE_LOCK:
         if len(_CACHE) >= _CACHE_MAX:
             _CACHE.clear()
@@ -210,7 +232,7 @@ def _prune_file(path: str, entry: FileEntry, expr: Expr, segment_id: str | None,
     if plan.exact_rows is not None:
         plan.exact_rows = None if n is None else plan.exact_rows + n
     blocklets = None if len(keep) == len(entry.blocklets) else tuple(keep)
-    plan.pieces.append(Piece(path, blocklets, segment_id, n, entry.external))
+    plan.pieces.append(Piece(path, blocklets, segment_id, n, entry.external, entry.claim()))
     return True
 
 
@@ -286,6 +308,34 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
     return plan
 
 
+def check_claim(piece: Piece, f: CarbonDataFile) -> None:
+    """Refuse a data file whose footer disagrees with the index entry it was planned from (blocklet count,
+    rows per blocklet, blocklet min/max): the plan may have skipped rows the file holds. Uses only what is
+    already in memory: the planned entry and the footer read when ``f`` was opened."""
+    claim = piece.claim
+    if claim is None:
+        return
+    where = f"the index {claim.index} and the footer of {f.path}"
+    if len(claim.rows) != f.num_blocklets:
+        raise CarbonFormatError(f"{where} disagree: the index lists {len(claim.rows)} blocklets, the footer "
+                                f"{f.num_blocklets}", f.path)
+    footer_mm = list(f.footer.blocklet_index_list or [])
+    for b, want in enumerate(claim.rows):
+        found = f.blocklet_rows(b)
+        if want != found:
+            raise CarbonFormatError(f"{where} disagree on blocklet {b}: the index says {want} rows, the footer "
+                                    f"{found}", f.path)
+        mm = claim.min_max[b] if b < len(claim.min_max) else None
+        got = footer_mm[b].min_max_index if b < len(footer_mm) and footer_mm[b] is not None else None
+        if mm is not None and got is not None and mm != got:
+            raise CarbonFormatError(f"{where} disagree on blocklet {b}: the index's min/max "
+                                    f"{_mm_text(mm)} differ from the footer's {_mm_text(got)}", f.path)
+
+
+def _mm_text(mm) -> str:
+    return f"min {list(mm.min_values or [])[:4]!r} max {list(mm.max_values or [])[:4]!r}"
+
+
 # ------------------------------------------------------------------------------------------ pages
 def surviving_pages(f, blocklet: int, expr: Expr, hold: bool = False) -> tuple[list[int], int]:
     """(pages of ``blocklet`` that might match, page count), from the filter columns' page min/max; with
@@ -349,6 +399,7 @@ def read_pieces(
             continue
         f = open_planned(piece.path, storage, table_columns, table_path)
         try:
+            check_claim(piece, f)
             for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
                 table = how.blocklet(f, b, fd, counts)
                 if table is not None:
@@ -425,6 +476,7 @@ def count_pages(storage: Storage, pieces: list[Piece], expr: Expr, counts: Count
             continue
         f = open_file(piece.path, storage, table_columns)
         try:
+            check_claim(piece, f)
             for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
                 if isinstance(expr, AlwaysTrue):
                     n = f.page_count(b)

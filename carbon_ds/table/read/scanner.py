@@ -131,6 +131,7 @@ class Scan:
                 continue
             f = open_planned(piece.path, storage, source.columns, source.table.path if source.table else None)
             opened.append(f)
+            pruning.check_claim(piece, f)
             blocklets = list(piece.blocklets if piece.blocklets is not None else range(f.num_blocklets))
             if not blocklets:
                 f.close()
