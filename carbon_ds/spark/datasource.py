@@ -245,7 +245,7 @@ class CarbonReader(DataSourceReader):
                 source, fresh, version, _ = self._plan()
                 if version != snap.version:
                     if started is not None:
-                        check_unchanged_since(storage, table_path, started)
+                        check_unchanged_since(storage, table_path, source.details, started)
                     mine = fresh[partition.index :: partition.count]
                     pieces, segments = tuple(p for p, _s in mine), tuple(s for _p, s in mine)
                     deletes = source.deletes

@@ -27,9 +27,10 @@ from pyspark import TaskContext
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta.deltas import BlockStatus, Deletes, committed_status_name
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.tablestatus import FAILURE, IN_PROGRESS, OVERWRITE_IN_PROGRESS, LoadDetail, parse_time
 
 QUERY_ID = "spark.sql.execution.query.id"
+_NOT_COMMITTED = frozenset({IN_PROGRESS, OVERWRITE_IN_PROGRESS, FAILURE})
 
 
 @dataclass(frozen=True)
@@ -78,12 +79,30 @@ def in_task() -> bool:
     return TaskContext.get() is not None
 
 
-def check_unchanged_since(storage: Storage, table_path: str, started: int) -> None:
+def check_unchanged_since(storage: Storage, table_path: str, details: list[LoadDetail], started: int) -> None:
     """A re-planning task of a later query must read the version every other task of it reads: the one
-    current when the query began. A commit after that cannot be told apart, so the query fails."""
+    current when the query began. A commit after that cannot be told apart, so the query fails. A
+    tablestatus written since then only by a reservation (the query's own INSERT reserves its segment) or
+    a failed load changed nothing a read sees."""
     written = storage.mtime_ns(Storage.join(table_path, "Metadata", "tablestatus"))
-    if written is not None and written // 1_000_000 > started:
-        raise CarbonTableError(
-            f"table {storage.uri(table_path)} changed while this query ran, and the query reuses a plan "
-            "Spark kept from an earlier query on the same DataFrame or view, so its tasks cannot all read "
-            "one version; run the query again (or read the table again with spark.read)")
+    if written is None or written // 1_000_000 <= started or not _committed_after(storage, table_path, details,
+                                                                                    started):
+        return
+    raise CarbonTableError(
+        f"table {storage.uri(table_path)} changed while this query ran, and the query reuses a plan "
+        "Spark kept from an earlier query on the same DataFrame or view, so its tasks cannot all read "
+        "one version; run the query again (or read the table again with spark.read)")
+
+
+def _committed_after(storage: Storage, table_path: str, details: list[LoadDetail], started: int) -> bool:
+    """Whether a commit a read can see landed after ``started``: a segment committed, marked for delete or
+    compacted, or a DELETE/UPDATE's status file written (an entry without a parsable time counts as one)."""
+    for d in details:
+        if d.status in _NOT_COMMITTED:
+            continue
+        stamp = d.load_end_ms if d.readable else parse_time(d.modification_time)
+        if stamp is None or stamp > started:
+            return True
+    name = committed_status_name(details)
+    written = storage.mtime_ns(Storage.join(table_path, "Metadata", name)) if name else None
+    return written is not None and written // 1_000_000 > started

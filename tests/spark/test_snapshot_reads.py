@@ -22,6 +22,7 @@ from carbon_ds.errors import CarbonMissingFileError
 from carbon_ds.spark import datasource, snapshot
 from carbon_ds.spark.datasource import CarbonDataSource, CarbonPartition, CarbonReader
 from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops.segments import DAY_MS, clean_files
 from carbon_ds.table.table import CarbonTable
 
@@ -342,6 +343,50 @@ def test_reused_plan_fails_when_a_commit_lands_during_its_query(tmp_path, monkey
     _as_task(monkeypatch, began)
     with pytest.raises(carbon_ds.CarbonTableError, match="changed while this query ran"):
         _run(reader, parts)
+
+
+def _later_query(parts) -> int:
+    """The start of a query built after the plan, with the clock moved past it."""
+    began = max(parts[0].snapshot.planned_ms, ts.now_ms()) + 1
+    while ts.now_ms() <= began + 1:
+        pass
+    return began
+
+
+def test_reused_plan_fails_when_a_delete_commits_during_its_query(tmp_path, monkeypatch):
+    path = _table(tmp_path)
+    reader, parts = _plan(path)
+    began = _later_query(parts)
+    _delete(CarbonTable.open(path), path)
+    _as_task(monkeypatch, began)
+    with pytest.raises(carbon_ds.CarbonTableError, match="changed while this query ran"):
+        _run(reader, parts)
+
+
+def test_reused_plan_ignores_a_reservation_made_during_its_query(tmp_path, monkeypatch):
+    """INSERT INTO v SELECT ... FROM v: the query's own load reserves its segment ("In Progress") after the
+    query began; that changes tablestatus but nothing a read sees."""
+    path = _table(tmp_path)
+    reader, parts = _plan(path)
+    _delete(CarbonTable.open(path), path)  # between the queries: the kept plan is stale
+    began = _later_query(parts)
+    handle = TableHandle.open(path)
+    entries = handle.load_details()
+    entries.append(ts.LoadDetail(name="9", status=ts.IN_PROGRESS, load_start_time=str(ts.now_ms())))
+    ts.write(handle.storage, handle.tablestatus_path, entries)
+    _as_task(monkeypatch, began)
+    assert _run(reader, parts) == list(range(50, 3 * ROWS))
+
+
+@pytest.mark.spark
+def test_insert_into_a_view_from_itself_after_a_commit(spark, tmp_path):
+    path = _table(tmp_path)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW snap_self USING carbondata OPTIONS (path '{path}')")
+    assert spark.sql("SELECT count(*) AS n FROM snap_self").first().n == 3 * ROWS
+    _delete(CarbonTable.open(path), path)
+    spark.sql("INSERT INTO snap_self SELECT * FROM snap_self WHERE id >= 100")
+    assert _ids(path) == sorted([*range(50, 3 * ROWS), *range(100, 3 * ROWS)])
+    spark.catalog.dropTempView("snap_self")
 
 
 @pytest.mark.spark
