@@ -66,6 +66,8 @@ def arguments() -> argparse.Namespace:
                     help="keep the carbondata and Parquet tables a previous run wrote at this scale factor")
     ap.add_argument("--results", default="benchmarks/results", help="where tpch.json/.md/.png go")
     ap.add_argument("--memory", default="8g", help="Spark driver memory")
+    ap.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                    help="Spark conf for the carbon-ds side, e.g. carbon_ds.sql.localRelationBytes=8388608")
     return ap.parse_args()
 
 
@@ -347,6 +349,9 @@ def main() -> None:
     try:
         tables = write_tables(spark, stage, root, args.reuse_tables)
         sessions = register_sides(spark, tables, bool(load_numbers))
+        for item in args.conf:
+            key, _, value = item.partition("=")
+            sessions["carbondata"].conf.set(key.strip(), value.strip())
         duck = duckdb_over_parquet({t: row["paths"]["parquet"] for t, row in tables.items()}, threads=os.cpu_count())
 
         def partial(results: dict[str, dict]) -> None:

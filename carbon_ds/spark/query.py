@@ -32,6 +32,7 @@ from typing import Any
 
 from py4j.java_gateway import is_instance_of
 from pyspark.sql.classic.dataframe import DataFrame
+from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonError, CarbonOptionError
@@ -40,14 +41,19 @@ from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
 from carbon_ds.spark.stats import row_width, sized
 from carbon_ds.table.read.pruning import as_expr
 from carbon_ds.table.read.scan import arrow_schema_of, scan_bytes
+from carbon_ds.table.read.scanner import Scan
 
-__all__ = ["CONF_REWRITE", "CONF_STATISTICS", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
+__all__ = ["CONF_LOCAL_BYTES", "CONF_REWRITE", "CONF_STATISTICS", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
 
 CONF_REWRITE = "carbon_ds.sql.rewrite"
 """Spark conf: ``false`` makes ``carbon_ds.sql`` pass queries to ``spark.sql`` unchanged."""
 CONF_STATISTICS = "carbon_ds.sql.statistics"
 """Spark conf: ``true`` gives rewritten relations a size estimate for join planning (carbon_ds.spark.stats).
 Off by default until measured at scale: a first TPC-H SF 1 run with it was slower on Q2 and Q5."""
+CONF_LOCAL_BYTES = "carbon_ds.sql.localRelationBytes"
+"""Spark conf: a relation whose pruned read touches at most this many stored bytes (scaled to its columns)
+is read on the driver and handed to Spark as a local relation: no Python worker runs for it and Spark
+sees its size, so it can broadcast it. 0 (the default) turns this off."""
 
 # Write commands whose query may be rewritten: their target is a field, not a child, so it stays as is.
 WRITE_ROOTS = frozenset({"AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
@@ -303,6 +309,9 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead) -> Any:
             reader = reader.option(key, value)
     if read.filter:
         reader = reader.option("filter", read.filter)
+    local = _local(spark, rel, read, fields)
+    if local is not None:
+        return local
     jdf = reader.load(read.path)._jdf
     if str(spark.conf.get(CONF_STATISTICS, "false")).strip().lower() != "true":
         return jdf.queryExecution().analyzed()
@@ -313,6 +322,26 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead) -> Any:
     except Exception:  # noqa: BLE001 - without an estimate the relation is planned as before
         node = None
     return node if node is not None else jdf.queryExecution().analyzed()
+
+
+def _local(spark: Any, rel: Relation, read: RelationRead, fields: list[dict[str, Any]]) -> Any:
+    """The plan of a local relation holding ``read``'s rows, read here on the driver, when the read is
+    small enough (CONF_LOCAL_BYTES); None to read it through the data source as usual."""
+    try:
+        limit = int(str(spark.conf.get(CONF_LOCAL_BYTES, "0")).strip() or 0)
+    except ValueError:
+        raise CarbonOptionError(f"{CONF_LOCAL_BYTES} must be a number of bytes, found "
+                                f"{spark.conf.get(CONF_LOCAL_BYTES)!r}") from None
+    if limit <= 0 or not read.columns or set(rel.options) - {"path", "paths", "filter", "segments"}:
+        return None
+    segments = rel.options.get("segments")
+    stored = scan_bytes(read.path, read.filter, segments)
+    if stored * row_width(fields) // max(1, row_width(rel.fields)) > limit:
+        return None
+    schema = StructType.fromJson({"type": "struct", "fields": fields})
+    table = Scan(read.path, columns=list(read.columns), filter=read.filter, segments=segments).to_arrow()
+    table = table.rename_columns([f["name"] for f in fields]).cast(to_arrow_schema(schema))
+    return spark.createDataFrame(table, schema=schema)._jdf.queryExecution().analyzed()
 
 
 def _drop_in(spark: Any, rel: Relation, read: RelationRead) -> Any:

@@ -75,3 +75,22 @@ def test_query_matches_parquet(sides, n):
     want = parquet.sql(text).collect()
     equal, note = tpch.compare(got, want, tpch.ordered(text))
     assert equal, f"Q{n}: carbondata vs Parquet: {note}"
+
+
+@pytest.mark.parametrize("n", [2, 5, 8, 13, 20, 22], ids=lambda n: f"q{n}")
+def test_query_with_local_relations_matches_parquet(sides, n):
+    """With carbon_ds.sql.localRelationBytes set, the small relations of a query are read on the driver
+    and handed to Spark as local relations (at SF 0.01: all of them); the answer stays Parquet's."""
+    carbon, parquet = sides
+    text = tpch.query(n, SF)
+    carbon.conf.set("carbon_ds.sql.localRelationBytes", str(64 << 20))
+    try:
+        df = carbon_ds.sql(carbon, text)
+        plan = df._jdf.queryExecution().optimizedPlan().toString()
+        got = df.collect()
+    finally:
+        carbon.conf.unset("carbon_ds.sql.localRelationBytes")
+    assert "LocalRelation" in plan and "carbondata" not in plan.lower(), plan
+    want = parquet.sql(text).collect()
+    equal, note = tpch.compare(got, want, tpch.ordered(text))
+    assert equal, f"Q{n}: carbondata (local relations) vs Parquet: {note}"
