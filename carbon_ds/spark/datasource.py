@@ -1,8 +1,8 @@
 """The Spark data source ``carbondata`` (Spark 4 Python Data Source API, Arrow in and out).
 
 Reads: the data files of every readable segment, large files split into groups of blocklets and small
-ones packed several to an input partition (each partition is a Python task). Spark never pushes a projection to Python sources, so columns are only pruned when the
-relation declares them with ``.schema(...)`` (the user, or carbon_ds.spark.query for them); batches are
+ones packed several to an input partition (each partition is a Python task). Spark never pushes a
+projection to Python sources, so columns are only pruned when the relation declares them with ``.schema(...)`` (the user, or carbon_ds.spark.query for them); batches are
 cast to exactly the declared schema, as Spark requires. A relation declaring no column yields column-less
 batches that carry the row count (``count(*)``), taken from the index files when it has no filter.
 
