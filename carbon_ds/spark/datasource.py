@@ -2,8 +2,9 @@
 
 Reads: the data files of every readable segment, large files split into groups of blocklets and small
 ones packed several to an input partition (each partition is a Python task). Spark never pushes a
-projection to Python sources, so columns are only pruned when the relation declares them with ``.schema(...)`` (the user, or carbon_ds.spark.query for them); batches are
-cast to exactly the declared schema, as Spark requires. A relation declaring no column yields column-less
+projection to Python sources, so columns are only pruned when the relation declares them with
+``.schema(...)`` (the user, or carbon_ds.spark.query for them); batches are cast to exactly the declared
+schema, as Spark requires. A relation declaring no column yields column-less
 batches that carry the row count (``count(*)``), taken from the index files when it has no filter.
 
 Writes: ``writer()`` runs once per write, before any task: it creates the table if needed and reserves the
