@@ -40,7 +40,7 @@ from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.spark.snapshot import PlannedSnapshot, check_unchanged_since, in_task, query_started_ms, version_of
 from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.conform import conform
+from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, unscaled_decimals
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.locks import release_update_lock
@@ -66,6 +66,9 @@ COUNT_BATCH_ROWS = 1 << 20  # rows per column-less batch of a rows-only read
 SPARK_BATCH_ROWS = 1 << 16
 PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+# Read option: decimal columns delivered as their unscaled bigint (carbon_ds.spark.query declares them so
+# and rebuilds the decimals in the JVM, which is much cheaper than Spark converting Arrow decimals)
+UNSCALED_OPTION = "unscaled_decimals"
 
 
 def _path(options) -> str:
@@ -174,9 +177,26 @@ class CarbonReader(DataSourceReader):
         # Names in the source's spelling; a user-given schema may be any subset, any case.
         data_names = [n for n in self.target.names if not (self.positions and n in POSITION_NAMES)]
         self.columns = resolve_columns(self.source_schema, data_names, f"carbondata source {path}")
+        self.unscaled = self._unscaled(options.get(UNSCALED_OPTION))
         if self.segments and not self.is_table:
             raise CarbonOptionError(f"option segments={self.segments!r} needs a table, {path} has no Metadata/schema")
         self._option_expr()  # a bad filter fails at planning time, naming the option
+
+    def _unscaled(self, text: str | None) -> list[str]:
+        """The columns of option ``unscaled_decimals``: decimals of at most 18 digits that this relation
+        declares as bigint and that reach Spark as their unscaled values (see conform.unscaled_decimals)."""
+        names = [n.strip() for n in (text or "").split(",") if n.strip()]
+        declared = {f.name.lower(): f.type for f in self.target}
+        out = resolve_columns(self.source_schema, names, f"option {UNSCALED_OPTION}") if names else []
+        for name in out:
+            t = self.source_schema.field(name).type
+            if not pa.types.is_decimal128(t) or t.precision > UNSCALED_MAX_PRECISION:
+                raise CarbonOptionError(f"option {UNSCALED_OPTION}: column {name!r} is {t}; expected a decimal of "
+                                        f"at most {UNSCALED_MAX_PRECISION} digits")
+            if declared.get(name.lower()) != pa.int64():
+                raise CarbonOptionError(f"option {UNSCALED_OPTION}: column {name!r} must be declared bigint in the "
+                                        f"schema, found {declared.get(name.lower(), 'no such declared column')}")
+        return out
 
     def _option_expr(self):
         try:
@@ -278,6 +298,7 @@ class CarbonReader(DataSourceReader):
             # every live row with where it lives; the DELETE/UPDATE predicate is Spark's to evaluate
             for table in position_tables(storage, planned, self.columns or [], self.source_schema, deletes,
                                          columns):
+                table = unscaled_decimals(table, self.unscaled)
                 for b in table.to_batches(max_chunksize=SPARK_BATCH_ROWS):
                     yield conform(b, self.target)
             return
@@ -288,7 +309,8 @@ class CarbonReader(DataSourceReader):
         )
         for table in tables:
             if self.target.names:
-                table = conform(table, self.target)  # once per unit, before slicing: casts run on whole columns
+                # once per unit, before slicing: casts run on whole columns
+                table = conform(unscaled_decimals(table, self.unscaled), self.target)
             if table.num_columns and table.column(0).num_chunks > 1:
                 table = table.combine_chunks()  # a filtered unit comes in many small pieces
             for b in table.to_batches(max_chunksize=SPARK_BATCH_ROWS):

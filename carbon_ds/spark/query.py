@@ -26,35 +26,33 @@ relation, and Spark Connect sessions (no JVM to ask).
 
 from __future__ import annotations
 
+import re
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from py4j.java_gateway import is_instance_of
 from pyspark.sql.classic.dataframe import DataFrame
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.spark.catalyst import field_kind, node_name, scala_object, to_list
+from carbon_ds.spark.datasource import UNSCALED_OPTION
+from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
 from carbon_ds.spark.stats import row_width, sized
+from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION
 from carbon_ds.table.read.pruning import as_expr
 from carbon_ds.table.read.scan import arrow_schema_of, scan_bytes
-from carbon_ds.table.read.scanner import Scan
 
 __all__ = ["CONF_LOCAL_BYTES", "CONF_REWRITE", "CONF_STATISTICS", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
 
 CONF_REWRITE = "carbon_ds.sql.rewrite"
 """Spark conf: ``false`` makes ``carbon_ds.sql`` pass queries to ``spark.sql`` unchanged."""
 CONF_STATISTICS = "carbon_ds.sql.statistics"
-"""Spark conf: ``true`` gives rewritten relations a size estimate for join planning (carbon_ds.spark.stats).
-Off by default until measured at scale: a first TPC-H SF 1 run with it was slower on Q2 and Q5."""
-CONF_LOCAL_BYTES = "carbon_ds.sql.localRelationBytes"
-"""Spark conf: a relation whose pruned read touches at most this many stored bytes (scaled to its columns)
-is read on the driver and handed to Spark as a local relation: no Python worker runs for it and Spark
-sees its size, so it can broadcast it. 0 (the default) turns this off."""
-
+"""Spark conf: ``true`` (the default) gives rewritten relations a size estimate for join planning
+(carbon_ds.spark.stats), so Spark broadcasts small sides instead of shuffling the large one."""
 # Write commands whose query may be rewritten: their target is a field, not a child, so it stays as is.
 WRITE_ROOTS = frozenset({"AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
                          "InsertIntoHadoopFsRelationCommand"})
@@ -62,6 +60,7 @@ WRITE_ROOTS = frozenset({"AppendData", "OverwriteByExpression", "OverwritePartit
 QUERY_KEYWORDS = frozenset({"SELECT", "WITH", "INSERT", "FROM", "TABLE"})
 _COMMAND = "org.apache.spark.sql.catalyst.plans.logical.Command"
 # Cheapest columns to decode when rows must be read without any column (ties: the first column).
+_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 _CHEAP = {"boolean": 0, "byte": 0, "short": 1, "integer": 2, "date": 2, "float": 2, "long": 3, "timestamp": 3,
           "double": 3}
 
@@ -92,6 +91,7 @@ class _Analysis:
     reason: str | None  # why the whole statement passes through (None: rewrite what `reads` says)
     relations: list[Relation]
     reads: list[RelationRead]
+    nondeterministic: bool = False  # rand() and the like see rows in their data source partitions
 
     @property
     def replaces(self) -> bool:
@@ -203,6 +203,7 @@ def _analyze(spark: Any, qe: Any) -> _Analysis:
     if assign(spark._jvm, out.relations, walk.scans):
         out.reason = "an optimized relation matches no relation of the analyzed plan"
         return out
+    out.nondeterministic = walk.nondeterministic
     out.reads = [_decide(r, walk.nondeterministic) for r in out.relations]
     return out
 
@@ -292,64 +293,77 @@ def _replace(spark: Any, analysis: _Analysis) -> Any:
     mapping = jvm.java.util.HashMap()
     for rel, read in zip(analysis.relations, analysis.reads, strict=True):
         if read.unchanged is None:
-            mapping.put(rel.node, _drop_in(spark, rel, read))
+            mapping.put(rel.node, _drop_in(spark, rel, read, analysis.nondeterministic))
     # a Scala Map is a PartialFunction from the old nodes to the new ones
     return analysis.analyzed.transformUpWithSubqueries(jvm.scala.jdk.javaapi.CollectionConverters.asScala(mapping))
 
 
-def _fresh(spark: Any, rel: Relation, read: RelationRead) -> Any:
+def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool = False
+           ) -> tuple[Any, dict[str, tuple[int, int]]]:
     """The plan of a new relation over ``read.path`` declaring ``read.columns`` with the types and
     nullability of ``rel``'s attributes (a user schema of other types is kept), sized for Spark's join
-    planning (carbon_ds.spark.stats) where this Spark allows it."""
+    planning (carbon_ds.spark.stats) where this Spark allows it; and the columns it delivers as unscaled
+    decimals ({lower-case name: (precision, scale)}), which the drop-in node turns back into decimals."""
     by_name = {f["name"].lower(): f for f in rel.fields}
     fields = [{**by_name[c.lower()], "metadata": {}} for c in read.columns]
-    reader = spark.read.format("carbondata").schema(StructType.fromJson({"type": "struct", "fields": fields}))
+    # a local relation has other partitions: a non-deterministic expression would see other rows together
+    local = None if keep_partitions else _local(spark, rel, read, fields)
+    if local is not None:
+        return local, {}
+    unscaled = _unscaled(read.path, fields)
+    declared = [{**f, "type": "long"} if f["name"].lower() in unscaled else f for f in fields]
+    reader = spark.read.format("carbondata").schema(StructType.fromJson({"type": "struct", "fields": declared}))
     for key, value in rel.options.items():
         if key not in ("path", "paths", "filter"):
             reader = reader.option(key, value)
     if read.filter:
         reader = reader.option("filter", read.filter)
-    local = _local(spark, rel, read, fields)
-    if local is not None:
-        return local
+    if unscaled:
+        reader = reader.option(UNSCALED_OPTION, ",".join(f["name"] for f in fields if f["name"].lower() in unscaled))
     jdf = reader.load(read.path)._jdf
-    if str(spark.conf.get(CONF_STATISTICS, "false")).strip().lower() != "true":
-        return jdf.queryExecution().analyzed()
+    if str(spark.conf.get(CONF_STATISTICS, "true")).strip().lower() != "true":
+        return jdf.queryExecution().analyzed(), unscaled
     try:
         # the size Spark would estimate for the same columns in Parquet, so it can broadcast small sides
         stored = scan_bytes(read.path, read.filter, rel.options.get("segments"))
         node = sized(spark, jdf, stored * row_width(fields) // max(1, row_width(rel.fields)))
     except Exception:  # noqa: BLE001 - without an estimate the relation is planned as before
         node = None
-    return node if node is not None else jdf.queryExecution().analyzed()
+    return (node if node is not None else jdf.queryExecution().analyzed()), unscaled
+
+
+def _unscaled(path: str, fields: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:
+    """The declared decimal columns of at most 18 digits whose declared type is the table's own: Spark
+    converts Arrow decimals to its own value by value through Java's BigDecimal, while an unscaled bigint
+    rebuilt by MakeDecimal costs about what a bigint does (TPC-H lineitem's four decimals: see docs/sql.md)."""
+    schema = arrow_schema_of(path)
+    by_lower = {f.name.lower(): f.type for f in schema}
+    out = {}
+    for f in fields:
+        m = _DECIMAL.fullmatch(f["type"]) if isinstance(f["type"], str) else None
+        if m is None or int(m[1]) > UNSCALED_MAX_PRECISION:
+            continue
+        if by_lower.get(f["name"].lower()) == pa.decimal128(int(m[1]), int(m[2])):
+            out[f["name"].lower()] = (int(m[1]), int(m[2]))
+    return out
 
 
 def _local(spark: Any, rel: Relation, read: RelationRead, fields: list[dict[str, Any]]) -> Any:
     """The plan of a local relation holding ``read``'s rows, read here on the driver, when the read is
-    small enough (CONF_LOCAL_BYTES); None to read it through the data source as usual."""
-    try:
-        limit = int(str(spark.conf.get(CONF_LOCAL_BYTES, "0")).strip() or 0)
-    except ValueError:
-        raise CarbonOptionError(f"{CONF_LOCAL_BYTES} must be a number of bytes, found "
-                                f"{spark.conf.get(CONF_LOCAL_BYTES)!r}") from None
-    if limit <= 0 or not read.columns or set(rel.options) - {"path", "paths", "filter", "segments"}:
+    small enough (carbon_ds.spark.local); None to read it through the data source as usual."""
+    if set(rel.options) - {"path", "paths", "filter", "segments"}:
         return None
-    segments = rel.options.get("segments")
-    stored = scan_bytes(read.path, read.filter, segments)
-    if stored * row_width(fields) // max(1, row_width(rel.fields)) > limit:
-        return None
-    schema = StructType.fromJson({"type": "struct", "fields": fields})
-    table = Scan(read.path, columns=list(read.columns), filter=read.filter, segments=segments).to_arrow()
-    table = table.rename_columns([f["name"] for f in fields]).cast(to_arrow_schema(schema))
-    return spark.createDataFrame(table, schema=schema)._jdf.queryExecution().analyzed()
+    df = local_frame(spark, read.path, fields, list(read.columns), read.filter, rel.options.get("segments"),
+                     rel.fields)
+    return None if df is None else df._jdf.queryExecution().analyzed()
 
 
-def _drop_in(spark: Any, rel: Relation, read: RelationRead) -> Any:
+def _drop_in(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool = False) -> Any:
     """Project over the fresh relation with exactly ``rel``'s output attributes (same exprIds)."""
     jvm = spark._jvm
     exprs = jvm.org.apache.spark.sql.catalyst.expressions
     alias, literal, some = exprs.Alias, exprs.Literal, jvm.scala.Some  # each lookup is a JVM round trip
-    fresh = _fresh(spark, rel, read)
+    fresh, unscaled = _fresh(spark, rel, read, keep_partitions)
     # the fresh relation's output is the declared schema: read.columns in order
     by_name = {c.lower(): a for c, a in zip(read.columns, to_list(fresh.output()), strict=True)}
     nil = scala_object(jvm, "scala.collection.immutable.Nil$")
@@ -358,6 +372,9 @@ def _drop_in(spark: Any, rel: Relation, read: RelationRead) -> Any:
         value = by_name.get(name.lower())
         if value is None:
             value = literal.create(None, old.dataType())
+        elif name.lower() in unscaled:
+            precision, scale = unscaled[name.lower()]
+            value = exprs.MakeDecimal(value, precision, scale, True)
         items.add(alias(value, name, old.exprId(), old.qualifier(), some(old.metadata()), nil))
     project_list = jvm.scala.jdk.javaapi.CollectionConverters.asScala(items).toSeq()
     return jvm.org.apache.spark.sql.catalyst.plans.logical.Project(project_list, fresh)

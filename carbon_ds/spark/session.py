@@ -12,6 +12,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.spark import native_read
 from carbon_ds.spark.datasource import PUSHDOWN_CONF, CarbonDataSource, CarbonPushdownDataSource, pushdown_is_safe
+from carbon_ds.spark.local import local_frame
 from carbon_ds.table.meta.handle import resolve_columns
 from carbon_ds.table.read.pruning import as_expr
 from carbon_ds.table.read.scan import open_source
@@ -37,7 +38,9 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
     """A Spark DataFrame of ``columns`` of the table at ``path``, holding only rows where ``filter`` is TRUE.
 
     The projection becomes the relation's schema and the filter its ``filter`` option, so Spark's Python
-    workers decode only those columns of the blocklets and pages that can match (the fastest way in).
+    workers decode only those columns of the blocklets and pages that can match (the fastest way in). A
+    read that touches at most ``carbon_ds.sql.localRelationBytes`` stored bytes (default 1 MiB; 0: never)
+    is done on the driver and returned as a local relation (carbon_ds.spark.local).
 
     Args:
         columns: the columns to read (any case); None reads all.
@@ -57,12 +60,19 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
         # (see docs/segments.md "Adding external data"); off by default
         return native_read.read(spark, text, source.table, names, filter, segments)
     register(spark)
+    schema = pa.schema([source.schema.field(n) for n in names]) if names is not None else source.schema
+    spark_schema = from_arrow_schema(schema, prefer_timestamp_ntz=False)
+    segment_text = None if segments is None else segments if isinstance(segments, str) else ",".join(map(str, segments))
+    # a small pruned read (a point lookup on a sort column) is done here: no Python worker (spark/local.py)
+    local = local_frame(spark, text, spark_schema.jsonValue()["fields"], list(schema.names), filter or None,
+                        segment_text, from_arrow_schema(source.schema, prefer_timestamp_ntz=False).jsonValue()["fields"])
+    if local is not None:
+        return local
     reader = spark.read.format("carbondata")
     if names is not None:
-        schema = pa.schema([source.schema.field(n) for n in names])
-        reader = reader.schema(from_arrow_schema(schema, prefer_timestamp_ntz=False))
+        reader = reader.schema(spark_schema)
     if filter:
         reader = reader.option("filter", filter)
-    if segments is not None:
-        reader = reader.option("segments", segments if isinstance(segments, str) else ",".join(map(str, segments)))
+    if segment_text is not None:
+        reader = reader.option("segments", segment_text)
     return reader.load(text)

@@ -97,12 +97,15 @@ def _norm(rows) -> list:
 
 @contextlib.contextmanager
 def _without_estimates(spark):
-    """Rewritten relations stay visible as carbondata relations (a size estimate wraps each in a LogicalRDD)."""
+    """Rewritten relations stay visible as carbondata relations (a size estimate wraps each in a LogicalRDD,
+    a small one is read on the driver into a local relation)."""
     spark.conf.set(query.CONF_STATISTICS, "false")
+    spark.conf.set(query.CONF_LOCAL_BYTES, "0")
     try:
         yield
     finally:
         spark.conf.unset(query.CONF_STATISTICS)
+        spark.conf.unset(query.CONF_LOCAL_BYTES)
 
 
 def _check(spark, q: str) -> list:
@@ -354,3 +357,47 @@ def test_small_relations_are_broadcast(spark, tables):
         _check(spark, q)
     finally:
         spark.conf.unset(query.CONF_STATISTICS)
+
+
+def test_decimals_travel_unscaled_and_are_rebuilt_by_spark(spark, tables):
+    """A decimal of at most 18 digits reaches Spark as its unscaled bigint and MakeDecimal rebuilds it in
+    the JVM (Spark converts Arrow decimals value by value through BigDecimal); the answers are unchanged."""
+    q = ("SELECT dept, sum(amount), min(amount), max(amount), count(amount) FROM emp "
+         "WHERE amount > -5000.5 OR amount IS NULL GROUP BY dept")
+    with _without_estimates(spark):
+        plan = carbon_ds.sql(spark, q)._jdf.queryExecution().analyzed().toString().lower()
+        assert "makedecimal(" in plan, plan
+        _check(spark, q)
+
+
+def test_unscaled_decimals_option(spark, tables):
+    path = tables["emp"]
+    base = spark.read.format("carbondata").load(path).select("id", "amount").collect()
+    want = {r.id: None if r.amount is None else int(r.amount * 100) for r in base}
+    got = (spark.read.format("carbondata").schema("id int, amount bigint").option("unscaled_decimals", "AMOUNT")
+           .load(path).collect())
+    assert {r.id: r.amount for r in got} == want
+    assert any(v is not None and v % 100 for v in want.values())  # cents survive: not a rounded cast
+    for column, schema, message in [
+        ("dept", "id int, dept bigint", "unscaled_decimals: column 'dept' is string; expected a decimal"),
+        ("amount", "id int, amount decimal(10,2)", "unscaled_decimals: column 'amount' must be declared bigint"),
+    ]:
+        with pytest.raises(Exception, match=message):
+            spark.read.format("carbondata").schema(schema).option("unscaled_decimals", column).load(path).collect()
+
+
+def test_small_read_runs_on_the_driver(spark, tables):
+    """carbon_ds.read of a read touching at most carbon_ds.sql.localRelationBytes is done on the driver and
+    handed to Spark as a local relation (no Python data source task); its rows equal the data source's."""
+    cols, flt = ["id", "amount", "ts", "note"], "id >= 100 AND id < 160 AND note <> 'beta'"
+    local = carbon_ds.read(spark, tables["emp"], columns=cols, filter=flt)
+    assert "LocalRelation" in local._jdf.queryExecution().analyzed().toString()
+    spark.conf.set(query.CONF_LOCAL_BYTES, "0")
+    try:
+        remote = carbon_ds.read(spark, tables["emp"], columns=cols, filter=flt)
+        assert "LocalRelation" not in remote._jdf.queryExecution().analyzed().toString()
+        assert local.schema == remote.schema
+        assert _norm(local.collect()) == _norm(remote.collect())
+        assert 0 < local.count() < 60
+    finally:
+        spark.conf.unset(query.CONF_LOCAL_BYTES)

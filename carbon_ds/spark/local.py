@@ -1,0 +1,54 @@
+"""Small reads on the driver.
+
+Every relation read through the ``carbondata`` data source costs Python round trips before any row moves:
+one to create the source, one to plan its partitions, then a Python task. For a read that touches little
+(a dimension table, a point lookup on a sort column) that fixed cost is most of the query. Such a read is
+done here, in the driver's process, and handed to Spark as a local relation: Spark then also knows its
+size and can broadcast it. The limit is the Spark conf ``carbon_ds.sql.localRelationBytes``.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pyspark.sql.pandas.types import to_arrow_schema
+from pyspark.sql.types import StructType
+
+from carbon_ds.errors import CarbonOptionError
+from carbon_ds.spark.stats import row_width
+from carbon_ds.table.read.scan import scan_bytes
+from carbon_ds.table.read.scanner import Scan
+
+__all__ = ["CONF_LOCAL_BYTES", "DEFAULT_LOCAL_BYTES", "local_frame", "local_limit"]
+
+CONF_LOCAL_BYTES = "carbon_ds.sql.localRelationBytes"
+"""Spark conf: a read touching at most this many stored bytes (scaled to its columns) runs on the driver
+into a local relation. 0 turns this off."""
+# Dimension tables and point lookups; larger local relations were measured slower (TPC-H Q22 at 8 MiB).
+DEFAULT_LOCAL_BYTES = 1 << 20
+
+
+def local_limit(spark: Any) -> int:
+    """The session's CONF_LOCAL_BYTES."""
+    text = str(spark.conf.get(CONF_LOCAL_BYTES, str(DEFAULT_LOCAL_BYTES))).strip()
+    try:
+        return int(text or 0)
+    except ValueError:
+        raise CarbonOptionError(f"spark conf {CONF_LOCAL_BYTES} must be a number of bytes, found {text!r}") from None
+
+
+def local_frame(spark: Any, path: str, fields: list[dict[str, Any]], columns: list[str], filter: str | None,
+                segments: str | None, all_fields: list[dict[str, Any]]) -> Any:
+    """A DataFrame of ``columns`` (declared as the StructType JSON ``fields``, same order) of the rows of
+    ``path`` where ``filter`` holds, read here, when the read touches at most the session's limit of stored
+    bytes scaled by the share of ``fields`` in the width of ``all_fields`` (the table's); else None."""
+    limit = local_limit(spark)
+    if limit <= 0 or not columns:
+        return None
+    stored = scan_bytes(path, filter, segments)
+    if stored * row_width(fields) // max(1, row_width(all_fields)) > limit:
+        return None
+    schema = StructType.fromJson({"type": "struct", "fields": fields})
+    table = Scan(path, columns=list(columns), filter=filter, segments=segments).to_arrow()
+    table = table.rename_columns([f["name"] for f in fields]).cast(to_arrow_schema(schema, timezone="UTC"))
+    return spark.createDataFrame(table, schema=schema)
