@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.spark.stats import row_width
-from carbon_ds.table.read.scan import scan_bytes
+from carbon_ds.table.read.scan import scan_estimate
 from carbon_ds.table.read.scanner import Scan
 
 __all__ = ["CONF_LOCAL_BYTES", "DEFAULT_LOCAL_BYTES", "local_frame", "local_limit"]
@@ -24,8 +24,10 @@ __all__ = ["CONF_LOCAL_BYTES", "DEFAULT_LOCAL_BYTES", "local_frame", "local_limi
 CONF_LOCAL_BYTES = "carbon_ds.sql.localRelationBytes"
 """Spark conf: a read touching at most this many stored bytes (scaled to its columns) runs on the driver
 into a local relation. 0 turns this off."""
-# Dimension tables and point lookups; larger local relations were measured slower (TPC-H Q22 at 8 MiB).
-DEFAULT_LOCAL_BYTES = 1 << 20
+DEFAULT_LOCAL_BYTES = 4 << 20  # dimension tables; a point lookup on a sort column reads a blocklet or two
+# Spark turns a local relation into rows on the driver and ships them inside tasks: past some rows that costs
+# more than a Python task (TPC-H Q22's 150,000 customers took 8.6x Parquet's time read locally).
+LOCAL_MAX_ROWS = 100_000
 
 
 def local_limit(spark: Any) -> int:
@@ -40,13 +42,14 @@ def local_limit(spark: Any) -> int:
 def local_frame(spark: Any, path: str, fields: list[dict[str, Any]], columns: list[str], filter: str | None,
                 segments: str | None, all_fields: list[dict[str, Any]]) -> Any:
     """A DataFrame of ``columns`` (declared as the StructType JSON ``fields``, same order) of the rows of
-    ``path`` where ``filter`` holds, read here, when the read touches at most the session's limit of stored
-    bytes scaled by the share of ``fields`` in the width of ``all_fields`` (the table's); else None."""
+    ``path`` where ``filter`` holds, read here, when the read touches at most LOCAL_MAX_ROWS rows and the
+    session's limit of stored bytes scaled by the share of ``fields`` in the width of ``all_fields`` (the
+    table's); else None."""
     limit = local_limit(spark)
     if limit <= 0 or not columns:
         return None
-    stored = scan_bytes(path, filter, segments)
-    if stored * row_width(fields) // max(1, row_width(all_fields)) > limit:
+    stored, rows = scan_estimate(path, filter, segments)
+    if rows is None or rows > LOCAL_MAX_ROWS or stored * row_width(fields) // max(1, row_width(all_fields)) > limit:
         return None
     schema = StructType.fromJson({"type": "struct", "fields": fields})
     table = Scan(path, columns=list(columns), filter=filter, segments=segments).to_arrow()

@@ -286,15 +286,21 @@ def format_explain(report: dict) -> list[str]:
 def scan_bytes(path, filter=None, segments=None) -> int:
     """Stored bytes a filtered read would touch: each surviving file's size times the share of its rows
     in the surviving blocklets (the whole file when the index has no row counts). No data page is read."""
+    return scan_estimate(path, filter, segments)[0]
+
+
+def scan_estimate(path, filter=None, segments=None) -> tuple[int, int | None]:
+    """(stored bytes as scan_bytes counts them, rows of the surviving blocklets or None when an index
+    does not say) of a filtered read. No data page is read."""
     source = open_source(path, segments)
     expr = pruning.as_expr(filter, source.schema)
     kept = plan(source, expr).pieces
     if not kept:
-        return 0
+        return 0, 0
     every: dict[str, int] = {}
     for p in plan(source, AlwaysTrue()).pieces if filter else ():
         every[p.path] = every.get(p.path, 0) + (p.rows or 0)
-    total = 0
+    total, total_rows = 0, 0
     for piece in kept:
         try:
             size = source.storage.size(piece.path)
@@ -304,4 +310,5 @@ def scan_bytes(path, filter=None, segments=None) -> int:
         if filter and rows is not None and all_rows:
             size = size * min(rows, all_rows) // all_rows
         total += size
-    return total
+        total_rows = None if total_rows is None or rows is None else total_rows + rows
+    return total, total_rows
