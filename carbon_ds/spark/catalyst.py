@@ -57,12 +57,26 @@ def to_list(seq: Any) -> list[Any]:
     return [items.apply(i) for i in range(n)]
 
 
-def scala_object(jvm: Any, name: str) -> Any:
-    """The singleton of a Scala ``object`` (``name`` ends with ``$``)."""
+def jvm_class(jvm: Any, name: str) -> Any:
+    """The py4j handle of the JVM class ``name`` (fully qualified). py4j resolves ``jvm.a.b.C`` one
+    segment at a time, a JVM round trip each; handles are kept per gateway, so that happens once."""
+    client = jvm._gateway_client
+    hit = _CLASSES.get(name)
+    if hit is not None and hit[0] is client:
+        return hit[1]
     obj = jvm
     for part in name.split("."):
         obj = getattr(obj, part)
-    return getattr(obj, "MODULE$")
+    _CLASSES[name] = (client, obj)
+    return obj
+
+
+def scala_object(jvm: Any, name: str) -> Any:
+    """The singleton of a Scala ``object`` (``name`` ends with ``$``)."""
+    return getattr(jvm_class(jvm, name), "MODULE$")
+
+
+_CLASSES: dict[str, tuple[Any, Any]] = {}
 
 
 # AttributeReference.toString is name#exprId plus a type suffix (L for bigint) and, for event time, -T<n>ms
@@ -105,9 +119,10 @@ def type_key(data_type: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-def carbon_relation(node: Any) -> Any | None:
-    """The ``DataSourceV2Relation`` of a carbondata relation or scan node, else None."""
-    kind = node_name(node)
+def carbon_relation(node: Any, kind: str | None = None) -> Any | None:
+    """The ``DataSourceV2Relation`` of a carbondata relation or scan node, else None (``kind``: the
+    node's name when the caller has it, saving a JVM call)."""
+    kind = kind if kind is not None else node_name(node)
     if kind == "DataSourceV2ScanRelation":
         rel = node.relation()
     elif kind == "DataSourceV2Relation":
@@ -123,7 +138,7 @@ def carbon_relation(node: Any) -> Any | None:
 def relation_options(jvm: Any, rel: Any) -> dict[str, str]:
     """The relation's options, keys lower-cased (Spark's map is case-insensitive)."""
     m = rel.options().asCaseSensitiveMap()
-    keys = str(jvm.java.lang.String.join(_SEPARATOR, m.keySet()))  # one call, not one per entry and step
+    keys = str(jvm_class(jvm, "java.lang.String").join(_SEPARATOR, m.keySet()))  # one call, not one per entry and step
     return {k.lower(): str(m.get(k)) for k in keys.split(_SEPARATOR) if k}
 
 

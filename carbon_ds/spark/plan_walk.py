@@ -88,7 +88,8 @@ def relations_of(jvm: Any, analyzed: Any) -> list[Relation]:
     stack: list[tuple[Any, str | None]] = [(analyzed, None)]
     while stack:
         node, view = stack.pop()
-        rel = carbon_relation(node)
+        kind = node_name(node)
+        rel = carbon_relation(node, kind)
         if rel is not None:
             if any(r.node.equals(rel) for r in found):
                 continue
@@ -96,7 +97,6 @@ def relations_of(jvm: Any, analyzed: Any) -> list[Relation]:
             found.append(Relation(rel, [n for n, _i in output], [i for _n, i in output], fields_of(rel), view,
                                   relation_options(jvm, rel)))
             continue
-        kind = node_name(node)
         if kind == "View":
             view = str(node.desc().identifier().table())
         elif kind == "SubqueryAlias" and view is None:
@@ -111,25 +111,28 @@ class Walk:
     scans: list[Scan]
     cached: bool  # the plan reads cached data (an InMemoryRelation)
     nondeterministic: bool  # some expression's value depends on which rows reach it (rand(), ...)
+    joins: bool = False  # the plan joins (only then does the size of a relation matter to Spark)
 
 
 def scans_of(optimized: Any) -> Walk:
     """The carbondata occurrences of an optimized plan with their needed columns and filter text."""
     referenced: set[int] = set()
     found: list[tuple[Any, Any, list[Any]]] = []  # (scan node, relation, ancestors nearest first)
-    cached = nondeterministic = False
+    cached = nondeterministic = joins = False
     stack: list[tuple[Any, list[Any], bool]] = [(optimized, [], True)]
     while stack:
         node, ancestors, is_root = stack.pop()
         kind = node_name(node)
         cached |= kind == "InMemoryRelation"
-        rel = carbon_relation(node)
+        joins |= kind == "Join"
+        rel = carbon_relation(node, kind)
         if rel is not None:
             found.append((node, rel, ancestors))
             if is_root:
                 referenced.update(i for _n, i in attributes(node.output()))
             continue
-        nondeterministic |= any(not x.deterministic() for x in to_list(node.expressions()))
+        # QueryPlan.deterministic covers the node's expressions and its children's (one call, cached)
+        nondeterministic = nondeterministic or not node.deterministic()
         referenced.update(i for _n, i in attributes(node.references()))
         if is_root:  # the query's result, or a subquery's value used by its expression
             referenced.update(i for _n, i in attributes(node.output()))
@@ -151,7 +154,7 @@ def scans_of(optimized: Any) -> Walk:
                 columns[i] = Column(name, kind)
         _collect_predicates(scan, FilterTranslator(columns), ancestors)
         scans.append(scan)
-    return Walk(scans, cached, nondeterministic)
+    return Walk(scans, cached, nondeterministic, joins)
 
 
 def _collect_predicates(scan: Scan, translator: FilterTranslator, ancestors: list[Any]) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from carbon_ds.spark.catalyst import scala_object
+from carbon_ds.spark.catalyst import jvm_class, scala_object
 
 __all__ = ["row_width", "sized"]
 
@@ -49,7 +49,7 @@ def sized(spark: Any, jdf: Any, size_in_bytes: int) -> Any:
     jvm = spark._jvm
     qe = jdf.queryExecution()
     executed = qe.executedPlan()
-    logical = jvm.java.lang.Class.forName("org.apache.spark.sql.execution.LogicalRDD")
+    logical = jvm_class(jvm, "java.lang.Class").forName("org.apache.spark.sql.execution.LogicalRDD")
     constructors = list(logical.getConstructors())
     if len(constructors) != 1:
         return None
@@ -64,7 +64,7 @@ def sized(spark: Any, jdf: Any, size_in_bytes: int) -> Any:
                                       scala_object(jvm, "scala.collection.immutable.Nil$"))
     none = scala_object(jvm, "scala.None$")
     nil = scala_object(jvm, "scala.collection.immutable.Nil$")
-    args = jvm.java.util.ArrayList()
+    args = jvm_class(jvm, "java.util.ArrayList")()
     seqs = 0
     for t in types:
         if t.startswith("scala.collection.immutable.Seq"):
@@ -73,13 +73,13 @@ def sized(spark: Any, jdf: Any, size_in_bytes: int) -> Any:
         elif t.startswith("org.apache.spark.rdd.RDD"):
             args.add(qe.toRdd())
         elif t.endswith("Partitioning"):
-            args.add(jvm.org.apache.spark.sql.catalyst.plans.physical.UnknownPartitioning(0))
+            args.add(jvm_class(jvm, "org.apache.spark.sql.catalyst.plans.physical.UnknownPartitioning")(0))
         elif t == "boolean":
             args.add(False)  # not streaming, not a checkpoint
         elif t.endswith("SparkSession"):
             args.add(spark._jsparkSession)
         elif t == "scala.Option<org.apache.spark.sql.catalyst.plans.logical.Statistics>":
-            args.add(jvm.scala.Some(stats))
+            args.add(jvm_class(jvm, "scala.Some")(stats))
         elif t.startswith("scala.Option"):
             args.add(none)
         else:
