@@ -7,9 +7,11 @@ optimized plan. Here every carbondata occurrence of the *analyzed* plan is repla
 
     Project([Alias(fresh.col or NULL, name)(old exprId, ...) for each old column], fresh relation)
 
-The fresh relation is a new ``spark.read.format("carbondata")`` load declaring only the needed columns
-(its ``.schema``) and carrying the translated predicates as its ``filter`` option, so the reader decodes
-only those columns of the blocklets and pages that can match. The node keeps the old output attributes,
+The fresh relation reads only the needed columns with the translated predicates as its ``filter``, so
+the reader decodes only those columns of the blocklets and pages that can match: a
+``spark.read.format("carbondata")`` load with that ``.schema`` and option, or (by default) the same
+reader planned here and read through ``mapInArrow`` (carbon_ds.spark.direct), a small read on the driver
+(carbon_ds.spark.local). The node keeps the old output attributes,
 so nothing above it changes, and Spark analyzes and optimizes the rewritten plan as usual.
 
 Why the answer is the same: the optimized plan O is equivalent to the analyzed plan P for any contents
@@ -40,6 +42,7 @@ from pyspark.sql.types import StructType
 from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.spark.catalyst import field_kind, jvm_class, node_name, scala_object, to_list
 from carbon_ds.spark.datasource import UNSCALED_OPTION
+from carbon_ds.spark.direct import direct_enabled, direct_frame
 from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
 from carbon_ds.spark.stats import row_width, sized
@@ -325,7 +328,15 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
         reader = reader.option("filter", read.filter)
     if unscaled:
         reader = reader.option(UNSCALED_OPTION, ",".join(f["name"] for f in fields if f["name"].lower() in unscaled))
-    jdf = reader.load(read.path)._jdf
+    direct = None
+    if direct_enabled(spark):
+        options = {k: v for k, v in rel.options.items() if k not in ("path", "paths", "filter")}
+        if read.filter:
+            options["filter"] = read.filter
+        if unscaled:
+            options[UNSCALED_OPTION] = ",".join(f["name"] for f in fields if f["name"].lower() in unscaled)
+        direct = direct_frame(spark, read.path, StructType.fromJson({"type": "struct", "fields": declared}), options)
+    jdf = direct._jdf if direct is not None else reader.load(read.path)._jdf
     # sizing plans the relation now (its partitions): worth it only where Spark chooses a join strategy
     if not joins or str(spark.conf.get(CONF_STATISTICS, "true")).strip().lower() != "true":
         return jdf.queryExecution().analyzed(), unscaled

@@ -19,6 +19,7 @@ import pytest
 
 import carbon_ds
 from carbon_ds.spark import query
+from carbon_ds.spark.direct import CONF_DIRECT
 from carbon_ds.spark.plan_walk import relations_of
 from carbon_ds.table.read.scan import scan_bytes
 
@@ -98,14 +99,16 @@ def _norm(rows) -> list:
 @contextlib.contextmanager
 def _without_estimates(spark):
     """Rewritten relations stay visible as carbondata relations (a size estimate wraps each in a LogicalRDD,
-    a small one is read on the driver into a local relation)."""
+    a small one is read on the driver into a local relation, a direct read is a mapInArrow)."""
     spark.conf.set(query.CONF_STATISTICS, "false")
     spark.conf.set(query.CONF_LOCAL_BYTES, "0")
+    spark.conf.set(CONF_DIRECT, "false")
     try:
         yield
     finally:
         spark.conf.unset(query.CONF_STATISTICS)
         spark.conf.unset(query.CONF_LOCAL_BYTES)
+        spark.conf.unset(CONF_DIRECT)
 
 
 def _check(spark, q: str) -> list:
@@ -399,5 +402,23 @@ def test_small_read_runs_on_the_driver(spark, tables):
         assert local.schema == remote.schema
         assert _norm(local.collect()) == _norm(remote.collect())
         assert 0 < local.count() < 60
+    finally:
+        spark.conf.unset(query.CONF_LOCAL_BYTES)
+
+
+def test_rewritten_relations_are_planned_on_the_driver(spark, tables):
+    """A rewritten relation is planned by the carbondata reader in the driver's process and read by a
+    mapInArrow over one row per partition (no data source round trips); the answers are the data source's."""
+    q = "SELECT id, amount, note FROM emp WHERE id < 700 AND note <> 'beta'"
+    spark.conf.set(query.CONF_LOCAL_BYTES, "0")
+    try:
+        df = carbon_ds.sql(spark, q)
+        analyzed = df._jdf.queryExecution().analyzed()
+        assert "MapInArrow" in analyzed.toString()
+        assert relations_of(spark._jvm, analyzed) == []
+        with _without_estimates(spark):
+            plain = carbon_ds.sql(spark, q)
+            assert relations_of(spark._jvm, plain._jdf.queryExecution().analyzed()) != []
+            assert _norm(df.collect()) == _norm(plain.collect()) == _norm(spark.sql(q).collect())
     finally:
         spark.conf.unset(query.CONF_LOCAL_BYTES)
