@@ -25,17 +25,25 @@ CONF_DIRECT = "carbon_ds.sql.directRead"
 """Spark conf: ``false`` makes rewritten relations ``carbondata`` data source loads again."""
 
 
+# Every task receives the whole partition list inside the function: past this many partitions the data
+# source's own planning (each task gets only its partition) is the better deal.
+MAX_PARTITIONS = 256
+
+
 def direct_enabled(spark: Any) -> bool:
     return str(spark.conf.get(CONF_DIRECT, "true")).strip().lower() == "true"
 
 
 def direct_frame(spark: Any, path: str, schema: StructType, options: dict[str, str]) -> Any:
     """The DataFrame of ``schema``'s columns of the table at ``path`` under the read ``options``, planned
-    now; None for a read that declares no column (the data source's row count serves it)."""
+    now; None for a read that declares no column (the data source's row count serves it) or that plans
+    more than MAX_PARTITIONS partitions."""
     if not schema.fields:
         return None
     reader = CarbonReader(path, schema, normalize(options))
     parts = reader.partitions()
+    if len(parts) > MAX_PARTITIONS:
+        return None
     task = _Task(reader, parts)
     return spark.range(0, len(parts), 1, len(parts)).mapInArrow(task, schema)
 
