@@ -18,7 +18,7 @@ import pyarrow as pa
 import pytest
 
 import carbon_ds
-from carbon_ds.spark import query
+from carbon_ds.spark import direct, query
 from carbon_ds.spark.direct import CONF_DIRECT
 from carbon_ds.spark.plan_walk import relations_of
 from carbon_ds.table.read.scan import scan_bytes
@@ -420,5 +420,20 @@ def test_rewritten_relations_are_planned_on_the_driver(spark, tables):
             plain = carbon_ds.sql(spark, q)
             assert relations_of(spark._jvm, plain._jdf.queryExecution().analyzed()) != []
             assert _norm(df.collect()) == _norm(plain.collect()) == _norm(spark.sql(q).collect())
+    finally:
+        spark.conf.unset(query.CONF_LOCAL_BYTES)
+
+
+def test_many_partitions_stay_a_data_source_load(spark, tables, monkeypatch):
+    """Every direct task carries the whole partition list, so past MAX_PARTITIONS the relation is a
+    carbondata data source load again (each task then gets only its own partition)."""
+    monkeypatch.setattr(direct, "MAX_PARTITIONS", 0)
+    q = "SELECT id, amount FROM emp WHERE id < 700"
+    spark.conf.set(query.CONF_LOCAL_BYTES, "0")
+    try:
+        df = carbon_ds.sql(spark, q)
+        analyzed = df._jdf.queryExecution().analyzed()
+        assert "MapInArrow" not in analyzed.toString() and relations_of(spark._jvm, analyzed) != []
+        assert _norm(df.collect()) == _norm(spark.sql(q).collect())
     finally:
         spark.conf.unset(query.CONF_LOCAL_BYTES)
