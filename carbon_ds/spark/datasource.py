@@ -40,11 +40,11 @@ from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.spark.snapshot import PlannedSnapshot, check_unchanged_since, in_task, query_started_ms, version_of
 from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, unscaled_decimals
+from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, has_unscaled_form, unscaled_decimals
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.locks import release_update_lock
-from carbon_ds.table.meta.options import normalize
+from carbon_ds.table.meta.options import normalize, split_list
 from carbon_ds.table.ops.compaction import auto_compact
 from carbon_ds.table.ops.dml import POSITION_FIELDS, POSITION_NAMES, position_tables
 from carbon_ds.table.read import pruning
@@ -185,12 +185,12 @@ class CarbonReader(DataSourceReader):
     def _unscaled(self, text: str | None) -> list[str]:
         """The columns of option ``unscaled_decimals``: decimals of at most 18 digits that this relation
         declares as bigint and that reach Spark as their unscaled values (see conform.unscaled_decimals)."""
-        names = [n.strip() for n in (text or "").split(",") if n.strip()]
+        names = split_list(text)
         declared = {f.name.lower(): f.type for f in self.target}
         out = resolve_columns(self.source_schema, names, f"option {UNSCALED_OPTION}") if names else []
         for name in out:
             t = self.source_schema.field(name).type
-            if not pa.types.is_decimal128(t) or t.precision > UNSCALED_MAX_PRECISION:
+            if not has_unscaled_form(t):
                 raise CarbonOptionError(f"option {UNSCALED_OPTION}: column {name!r} is {t}; expected a decimal of "
                                         f"at most {UNSCALED_MAX_PRECISION} digits")
             if declared.get(name.lower()) != pa.int64():

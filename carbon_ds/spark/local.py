@@ -40,15 +40,16 @@ def local_limit(spark: Any) -> int:
 
 
 def local_frame(spark: Any, path: str, fields: list[dict[str, Any]], columns: list[str], filter: str | None,
-                segments: str | None, all_fields: list[dict[str, Any]]) -> Any:
+                segments: str | None, all_fields: list[dict[str, Any]],
+                estimate: tuple[int, int | None] | None = None) -> Any:
     """A DataFrame of ``columns`` (declared as the StructType JSON ``fields``, same order) of the rows of
     ``path`` where ``filter`` holds, read here, when the read touches at most LOCAL_MAX_ROWS rows and the
     session's limit of stored bytes scaled by the share of ``fields`` in the width of ``all_fields`` (the
-    table's); else None."""
+    table's); else None. ``estimate``: the read's ``scan_estimate`` when the caller has it."""
     limit = local_limit(spark)
     if limit <= 0 or not columns:
         return None
-    stored, rows = scan_estimate(path, filter, segments)
+    stored, rows = estimate if estimate is not None else scan_estimate(path, filter, segments)
     if rows is None or rows > LOCAL_MAX_ROWS or stored * row_width(fields) // max(1, row_width(all_fields)) > limit:
         return None
     schema = StructType.fromJson({"type": "struct", "fields": fields})

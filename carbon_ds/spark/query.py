@@ -29,12 +29,10 @@ relation, and Spark Connect sessions (no JVM to ask).
 from __future__ import annotations
 
 import json
-import re
 import warnings
 from dataclasses import dataclass
 from typing import Any
 
-import pyarrow as pa
 from py4j.java_gateway import is_instance_of
 from pyspark.sql.classic.dataframe import DataFrame
 from pyspark.sql.types import StructType
@@ -43,12 +41,12 @@ from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.spark.catalyst import field_kind, jvm_class, node_name, scala_object, to_list
 from carbon_ds.spark.datasource import UNSCALED_OPTION
 from carbon_ds.spark.direct import direct_enabled, direct_frame
-from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame
+from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame, local_limit
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
 from carbon_ds.spark.stats import row_width, sized
-from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION
+from carbon_ds.table.meta.conform import has_unscaled_form
 from carbon_ds.table.read.pruning import as_expr
-from carbon_ds.table.read.scan import arrow_schema_of, scan_bytes
+from carbon_ds.table.read.scan import arrow_schema_of, scan_estimate
 
 __all__ = ["CONF_LOCAL_BYTES", "CONF_REWRITE", "CONF_STATISTICS", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
 
@@ -67,7 +65,6 @@ _COMMAND = "org.apache.spark.sql.catalyst.plans.logical.Command"
 _EXPRESSIONS = "org.apache.spark.sql.catalyst.expressions."
 _TYPES = "org.apache.spark.sql.types."
 _CONVERTERS = "scala.jdk.javaapi.CollectionConverters"
-_DECIMAL = re.compile(r"decimal\((\d+),\s*(\d+)\)")
 _CHEAP = {"boolean": 0, "byte": 0, "short": 1, "integer": 2, "date": 2, "float": 2, "long": 3, "timestamp": 3,
           "double": 3}
 
@@ -314,36 +311,33 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
     decimals ({lower-case name: (precision, scale)}), which the drop-in node turns back into decimals."""
     by_name = {f["name"].lower(): f for f in rel.fields}
     fields = [{**by_name[c.lower()], "metadata": {}} for c in read.columns]
+    segments = rel.options.get("segments")
+    sizing = joins and str(spark.conf.get(CONF_STATISTICS, "true")).strip().lower() == "true"
     # a local relation has other partitions: a non-deterministic expression would see other rows together
-    local = None if keep_partitions else _local(spark, rel, read, fields)
+    try_local = not keep_partitions and local_limit(spark) > 0
+    # the stored bytes and rows the pruned read touches, read once for both decisions
+    estimate = scan_estimate(read.path, read.filter, segments) if read.columns and (try_local or sizing) else (0, 0)
+    local = _local(spark, rel, read, fields, estimate) if try_local else None
     if local is not None:
         return local, {}
     unscaled = _unscaled(read.path, fields)
-    declared = [{**f, "type": "long"} if f["name"].lower() in unscaled else f for f in fields]
-    reader = spark.read.format("carbondata").schema(StructType.fromJson({"type": "struct", "fields": declared}))
-    for key, value in rel.options.items():
-        if key not in ("path", "paths", "filter"):
-            reader = reader.option(key, value)
+    declared = StructType.fromJson({"type": "struct", "fields": [
+        {**f, "type": "long"} if f["name"].lower() in unscaled else f for f in fields]})
+    options = {k: v for k, v in rel.options.items() if k not in ("path", "paths", "filter")}
     if read.filter:
-        reader = reader.option("filter", read.filter)
+        options["filter"] = read.filter
     if unscaled:
-        reader = reader.option(UNSCALED_OPTION, ",".join(f["name"] for f in fields if f["name"].lower() in unscaled))
-    direct = None
-    if direct_enabled(spark):
-        options = {k: v for k, v in rel.options.items() if k not in ("path", "paths", "filter")}
-        if read.filter:
-            options["filter"] = read.filter
-        if unscaled:
-            options[UNSCALED_OPTION] = ",".join(f["name"] for f in fields if f["name"].lower() in unscaled)
-        direct = direct_frame(spark, read.path, StructType.fromJson({"type": "struct", "fields": declared}), options)
-    jdf = direct._jdf if direct is not None else reader.load(read.path)._jdf
+        options[UNSCALED_OPTION] = ",".join(f["name"] for f in fields if f["name"].lower() in unscaled)
+    frame = direct_frame(spark, read.path, declared, options) if direct_enabled(spark) else None
+    if frame is None:
+        frame = spark.read.format("carbondata").schema(declared).options(**options).load(read.path)
+    jdf = frame._jdf
     # sizing plans the relation now (its partitions): worth it only where Spark chooses a join strategy
-    if not joins or str(spark.conf.get(CONF_STATISTICS, "true")).strip().lower() != "true":
+    if not sizing:
         return jdf.queryExecution().analyzed(), unscaled
     try:
         # the size Spark would estimate for the same columns in Parquet, so it can broadcast small sides
-        stored = scan_bytes(read.path, read.filter, rel.options.get("segments"))
-        node = sized(spark, jdf, stored * row_width(fields) // max(1, row_width(rel.fields)))
+        node = sized(spark, jdf, estimate[0] * row_width(fields) // max(1, row_width(rel.fields)))
     except Exception:  # noqa: BLE001 - without an estimate the relation is planned as before
         node = None
     return (node if node is not None else jdf.queryExecution().analyzed()), unscaled
@@ -353,25 +347,23 @@ def _unscaled(path: str, fields: list[dict[str, Any]]) -> dict[str, tuple[int, i
     """The declared decimal columns of at most 18 digits whose declared type is the table's own: Spark
     converts Arrow decimals to its own value by value through Java's BigDecimal, while an unscaled bigint
     rebuilt by MakeDecimal costs about what a bigint does (TPC-H lineitem's four decimals: see docs/sql.md)."""
-    schema = arrow_schema_of(path)
-    by_lower = {f.name.lower(): f.type for f in schema}
+    table_types = {f.name.lower(): f.type for f in arrow_schema_of(path)}
     out = {}
     for f in fields:
-        m = _DECIMAL.fullmatch(f["type"]) if isinstance(f["type"], str) else None
-        if m is None or int(m[1]) > UNSCALED_MAX_PRECISION:
-            continue
-        if by_lower.get(f["name"].lower()) == pa.decimal128(int(m[1]), int(m[2])):
-            out[f["name"].lower()] = (int(m[1]), int(m[2]))
+        t = table_types.get(f["name"].lower())
+        if has_unscaled_form(t) and f["type"] == f"decimal({t.precision},{t.scale})":
+            out[f["name"].lower()] = (t.precision, t.scale)
     return out
 
 
-def _local(spark: Any, rel: Relation, read: RelationRead, fields: list[dict[str, Any]]) -> Any:
+def _local(spark: Any, rel: Relation, read: RelationRead, fields: list[dict[str, Any]],
+           estimate: tuple[int, int | None]) -> Any:
     """The plan of a local relation holding ``read``'s rows, read here on the driver, when the read is
     small enough (carbon_ds.spark.local); None to read it through the data source as usual."""
     if set(rel.options) - {"path", "paths", "filter", "segments"}:
         return None
     df = local_frame(spark, read.path, fields, list(read.columns), read.filter, rel.options.get("segments"),
-                     rel.fields)
+                     rel.fields, estimate)
     return None if df is None else df._jdf.queryExecution().analyzed()
 
 

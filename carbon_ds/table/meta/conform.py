@@ -92,6 +92,11 @@ def _floor_fine_timestamps(data: pa.Table | pa.RecordBatch, target: pa.Schema) -
 UNSCALED_MAX_PRECISION = 18  # a decimal of at most 18 digits has its unscaled value in an int64
 
 
+def has_unscaled_form(t: pa.DataType | None) -> bool:
+    """Whether ``t`` is a decimal whose unscaled value fits an int64 (at most 18 digits)."""
+    return t is not None and pa.types.is_decimal128(t) and t.precision <= UNSCALED_MAX_PRECISION
+
+
 def unscaled_decimals(data: pa.Table, names: list[str]) -> pa.Table:
     """``data`` with each of the decimal columns ``names`` (precision at most 18) as its unscaled int64
     value: 12.34 of a decimal(15,2) becomes 1234. Spark turns these back into decimals with MakeDecimal,
@@ -103,7 +108,7 @@ def unscaled_decimals(data: pa.Table, names: list[str]) -> pa.Table:
     for name in names:
         i = by_lower[name.lower()]
         t = data.schema.field(i).type
-        if not pa.types.is_decimal128(t) or t.precision > UNSCALED_MAX_PRECISION:
+        if not has_unscaled_form(t):
             raise CarbonSchemaError(f"column {name!r} is {t}, not a decimal of at most "
                                     f"{UNSCALED_MAX_PRECISION} digits: it has no int64 unscaled form")
         chunks = [_low_words(c) for c in data.column(i).chunks]
