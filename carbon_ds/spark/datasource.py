@@ -173,6 +173,9 @@ class CarbonReader(DataSourceReader):
         # the columns every task reads files through: planning checks the planned version still has them
         self.table_columns = handle.columns if handle is not None else None
         self.positions = _positions(options)
+        # True when the plan is made for one query only (carbon_ds.spark.direct): its tasks read the planned
+        # snapshot as it is, whatever commits land meanwhile, instead of re-planning as a kept plan must
+        self.pinned = False
 
         # Names in the source's spelling; a user-given schema may be any subset, any case.
         data_names = [n for n in self.target.names if not (self.positions and n in POSITION_NAMES)]
@@ -260,7 +263,7 @@ class CarbonReader(DataSourceReader):
         storage, table_path = Storage.for_path(self.path)
         pieces, segments = partition.pieces, snap.segments if snap is not None else (None,) * len(partition.pieces)
         deletes = snap.deletes(storage, table_path) if snap is not None else None
-        if snap is not None and in_task():
+        if snap is not None and in_task() and not self.pinned:
             started = query_started_ms()
             if started is None or snap.planned_ms < started:  # not planned for this query
                 source, fresh, version, _ = self._plan()

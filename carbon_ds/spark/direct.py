@@ -41,6 +41,7 @@ def direct_frame(spark: Any, path: str, schema: StructType, options: dict[str, s
     if not schema.fields:
         return None
     reader = CarbonReader(path, schema, normalize(options))
+    reader.pinned = True  # a fresh plan per statement: its tasks keep the snapshot planned here
     parts = reader.partitions()
     if len(parts) > MAX_PARTITIONS:
         return None

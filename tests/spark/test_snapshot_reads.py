@@ -399,3 +399,16 @@ def test_each_action_on_a_kept_dataframe_sees_the_commits_before_it(spark, tmp_p
     assert df.count() == 3 * ROWS - 50
     _append(CarbonTable.open(path), path)
     assert sorted(r.id for r in df.filter("id >= 0").collect()) == [*range(50, 3 * ROWS), 1000, 1001]
+
+
+def test_direct_read_keeps_its_snapshot_through_a_commit(tmp_path, monkeypatch):
+    """A direct read (carbon_ds.spark.direct) is planned for its statement alone: a commit landing while its
+    tasks run (after the query began) is not seen, and the query does not fail."""
+    path = _table(tmp_path)
+    reader, parts = _plan(path)
+    reader.pinned = True  # as direct_frame plans it
+    began = _later_query(parts)
+    _append(CarbonTable.open(path), path)
+    _delete(CarbonTable.open(path), path)
+    _as_task(monkeypatch, began)
+    assert _run(reader, parts) == OLD
