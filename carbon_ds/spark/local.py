@@ -14,12 +14,12 @@ from typing import Any
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
-from carbon_ds.errors import CarbonOptionError
+from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.spark.stats import row_width
 from carbon_ds.table.read.scan import scan_estimate
 from carbon_ds.table.read.scanner import Scan
 
-__all__ = ["CONF_LOCAL_BYTES", "DEFAULT_LOCAL_BYTES", "local_frame", "local_limit"]
+__all__ = ["CONF_LOCAL_BYTES", "DEFAULT_LOCAL_BYTES", "arrow_frame", "local_frame", "local_limit"]
 
 CONF_LOCAL_BYTES = "carbon_ds.sql.localRelationBytes"
 """Spark conf: a read touching at most this many stored bytes (scaled to its columns) runs on the driver
@@ -55,4 +55,25 @@ def local_frame(spark: Any, path: str, fields: list[dict[str, Any]], columns: li
     schema = StructType.fromJson({"type": "struct", "fields": fields})
     table = Scan(path, columns=list(columns), filter=filter, segments=segments).to_arrow()
     table = table.rename_columns([f["name"] for f in fields]).cast(to_arrow_schema(schema, timezone="UTC"))
-    return spark.createDataFrame(table, schema=schema)
+    return arrow_frame(spark, table, schema)
+
+
+def arrow_frame(spark: Any, table: Any, schema: StructType) -> Any:
+    """``spark.createDataFrame(table)`` that keeps every row: PySpark 4.1-4.3 silently drops every record batch
+    after the first empty chunk of a chunked Arrow table (a filtered read over several segments makes such
+    chunks), so the table is handed over as one chunk, and the rows Spark holds are counted against it."""
+    table = table.combine_chunks()
+    df = spark.createDataFrame(table, schema=schema)
+    held = _local_rows(df)
+    if held is not None and held != table.num_rows:
+        raise CarbonError(f"Spark kept {held} of the {table.num_rows} rows handed to it as a local relation "
+                          f"(columns {', '.join(schema.names)}); set {CONF_LOCAL_BYTES}=0 and report this")
+    return df
+
+
+def _local_rows(df: Any) -> int | None:
+    """The rows of ``df``'s plan when it is a local relation (one JVM call), else None."""
+    plan = df._jdf.queryExecution().analyzed()
+    if plan.getClass().getSimpleName() != "LocalRelation":
+        return None
+    return int(plan.data().size())
