@@ -13,12 +13,11 @@ from carbon_ds.expressions import bind, filter_table, parse
 from carbon_ds.progress import row_progress
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
-from carbon_ds.table.ops.compaction import auto_compact
+from carbon_ds.table.ops.loads import start_load
 from carbon_ds.table.ops.schema import merge_columns
 from carbon_ds.table.read import scan as pruned
 from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write.prepare import prepare_table
-from carbon_ds.table.write.protocol import start_load
 
 MODES = ("append", "overwrite")
 
@@ -123,16 +122,7 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", schema
             schema, batches = merge_columns(TableHandle.open(path), schema, batches, options.get("partition"))
     table, load = prepare_table(path, schema, options)
     overwrite = mode == "overwrite"
-    lock = None
-    if overwrite:
-        # serialised with UPDATE/DELETE: their deltas must never be based on rows an overwrite replaces
-        lock = table.update_lock("INSERT OVERWRITE" + (" PARTITION" if load.partition else ""))
-    try:
-        with start_load(table, load, overwrite=overwrite, partition=load.partition,
-                        dynamic=overwrite and load.partition_overwrite_mode == "dynamic") as job:
-            job.write(row_progress(batches, f"writing {os.fspath(path)}"))
-    finally:
-        if lock is not None:
-            lock.release()
-    auto_compact(table)  # MINOR compaction when the table property auto_load_merge is true
+    with start_load(table, load, overwrite=overwrite, partition=load.partition,
+                    dynamic=overwrite and load.partition_overwrite_mode == "dynamic") as job:
+        job.write(row_progress(batches, f"writing {os.fspath(path)}"))
     return job.segment_id

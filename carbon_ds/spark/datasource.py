@@ -43,16 +43,14 @@ from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, has_unscaled_form, unscaled_decimals
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
-from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import normalize, split_list
-from carbon_ds.table.ops.compaction import auto_compact
 from carbon_ds.table.ops.dml import POSITION_FIELDS, POSITION_NAMES, position_tables
+from carbon_ds.table.ops.loads import resume_load, start_load
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.scan import Source, arrow_schema_of, open_source, partition_pruned
 from carbon_ds.table.read.scan import count as count_rows
 from carbon_ds.table.write.load import TaskResult
 from carbon_ds.table.write.prepare import prepare_table
-from carbon_ds.table.write.protocol import load_for, start_load
 
 SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several partitions
 # Small files (a partitioned table's, many small loads') are read several to a partition up to PACK_BYTES,
@@ -437,27 +435,17 @@ class CarbonArrowWriter(DataSourceArrowWriter):
         incoming = to_arrow_schema(schema, timezone="UTC")
         table, load_options = prepare_table(path, incoming, options)
         self.table_path = path
-        # An overwrite holds LockFiles/update.lock from here (driver) until commit()/abort(), which run in
-        # another Python worker: the file lock's owner token travels in this pickled writer.
-        self.lock_token = None
-        if overwrite:
-            operation = "INSERT OVERWRITE" + (" PARTITION" if load_options.partition else "") + " (Spark)"
-            self.lock_token = table.update_lock(operation, pid_bound=False).token
-        try:
-            load = start_load(table, load_options, overwrite=overwrite, partition=load_options.partition,
-                              dynamic=overwrite and load_options.partition_overwrite_mode == "dynamic")
-        except BaseException:
-            self._release(table)
-            raise
+        # An overwrite's update lock is released by commit()/abort(), which run in another Python worker:
+        # not bound to this process's pid, its token travels in the reservation
+        operation = "INSERT OVERWRITE" + (" PARTITION" if load_options.partition else "") + " (Spark)"
+        load = start_load(table, load_options, overwrite=overwrite, partition=load_options.partition,
+                          dynamic=overwrite and load_options.partition_overwrite_mode == "dynamic",
+                          operation=operation, pid_bound=False)
         self.reservation = load.reservation
         self.load_options = load_options
 
     def _load(self):
-        return load_for(TableHandle.open(self.table_path), self.reservation, self.load_options)
-
-    def _release(self, table: TableHandle) -> None:
-        if self.lock_token is not None:
-            release_update_lock(table.storage, table.path, self.lock_token)
+        return resume_load(TableHandle.open(self.table_path), self.reservation, self.load_options)
 
     @short_errors
     def write(self, iterator: Iterator[pa.RecordBatch]) -> CarbonCommitMessage:
@@ -468,17 +456,8 @@ class CarbonArrowWriter(DataSourceArrowWriter):
 
     @short_errors
     def commit(self, messages: list[CarbonCommitMessage | None]) -> None:
-        load = self._load()
-        try:
-            load.commit([m.result if m is not None else None for m in messages])
-        finally:
-            self._release(load.table)
-        auto_compact(load.table)  # MINOR compaction when the table property auto_load_merge is true
+        self._load().commit([m.result if m is not None else None for m in messages])
 
     @short_errors
     def abort(self, messages: list[CarbonCommitMessage | None]) -> None:
-        load = self._load()
-        try:
-            load.abort()
-        finally:
-            self._release(load.table)
+        self._load().abort()

@@ -14,10 +14,10 @@ from carbon_ds.table.meta.partition_spec import HashPartition, ListPartition, Ra
 from carbon_ds.table.ops import add_segment, carbon_partitions, compaction, dml, partitions
 from carbon_ds.table.ops import schema as schema_ops
 from carbon_ds.table.ops import segments as segment_ops
+from carbon_ds.table.ops.loads import start_load
 from carbon_ds.table.read import scan
 from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write.load import Load
-from carbon_ds.table.write.protocol import start_load
 
 __all__ = ["CarbonTable", "DataFile", "HashPartition", "ListPartition", "RangePartition", "SegmentInfo",
            "resolve_columns"]
@@ -66,9 +66,7 @@ class CarbonTable(TableHandle):
         """A new load (segment "In Progress"): ``with t.load() as load: load.write(batches)`` commits at the
         end of the block and aborts on an error. ``options`` are write options (see README)."""
         opts: LoadOptions = parse_write(options)
-        load = start_load(self, opts, overwrite=overwrite, partition=partition, dynamic=dynamic)
-        load.on_commit.append(lambda: compaction.auto_compact(self))  # table property auto_load_merge
-        return load
+        return start_load(self, opts, overwrite=overwrite, partition=partition, dynamic=dynamic)
 
     # ------------------------------------------------------------------ segments
     def segment_rows(self, limit: int | None = None) -> list[dict[str, str]]:

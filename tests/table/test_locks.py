@@ -84,3 +84,35 @@ def test_a_lock_handed_between_processes_is_not_broken_by_its_pid(table):
     with pytest.raises(CarbonTableError, match="INSERT OVERWRITE"):
         table.delete("a = 1")
     lock.release()
+
+
+def test_table_load_overwrite_is_serialised_with_update(table):
+    """CarbonTable.load(overwrite=True) holds the update lock from its reservation to its commit: an UPDATE
+    meanwhile is refused naming the overwrite, and succeeds once the overwrite committed. The rows after both
+    are the overwrite's with the UPDATE applied (computed by hand)."""
+    load = table.load(overwrite=True)
+    with pytest.raises(CarbonTableError, match="INSERT OVERWRITE"):
+        table.update({"a": 0}, "a >= 100")
+    with load:
+        load.write([pa.table({"a": pa.array([100, 101, 102], pa.int64())})])
+    assert table.update({"a": 7}, "a = 101") == 1
+    assert sorted(table.to_arrow().column("a").to_pylist()) == [7, 100, 102]
+
+
+def test_overwrite_lock_released_when_the_load_aborts(table):
+    with pytest.raises(RuntimeError), table.load(overwrite=True):
+        raise RuntimeError("task failed")
+    assert table.update({"a": 42}, "a = 3") == 1  # the lock went with the aborted load
+    assert sorted(table.to_arrow().column("a").to_pylist()) == [0, 1, 2, 4, 5, 6, 7, 8, 9, 42]
+
+
+def test_update_holding_the_lock_refuses_an_overwrite(table):
+    held = update_lock(table.storage, table.path, "UPDATE (job 9)")
+    try:
+        with pytest.raises(CarbonTableError, match="UPDATE \\(job 9\\)"):
+            table.load(overwrite=True)
+        with pytest.raises(CarbonTableError, match="UPDATE \\(job 9\\)"):
+            carbon_ds.write_table(pa.table({"a": pa.array([1], pa.int64())}), table.path, mode="overwrite")
+    finally:
+        held.release()
+    assert [s.status for s in table.segments()] == ["Success"]  # nothing reserved by the refused loads

@@ -53,7 +53,7 @@ def test_clean_files_removes_protocol_leftovers_and_keeps_live_files(tmp_path):
     t = CarbonTable.open(path)
     before_live = _files(path)
     # a crashed load (never committed: its entry says Failure) that moved data files up and left its .tmp
-    from carbon_ds.table.write.protocol import start_load
+    from carbon_ds.table.ops.loads import start_load
 
     crashed = start_load(t)
     crashed.write_task(0, [_data([90], [1], [1])])

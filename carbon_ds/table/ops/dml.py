@@ -36,7 +36,7 @@ from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.read import pruning, scan
-from carbon_ds.table.write.protocol import start_load
+from carbon_ds.table.write.protocol import reserve_load
 
 # CarbonData's carbon.horizontal.delete.compaction.threshold: merge a block's deltas when more exist
 DEFAULT_DELTA_THRESHOLD = 1
@@ -250,7 +250,7 @@ def commit_update(table: TableHandle, matches, new: pa.Table, threshold: int) ->
     """Deltas for the old rows and a new segment for the new ones, made visible by one tablestatus write."""
     staged = _stage(table, matches, threshold)
     try:
-        with start_load(table) as load:
+        with reserve_load(table) as load:
             load.write([new])
             load.stage(lambda entries: _apply(table, staged, entries, "UPDATE"))
             faults.point("dml.before_status")

@@ -32,6 +32,7 @@ from carbon_ds.errors import CarbonTableError
 from carbon_ds.format.hive import normalize_spec
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.meta.properties import TableProperties
 from carbon_ds.table.meta.tablestatus import LoadDetail
@@ -54,6 +55,10 @@ class Reservation:
     # only the partition folders this load writes.
     partition_spec: tuple[tuple[str, str | None], ...] = ()
     dynamic: bool = False
+    # The update lock an overwrite holds from reservation to commit or abort (its owner token: the commit may
+    # run in another process), and the post-commit hooks the load declared (names, see table.ops.loads).
+    update_lock_token: str | None = None
+    post_commit: tuple[str, ...] = ()
 
 
 @dataclass
@@ -230,7 +235,10 @@ class Load(ABC):
         """The commit point. ``results``: what the tasks returned (failed tasks as None); default: what
         ``write`` wrote in this process."""
         found = self.results if results is None else [r for r in results if r is not None]
-        self.committed = self._commit(found)
+        try:
+            self.committed = self._commit(found)
+        finally:
+            self._release_update_lock()
         for hook in self.on_commit:
             hook()  # hooks never raise (automatic compaction reports its own failures as warnings)
         return self.committed
@@ -240,8 +248,16 @@ class Load(ABC):
         once the load committed (its files are the table's now)."""
         if self.committed is not None:
             return
-        self._remove_files()
-        mark_failure(self.table, self.reservation)
+        try:
+            self._remove_files()
+            mark_failure(self.table, self.reservation)
+        finally:
+            self._release_update_lock()
+
+    def _release_update_lock(self) -> None:
+        token = self.reservation.update_lock_token
+        if token is not None:  # only while the lock file still holds our token: releasing twice is harmless
+            release_update_lock(self.table.storage, self.table.path, token)
 
     def __enter__(self) -> Load:
         return self
