@@ -371,9 +371,8 @@ def test_reused_plan_ignores_a_reservation_made_during_its_query(tmp_path, monke
     _delete(CarbonTable.open(path), path)  # between the queries: the kept plan is stale
     began = _later_query(parts)
     handle = TableHandle.open(path)
-    entries = handle.load_details()
-    entries.append(ts.LoadDetail(name="9", status=ts.IN_PROGRESS, load_start_time=str(ts.now_ms())))
-    ts.write(handle.storage, handle.tablestatus_path, entries)
+    with handle.edit_status("test") as edit:
+        edit.entries.append(ts.LoadDetail(name="9", status=ts.IN_PROGRESS, load_start_time=str(ts.now_ms())))
     _as_task(monkeypatch, began)
     assert _run(reader, parts) == list(range(50, 3 * ROWS))
 

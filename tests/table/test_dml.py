@@ -168,10 +168,9 @@ def test_external_segment_refused(tmp_path):
     path = str(tmp_path / "t")
     carbon_ds.write_table(pa.table({"a": pa.array([1], pa.int64())}), path)
     t = CarbonTable.open(path)
-    entries = t.load_details()
-    entries.append(tablestatus.LoadDetail(name="1", status="Success", file_format="parquet",
-                                          path=str(tmp_path / "ext")))
-    tablestatus.write(t.storage, t.tablestatus_path, entries)
+    with t.edit_status("test") as edit:
+        edit.entries.append(tablestatus.LoadDetail(name="1", status="Success", file_format="parquet",
+                                                   path=str(tmp_path / "ext")))
     with pytest.raises(CarbonTableError, match="DELETE is not allowed .*non-carbondata segments 1 \\(parquet"):
         t.delete("a = 1")
     with pytest.raises(CarbonTableError, match="UPDATE is not allowed"):

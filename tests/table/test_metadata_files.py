@@ -87,7 +87,7 @@ def test_bad_files_name_the_problem():
 def test_replace_is_never_torn(tmp_path):
     """A reader running alongside many rewrites only ever sees a complete list."""
     storage, path = Storage.for_path(tmp_path / "tablestatus")
-    tablestatus.write(storage, path, [])
+    storage.write_atomic(path, tablestatus.dumps([]).encode())
     stop = threading.Event()
     seen: list[int] = []
     errors: list[Exception] = []
@@ -104,7 +104,7 @@ def test_replace_is_never_torn(tmp_path):
     entries = []
     for i in range(300):
         entries.append(LoadDetail(name=str(i), status="Success", extra_info="x" * 2000))
-        tablestatus.write(storage, path, entries)
+        storage.write_atomic(path, tablestatus.dumps(entries).encode())
     stop.set()
     t.join()
     assert not errors

@@ -221,14 +221,12 @@ def test_without_conditional_writes_a_second_writer_is_refused_not_dropped(s3, s
     t = CarbonTable.open(path)
     assert not t.storage.conditional_writes(t.tablestatus_path)
     with pytest.raises(CarbonConcurrentError, match="another writer committed") as err:
-        with t.lock():
-            entries = t.load_details()
+        with t.edit_status("test") as edit:
             # A second writer that raced past the check-then-write lock commits meanwhile (here it finds
             # the lock gone, as it would after a lost race).
             t.storage.delete(f"{t.path}/LockFiles/tablestatus.lock")
             write_table(_batch(100, 3), path)
-            entries[0].extra_info = "changed"
-            ts.write(t.storage, t.tablestatus_path, entries)
+            edit.entries[0].extra_info = "changed"
     assert "removed while this writer held it" in str(err.value)
     assert _ids(path) == [0, 1, 2, 100, 101, 102]
 
@@ -274,10 +272,9 @@ def test_local_commit_refused_when_tablestatus_changed_under_the_lock(tmp_path):
     write_table(_batch(0, 3), path)
     t = CarbonTable.open(path)
     with pytest.raises(CarbonConcurrentError, match="this writer still held the table lock"):
-        with t.lock():
-            entries = t.load_details()
+        with t.edit_status("test") as edit:
             other = CarbonTable.open(path).load_details()  # a writer outside the lock protocol
             other[0].extra_info = "theirs"
             t.storage.write_atomic(t.tablestatus_path, ts.dumps(other).encode())
-            ts.write(t.storage, t.tablestatus_path, entries)
+            edit.entries[0].extra_info = "ours"
     assert CarbonTable.open(path).load_details()[0].extra_info == "theirs"

@@ -57,9 +57,8 @@ def test_clean_files_removes_protocol_leftovers_and_keeps_live_files(tmp_path):
 
     crashed = start_load(t)
     crashed.write_task(0, [_data([90], [1], [1])])
-    entries = t.load_details()
-    ts.find(entries, crashed.segment_id).status = ts.FAILURE
-    ts.write(t.storage, t.tablestatus_path, entries)
+    with t.edit_status("test") as edit:
+        ts.find(edit.entries, crashed.segment_id).status = ts.FAILURE
     # an In Progress load: nothing of it may be touched
     live = start_load(t)
     live.write_task(0, [_data([91], [1], [2])])

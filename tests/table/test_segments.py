@@ -26,20 +26,18 @@ def _table(tmp_path, n=4, rows=10) -> CarbonTable:
 
 def _set_starts(t: CarbonTable, starts: dict[str, str]) -> None:
     """Give segments chosen load start times ('yyyy-MM-dd HH:mm:ss', local)."""
-    with t.lock():
-        entries = t.load_details()
+    with t.edit_status("test") as edit:
+        entries = edit.entries
         for e in entries:
             if e.name in starts:
                 ms = int(datetime.strptime(starts[e.name], "%Y-%m-%d %H:%M:%S").timestamp() * 1000)
                 e.load_start_time, e.timestamp = str(ms), str(ms + 452)
-        ts.write(t.storage, t.tablestatus_path, entries)
 
 
 def _set_status(t: CarbonTable, seg: str, status: str) -> None:
-    with t.lock():
-        entries = t.load_details()
+    with t.edit_status("test") as edit:
+        entries = edit.entries
         ts.find(entries, seg).status = status
-        ts.write(t.storage, t.tablestatus_path, entries)
 
 
 def test_show_segments_text_newest_first(tmp_path):
@@ -64,13 +62,12 @@ def test_show_segments_text_newest_first(tmp_path):
 
 def test_show_segments_external_and_partition_columns(tmp_path):
     t = _table(tmp_path, n=1)
-    with t.lock():
-        entries = t.load_details()
+    with t.edit_status("test") as edit:
+        entries = edit.entries
         entries.append(
             ts.LoadDetail(name="1", status=ts.SUCCESS, file_format="parquet", path="/data/ext", data_size="2048",
                           load_start_time="1", timestamp="2")
         )
-        ts.write(t.storage, t.tablestatus_path, entries)
     (row,) = t.segment_rows(limit=1)
     assert row["File Format"] == "parquet" and row["Index Size"] == "NA" and row["Path"] == "/data/ext"
     assert row["Data Size"] == "2.00KB" and row["Partition"] == "NA"
@@ -118,10 +115,9 @@ def test_delete_before_start_time_local(tmp_path):
 
 def test_delete_before_reads_old_date_format(tmp_path):
     t = _table(tmp_path, n=2)
-    with t.lock():
-        entries = t.load_details()
+    with t.edit_status("test") as edit:
+        entries = edit.entries
         entries[0].load_start_time = "29-11-2021 16:30:16:480"  # a 1.x tablestatus date
-        ts.write(t.storage, t.tablestatus_path, entries)
     assert t.delete_segments_before("2021-11-29 16:30:17") == ["0"]
     assert "2021-11-29 16:30:16.480" in t.show_segments()
 
@@ -176,11 +172,10 @@ def test_clean_never_touches_external_segment_files(tmp_path):
     ext = tmp_path / "ext"
     ext.mkdir()
     (ext / "part-0.parquet").write_bytes(b"PAR1 not really")
-    with t.lock():
-        entries = t.load_details()
+    with t.edit_status("test") as edit:
+        entries = edit.entries
         entries.append(ts.LoadDetail(name="1", status=ts.SUCCESS, file_format="parquet", path=str(ext),
                                      load_start_time="1", timestamp="2", visibility="true"))
-        ts.write(t.storage, t.tablestatus_path, entries)
     api.write_table(pa.table({"a": pa.array([1], pa.int64())}), t.path)
     t.delete_segments(["1"])
     r = t.clean_files(force=True)
@@ -191,17 +186,15 @@ def test_clean_never_touches_external_segment_files(tmp_path):
 def test_clean_files_crash_between_steps_leaves_table_readable(tmp_path, monkeypatch):
     t = _table(tmp_path, n=3)
     t.delete_segments(["1"])
-    real_write = ts.write
+    real_write = ts.replace_if_version
 
-    def crash(storage, path, entries):
-        if path.endswith("tablestatus"):
-            raise OSError("simulated crash before the tablestatus write")
-        real_write(storage, path, entries)
+    def crash(storage, path, entries, version):
+        raise OSError("simulated crash before the tablestatus write")
 
-    monkeypatch.setattr(ts, "write", crash)
+    monkeypatch.setattr(ts, "replace_if_version", crash)
     with pytest.raises(OSError):
         t.clean_files()
-    monkeypatch.setattr(ts, "write", real_write)
+    monkeypatch.setattr(ts, "replace_if_version", real_write)
     # files are in the trash, the entry still says Marked for Delete: readers see exactly the live rows
     assert {s.id: s.status for s in t.segments()}["1"] == "Marked for Delete"
     assert sorted(api.read_table(t.path).column("a").to_pylist()) == list(range(0, 10)) + list(range(20, 30))

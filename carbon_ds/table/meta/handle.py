@@ -22,6 +22,7 @@ from carbon_ds.table.meta.data_files import segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
 from carbon_ds.table.meta.partition_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
+from carbon_ds.table.meta.status_edit import StatusEdit
 from carbon_ds.table.meta.tablestatus import LoadDetail
 
 
@@ -132,6 +133,11 @@ class TableHandle:
     def lock(self, **kwargs) -> TableLock:
         """The tablestatus lock (``with table.lock(): ...`` around a read-modify-write of tablestatus)."""
         return TableLock(self.storage, self.path, **kwargs)
+
+    def edit_status(self, operation: str, **lock_options) -> StatusEdit:
+        """``with table.edit_status("DELETE SEGMENT") as edit:`` change ``edit.entries``; committed on leaving
+        the block (see meta.status_edit). ``lock_options``: the table lock's (timeout, ...)."""
+        return StatusEdit(self.storage, self.tablestatus_path, self.lock(operation=operation, **lock_options))
 
     def update_lock(self, operation: str, timeout: float = 0.0, pid_bound: bool = True) -> TableLock:
         """The held update lock (UPDATE, DELETE and overwrites never run at once); see meta.locks.update_lock.

@@ -14,9 +14,8 @@ check-then-write the lock only if its intent is the only live one; otherwise it 
 a random pause. Of two writers, the one that lists later sees the other's intent (each lists after its own
 write), so on a store whose listings are strongly consistent (S3, HDFS) at most one passes; the writer
 then reads its lock back to notice a writer outside this protocol. None of this is proof against a lock
-lost to its lease, so the tablestatus lock also opens a commit scope (``tablestatus.begin_commit``): the
-commit replaces tablestatus only if it is still the version read under the lock, and fails with
-``CarbonConcurrentError`` otherwise.
+lost to its lease, so a tablestatus edit (``TableHandle.edit_status``) replaces the file only if it is still
+the version it read under the lock, and fails with ``CarbonConcurrentError`` otherwise.
 """
 
 from __future__ import annotations
@@ -28,11 +27,9 @@ import socket
 import time
 import uuid
 from types import TracebackType
-from typing import Any
 
 from carbon_ds.errors import CarbonConcurrentError, CarbonTableError
 from carbon_ds.fs import Storage
-from carbon_ds.table.meta import tablestatus
 
 TABLESTATUS_LOCK = "tablestatus"
 DEFAULT_TIMEOUT_S = 120.0
@@ -75,7 +72,6 @@ class TableLock:
         # processes (Spark's driver-side writer, committed by another worker) waits for its lease instead.
         self.pid_bound = pid_bound
         self.name = name
-        self._scope: Any = None  # the tablestatus commit scope while this lock is held
 
     def _content(self) -> bytes:
         info = {"owner": self.token, "time": time.time_ns() // 1_000_000, "host": socket.gethostname()}
@@ -179,16 +175,8 @@ class TableLock:
 
     def _hold(self) -> None:
         self.held = True
-        if self.name == TABLESTATUS_LOCK:
-            self._scope = tablestatus.begin_commit()
 
     def release(self) -> None:
-        if self._scope is not None:
-            scope, self._scope = self._scope, None
-            try:
-                tablestatus.end_commit(scope)
-            except ValueError:  # released in another context than taken: nothing to restore there
-                pass
         if not self.held:
             return
         self.held = False

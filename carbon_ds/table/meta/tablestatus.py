@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import time
-from contextvars import ContextVar, Token
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -178,21 +177,15 @@ def dumps(entries: list[LoadDetail]) -> str:
 
 
 _READ_ATTEMPTS = 4
-# Inside a commit (the table lock held): tablestatus path -> the version first read, None when absent.
-_base: ContextVar[dict[str, str | None] | None] = ContextVar("tablestatus_base", default=None)
-
-
-def begin_commit() -> Token:
-    """Start recording the versions this thread's commit reads (the table lock calls it when taken)."""
-    return _base.set({})
-
-
-def end_commit(token: Token) -> None:
-    _base.reset(token)
 
 
 def read(storage: Storage, path: str) -> list[LoadDetail]:
-    """Entries of the tablestatus file at ``path``; empty when the table has no loads yet.
+    """Entries of the tablestatus file at ``path``; empty when the table has no loads yet."""
+    return read_versioned(storage, path)[0]
+
+
+def read_versioned(storage: Storage, path: str) -> tuple[list[LoadDetail], str | None]:
+    """(entries, the version read: what ``replace_if_version`` checks; None when the file is absent).
 
     On S3 the file is fetched in one GET when conditional writes are available; pyarrow's reader asks
     for the size first and then for that many bytes, so a commit landing in between yields a cut file, and
@@ -209,10 +202,7 @@ def read(storage: Storage, path: str) -> list[LoadDetail]:
             if storage.is_local or attempt == _READ_ATTEMPTS - 1:
                 raise
             time.sleep(0.05 * (attempt + 1))
-    base = _base.get()
-    if base is not None and path not in base:
-        base[path] = version
-    return entries
+    return entries, version
 
 
 def _text(data: bytes, where: str) -> str:
@@ -222,27 +212,28 @@ def _text(data: bytes, where: str) -> str:
         raise CarbonFormatError(f"not valid UTF-8 text: {e.reason}", where, e.start) from None
 
 
-def write(storage: Storage, path: str, entries: list[LoadDetail]) -> None:
-    """Replace the file in one step: a concurrent reader sees the old list or the new one, never a mix.
-
-    Under the table lock the file is replaced only if it is still the version this commit read.
+def replace_if_version(storage: Storage, path: str, entries: list[LoadDetail], version: str | None) -> None:
+    """Replace the file in one step, only if it is still ``version`` (what the edit read under the table
+    lock): a concurrent reader sees the old list or the new one, never a mix. Only ``StatusEdit`` (the
+    table's ``edit_status``) calls this.
 
     Raises:
         CarbonConcurrentError: another writer changed the file since this commit read it (nothing written),
             or, where writes are not conditional, overwrote this commit right after it was written.
     """
     data = dumps(entries).encode("utf-8")
-    base = _base.get()
-    if base is None or path not in base:
-        storage.write_atomic(path, data)
-        return
-    if not storage.replace_if(path, data, base.pop(path)):
+    if not storage.replace_if(path, data, version):
         raise CarbonConcurrentError(
             f"commit to {storage.uri(path)} refused: the file changed after this writer read it under the "
             "table lock, so another writer committed at the same time; this commit was not applied, retry it"
         )
     if not storage.conditional_writes(path):
         _check_kept(storage, path, data, entries)
+
+
+def write_history(storage: Storage, path: str, entries: list[LoadDetail]) -> None:
+    """Write ``tablestatus.history`` (entries CLEAN FILES moved out of tablestatus) in one step."""
+    storage.write_atomic(path, dumps(entries).encode("utf-8"))
 
 
 def _check_kept(storage: Storage, path: str, data: bytes, entries: list[LoadDetail]) -> None:

@@ -344,8 +344,8 @@ def _commit(table: TableHandle, report: ValidationReport, fmt: str, given: dict[
     seg_options = {k: v for k, v in given.items()}
     seg_options["format"] = fmt
     added = []
-    with table.lock():
-        entries = table.load_details()
+    with table.edit_status("ADD SEGMENT") as edit:
+        entries = edit.entries
         dups = duplicate_paths(entries, [storage.uri(s.folder) for s in report.segments])
         if dups:  # someone added it while we were validating
             raise duplicate_error(dups[0])
@@ -373,7 +373,6 @@ def _commit(table: TableHandle, report: ValidationReport, fmt: str, given: dict[
                 file_format=None if fmt == "carbondata" else fmt, path=storage.uri(s.folder), segment_file=seg_name,
             ))
             added.append(seg)
-        ts.write(storage, table.tablestatus_path, entries)
     return added
 
 

@@ -122,14 +122,13 @@ def _drop_failed_merges(table: TableHandle) -> None:
     """Merged segments a compaction left "In Progress" (it died: we hold the compaction lock, so none is
     running) or "Failure" lose their files and their entry, so the retry takes the same name, as in
     CarbonData. No reader ever saw them."""
-    with table.lock():
-        entries = table.load_details()
+    with table.edit_status("COMPACTION (drop failed merges)") as edit:
+        entries = edit.entries
         stale = [e for e in entries if "." in e.name and e.status in (ts.IN_PROGRESS, ts.FAILURE)]
         for e in stale:
             start = e.load_start_ms or 0
             load_for(table, Reservation(table.uri, e.name, start, False), LoadOptions())._remove_files()
-        if stale:
-            ts.write(table.storage, table.tablestatus_path, [e for e in entries if e not in stale])
+        entries[:] = [e for e in entries if e not in stale]
 
 
 def plan_tasks(table: TableHandle, reservation: Reservation, files: list[DataFile], status_name: str | None
@@ -145,13 +144,12 @@ def plan_tasks(table: TableHandle, reservation: Reservation, files: list[DataFil
 def _merge_group(table: TableHandle, group: list[LoadDetail], kind: str, runner: Runner) -> Merged:
     start = ts.now_ms()
     ids = [e.name for e in group]
-    with table.lock():
-        entries = table.load_details()
+    with table.edit_status("COMPACTION (reserve)") as edit:
+        entries = edit.entries
         name = merged_name(group, entries)
         _check_sources(table, entries, ids, name)
         entries.append(LoadDetail(name=name, status=ts.IN_PROGRESS, load_start_time=str(start),
                                   visibility="true"))
-        ts.write(table.storage, table.tablestatus_path, entries)
         status_name = D.committed_status_name(entries)
     faults.point("compaction.reserved")
     reservation = Reservation(table.uri, name, start, False)

@@ -236,10 +236,9 @@ def commit_delete(table: TableHandle, matches, threshold: int) -> int:
     staged = _stage(table, matches, threshold)
     try:
         faults.point("dml.before_status")
-        with table.lock():
-            entries = table.load_details()
+        with table.edit_status("DELETE") as edit:
+            entries = edit.entries
             _apply(table, staged, entries, "DELETE")
-            ts.write(table.storage, table.tablestatus_path, entries)
     except BaseException:
         _remove(table, staged.written)
         raise

@@ -55,8 +55,8 @@ def drop_partitions(table: TableHandle, spec: dict, if_exists: bool = False) -> 
     if not norm:
         raise CarbonOptionError(f"DROP PARTITION needs a partition spec over {', '.join(pcols)}, found {spec!r}")
     dropped: list[str] = []
-    with table.lock():
-        entries = table.load_details()
+    with table.edit_status("DROP PARTITION") as edit:
+        entries = edit.entries
         now = ts.now_ms()
 
         def replaced(parts: list[str]) -> bool:
@@ -75,7 +75,6 @@ def drop_partitions(table: TableHandle, spec: dict, if_exists: bool = False) -> 
                 f"DROP PARTITION: no partition of {table.uri} matches {norm!r}; partitions: "
                 f"{', '.join(show_partitions(table)) or 'none'}"
             )
-        ts.write(table.storage, table.tablestatus_path, entries)
     return sorted(set(dropped))
 
 
@@ -149,8 +148,8 @@ def add_partition(table: TableHandle, spec: dict, location: str | None = None, i
                                 f"{table.uri}:\n  " + "\n  ".join(problems))
     uri = storage.uri(root)
     start = ts.now_ms()
-    with table.lock():
-        entries = table.load_details()
+    with table.edit_status("ADD PARTITION") as edit:
+        entries = edit.entries
         dups = add_segment.duplicate_paths(entries, [uri])
         if dups:
             raise add_segment.duplicate_error(dups[0])
@@ -168,5 +167,4 @@ def add_partition(table: TableHandle, spec: dict, location: str | None = None, i
             name=seg, status=ts.SUCCESS, timestamp=str(end), data_size=str(sum(s for _p, s in files)),
             index_size=str(index_size), load_start_time=str(start), visibility="true", path=uri,
             segment_file=seg_name))
-        ts.write(storage, table.tablestatus_path, entries)
     return seg

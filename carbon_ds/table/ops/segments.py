@@ -179,8 +179,8 @@ def delete_segments(table: TableHandle, ids: Iterable[str | int], now_ms: int | 
     if bad:
         raise CarbonOptionError(f"segment ids must be numbers like 3 or 0.1, found {', '.join(map(repr, bad))}")
     now = now_ms if now_ms is not None else ts.now_ms()
-    with table.lock():
-        entries = table.load_details()
+    with table.edit_status("DELETE SEGMENT") as edit:
+        entries = edit.entries
         by_id = {e.name: e for e in entries}
         problems = []
         for i in wanted:
@@ -198,7 +198,6 @@ def delete_segments(table: TableHandle, ids: Iterable[str | int], now_ms: int | 
             )
         for i in wanted:
             _mark(by_id[i], now)
-        ts.write(table.storage, table.tablestatus_path, entries)
     return wanted
 
 
@@ -231,8 +230,8 @@ def delete_segments_before(
     """
     cutoff = parse_before(when)
     now = now_ms if now_ms is not None else ts.now_ms()
-    with table.lock():
-        entries = table.load_details()
+    with table.edit_status("DELETE SEGMENT BEFORE") as edit:
+        entries = edit.entries
         marked, skipped = [], []
         for e in entries:
             start = e.load_start_ms
@@ -249,7 +248,6 @@ def delete_segments_before(
                 f"Delete segment by date is failed. No matching segment found: no deletable segment of "
                 f"{_table_name(table)} started before {format_time(cutoff)}{extra}"
             )
-        ts.write(table.storage, table.tablestatus_path, entries)
     return marked
 
 
@@ -350,8 +348,8 @@ def clean_files(
     trash_run = Storage.join(trash_dir(table), str(now))
     # locks of crashed writers on this host first: a dead writer's update lock would block the sweep
     result.unlocked = remove_locks(storage, table.path)
-    with table.lock():
-        entries = table.load_details()
+    with table.edit_status("CLEAN FILES") as edit:
+        entries = edit.entries
         victims = [e for e in entries if e.status in _CLEANABLE]
         vacated: set[str] = set()  # folders files left: partition folders that end up empty go too
         # 1. Files first: the entries still say "Marked for Delete", so no reader looks at them.
@@ -390,14 +388,15 @@ def clean_files(
             history = _read_history(table)
             seen = {(h.name, h.load_start_time) for h in history}
             history += [e for e in removed if (e.name, e.load_start_time) not in seen]
-            ts.write(storage, history_path, history)
-            ts.write(storage, table.tablestatus_path, [e for e in entries if e not in removed])
+            ts.write_history(storage, history_path, history)
+            entries[:] = [e for e in entries if e not in removed]
+            edit.commit()
             for e in removed:
                 if e.segment_file:
                     storage.delete(Storage.join(segfiles.segments_dir(table.path), e.segment_file))
         result.removed_entries = [e.name for e in removed]
         # 2b. Leftovers no segment names any more (still under the lock: no load reserves or commits).
-        _sweep_leftovers(table, [e for e in entries if e not in removed], force, trash_run, result, vacated)
+        _sweep_leftovers(table, entries, force, trash_run, result, vacated)
     # 3. The trash: expired sub-folders go (all of them with force); needs no lock, nothing reads it.
     for folder in storage.list_dirs(trash_dir(table)):
         name = basename(folder)

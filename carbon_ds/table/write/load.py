@@ -91,8 +91,8 @@ def reserve(table: TableHandle, overwrite: bool = False, partition: dict | None 
     if dynamic and not pcols:
         raise CarbonTableError(f"dynamic partition overwrite asked, but table {table.uri} is not partitioned")
     start = ts.now_ms()
-    with table.lock():
-        entries = table.load_details()
+    with table.edit_status("LOAD (reserve)") as edit:
+        entries = edit.entries
         seg = ts.next_segment_id(entries)
         entries.append(
             LoadDetail(
@@ -102,7 +102,6 @@ def reserve(table: TableHandle, overwrite: bool = False, partition: dict | None 
                 visibility="true",
             )
         )
-        ts.write(table.storage, table.tablestatus_path, entries)
     return Reservation(table.uri, seg, start, overwrite, spec, dynamic)
 
 
@@ -170,14 +169,13 @@ def mark_success(table: TableHandle, entries: list[LoadDetail], reservation: Res
 
 def mark_failure(table: TableHandle, reservation: Reservation) -> None:
     """Mark a reserved entry "Failure" (nothing when it is no longer in progress)."""
-    with table.lock():
-        entries = table.load_details()
+    with table.edit_status("LOAD (abort)") as edit:
+        entries = edit.entries
         entry = ts.find(entries, reservation.segment_id)
         if entry is None or entry.status not in (ts.IN_PROGRESS, ts.OVERWRITE_IN_PROGRESS):
             return
         entry.status = ts.FAILURE
         entry.modification_time = str(ts.now_ms())
-        ts.write(table.storage, table.tablestatus_path, entries)
 
 
 class Load(ABC):

@@ -139,8 +139,8 @@ def commit_partitioned(table: TableHandle, load: Load, results: list[TaskResult]
     faults.point("load.before_status")
     data_size = sum(s for r in results for _n, s, _r in r.data_files)
     index_size = sum(s for r in results for _n, s in r.index_files)
-    with table.lock():
-        entries = table.load_details()
+    with table.edit_status("LOAD (commit)") as edit:
+        entries = edit.entries
         entry = mark_success(table, entries, reservation, end, seg_name, data_size, index_size)
         if reservation.overwrite:
             spec = dict(reservation.partition_spec)
@@ -158,7 +158,6 @@ def commit_partitioned(table: TableHandle, load: Load, results: list[TaskResult]
                 if other is not entry and other.status in ts.READABLE:
                     drop_folders(table, other, replaced, end)
         load.apply_staged(entries)
-        ts.write(storage, table.tablestatus_path, entries)
     faults.point("load.committed")
     return entry
 

@@ -57,8 +57,8 @@ class PlainLoad(Load):
         seg_name = segfiles.segment_file_name(seg, end)
         # Written before the status flip and under a fresh name: until the flip nothing refers to it.
         segfiles.write(table.storage, table.path, seg_name, segfiles.for_load(seg, index_names))
-        with table.lock():
-            entries = table.load_details()
+        with table.edit_status("LOAD (commit)") as edit:
+            entries = edit.entries
             entry = mark_success(table, entries, reservation, end, seg_name, data_size, index_size)
             if reservation.overwrite:
                 for other in entries:
@@ -66,7 +66,6 @@ class PlainLoad(Load):
                         other.status = ts.MARKED_FOR_DELETE
                         other.modification_time = str(end)
             self.apply_staged(entries)
-            ts.write(table.storage, table.tablestatus_path, entries)
         return entry
 
     def _remove_files(self) -> None:
