@@ -49,6 +49,7 @@ from carbon_ds.table.ops.loads import resume_load, start_load
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.scan import Source, arrow_schema_of, open_source, partition_pruned
 from carbon_ds.table.read.scan import count as count_rows
+from carbon_ds.table.read.task_reader import read_pieces
 from carbon_ds.table.write.load import TaskResult
 from carbon_ds.table.write.prepare import prepare_table
 
@@ -304,7 +305,7 @@ class CarbonReader(DataSourceReader):
                     yield conform(b, self.target)
             return
         # exact filtering by the option only: pushed filters are Spark's to evaluate
-        tables = pruning.read_pieces(
+        tables = read_pieces(
             storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
             deletes=deletes, table_columns=columns, table_path=table_path,
         )

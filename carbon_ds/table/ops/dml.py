@@ -31,11 +31,10 @@ from carbon_ds.progress import progress
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.column_map import open_file
-from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.read import pruning, scan
+from carbon_ds.table.read.task_reader import TaskReader
 from carbon_ds.table.write.protocol import reserve_load
 
 # CarbonData's carbon.horizontal.delete.compaction.threshold: merge a block's deltas when more exist
@@ -62,41 +61,26 @@ def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
     plan = scan.plan(source, expr)
     deletes = table.deletes()
     schema = table.schema
-    prune = not isinstance(expr, AlwaysTrue)
+    prune = None if isinstance(expr, AlwaysTrue) else expr
     cols = list(schema.names) if want_data else (sorted(expr.columns()) or [schema.names[0]])
-    need_schema = pa.schema([schema.field(n) for n in cols])
+    reader = TaskReader(table.storage, table.columns, table.path, deletes)
     out = []
     for piece in progress(plan.pieces, "finding rows", unit=" files", min_items=8):
-        fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
-        if fd is not None and fd.marked:
-            continue
-        f = open_file(piece.path, table.storage, table.columns)
-        try:
-            pruning.check_claim(piece, f)
+        with reader.opened(piece) as o:
+            if o is None:
+                continue
+            f = o.file
             m = Match(piece.path, piece.segment_id or "", sum(f.blocklet_rows(b) for b in range(f.num_blocklets)))
-            for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
-                sizes = f.page_rows(b)
-                keep = pruning.surviving_pages(f, b, expr)[0] if prune else list(range(len(sizes)))
-                if not keep:
+            for b in o.blocklets:
+                got = reader.positioned(o, b, cols, schema, prune)
+                if got is None:
                     continue
-                batch = f.read_blocklet(b, cols, pages=keep if len(keep) < len(sizes) else None)
-                t = conform(pa.Table.from_batches([batch]), need_schema, piece.path)
-                ks = np.asarray([sizes[j] for j in keep], dtype=np.int64)
-                page_idx = np.repeat(np.asarray(keep, dtype=np.int64), ks)
-                starts = np.repeat(np.cumsum(ks) - ks, ks)
-                row_idx = np.arange(len(page_idx), dtype=np.int64) - starts
-                if t.num_rows != len(page_idx):
-                    raise CarbonTableError(
-                        f"{piece.path} blocklet {b}: pages hold {len(page_idx)} rows by the footer, "
-                        f"but {t.num_rows} were decoded")
-                hit = np.ones(t.num_rows, dtype=bool)
-                if prune:
+                t, page_idx, row_idx, hit = got
+                if prune is not None:
                     pos = filter_table(t.append_column("__pos", pa.array(np.arange(t.num_rows))), expr)
-                    hit = np.zeros(t.num_rows, dtype=bool)
-                    hit[pos.column("__pos").to_numpy()] = True
-                alive = fd.keep_mask(b, keep, list(ks)) if fd is not None else None
-                if alive is not None:
-                    hit &= alive
+                    matched = np.zeros(t.num_rows, dtype=bool)
+                    matched[pos.column("__pos").to_numpy()] = True
+                    hit &= matched
                 if not hit.any():
                     continue
                 pages, rows = page_idx[hit], row_idx[hit]
@@ -106,8 +90,6 @@ def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
                     m.data.append(t.filter(pa.array(hit)))
             if m.rows:
                 out.append(m)
-        finally:
-            f.close()
     return out
 
 
@@ -282,28 +264,17 @@ def position_tables(storage: Storage, pieces: list[pruning.Piece], columns: list
     """Every live row of ``pieces`` (``columns`` of ``schema``) plus the position columns, one table per
     blocklet. No row is filtered here: Spark evaluates the user's predicate on these rows."""
     cols = list(columns) or [schema.names[0]]
-    need = pa.schema([schema.field(n) for n in cols])
+    reader = TaskReader(storage, table_columns, None, deletes)
     for piece in pieces:
         if piece.external is not None:
             raise CarbonTableError(f"with_row_positions: {piece.path} is not a carbondata file; row positions "
                                    "exist only for carbondata segments")
-        fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
-        if fd is not None and fd.marked:
-            continue
-        f = open_file(piece.path, storage, table_columns)
-        try:
-            pruning.check_claim(piece, f)
-            for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
-                sizes = f.page_rows(b)
-                t = conform(pa.Table.from_batches([f.read_blocklet(b, cols)]), need, f.path)
-                ks = np.asarray(sizes, dtype=np.int64)
-                page_idx = np.repeat(np.arange(len(sizes), dtype=np.int64), ks)
-                row_idx = np.arange(len(page_idx), dtype=np.int64) - np.repeat(np.cumsum(ks) - ks, ks)
-                if t.num_rows != len(page_idx):
-                    raise CarbonTableError(f"{piece.path} blocklet {b}: pages hold {len(page_idx)} rows by the "
-                                           f"footer, but {t.num_rows} were decoded")
-                mask = fd.keep_mask(b, list(range(len(sizes))), sizes) if fd is not None else None
-                if mask is not None:
+        with reader.opened(piece) as o:
+            if o is None:
+                continue
+            for b in o.blocklets:
+                t, page_idx, row_idx, mask = reader.positioned(o, b, cols, schema)  # type: ignore[misc]
+                if not mask.all():
                     t, page_idx, row_idx = t.filter(pa.array(mask)), page_idx[mask], row_idx[mask]
                 n = t.num_rows
                 t = t.select(list(columns)) if columns else t.select([])
@@ -313,8 +284,6 @@ def position_tables(storage: Storage, pieces: list[pruning.Piece], columns: list
                                                       pa.array(row_idx.astype(np.int32))), strict=True):
                     t = t.append_column(fld, arr)
                 yield t
-        finally:
-            f.close()
 
 
 def matches_from_positions(table: TableHandle, pos: pa.Table, data: pa.Table | None = None) -> list[Match]:

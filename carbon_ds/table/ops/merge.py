@@ -23,12 +23,13 @@ import pyarrow.compute as pc
 from carbon_ds.errors import CarbonError
 from carbon_ds.progress import row_progress
 from carbon_ds.table.meta import deltas as D
-from carbon_ds.table.meta.column_map import open_file
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import DataFile, TableHandle
 from carbon_ds.table.meta.naming import COLUMNAR
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.read.planning import read_file
+from carbon_ds.table.read.pruning import Piece
+from carbon_ds.table.read.task_reader import TaskReader
 from carbon_ds.table.write.load import Reservation, TaskResult, sort_for_load
 from carbon_ds.table.write.protocol import load_for
 
@@ -129,15 +130,19 @@ def file_run(table: TableHandle, f: DataFile, deletes: D.Deletes | None, keys: l
              whole: bool = False) -> Iterator[pa.Table]:
     """One data file's live rows in sort order, in chunks of at most ``chunk`` rows, read when the merge
     first asks. Blocklet by blocklet unless the file is not sorted (or ``whole``)."""
-    fd = deletes.lookup(f.path, f.segment_id) if deletes is not None else None
-    if fd is not None and fd.marked:
+    marked = deletes.lookup(f.path, f.segment_id) if deletes is not None else None
+    if marked is not None and marked.marked:
         return
     if f.file_format != COLUMNAR:  # never chosen by compaction; kept correct for any caller
         yield from _slices(sort_for_load(read_file(table.storage, f, None, table.schema, table.columns), keys),
                            chunk)
         return
     target = table.schema
-    with open_file(f.path, table.storage, table.columns) as cf:
+    o = TaskReader(table.storage, table.columns, table.path, deletes).open(Piece(f.path, None, f.segment_id))
+    if o is None:
+        return
+    fd = o.deletes
+    with o.file as cf:
         if keys and (whole or not cf.footer.is_sort):
             t = conform(cf.read(columns=target.names), target, f.path)
             if fd is not None and fd.rows:

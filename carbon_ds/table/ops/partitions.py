@@ -27,7 +27,8 @@ from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops import add_segment
-from carbon_ds.table.read.pruning import Piece, read_pieces
+from carbon_ds.table.read.pruning import Piece
+from carbon_ds.table.read.task_reader import read_pieces
 from carbon_ds.table.write.partitioned import drop_folders
 
 

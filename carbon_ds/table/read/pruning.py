@@ -4,11 +4,9 @@
    blocklet's min/max and row count. A file's statistics are the merge of its blocklets', a segment's the
    merge of its files'. Parsed index files are cached by (path, size, mtime).
 2. Blocklets: the same index entries (a bare folder, or a file no index names: its footer).
-3. Pages: in the reader, only the filter columns' DataChunk3 headers are read first; their per-page
-   ``DataChunk2.min_max`` decide the surviving pages, and only those pages of the needed columns are
-   decoded. Every column of a blocklet shares its page boundaries, so rows stay aligned.
-4. Exact filtering of the rows that survive (``read_pieces(..., exact=True)``): the bound predicate is
-   evaluated on them with Arrow, so a result never depends on pruning having been tight.
+3. Pages: the file reader prunes its own pages by their min/max (readers.pages) when the pieces are read
+   (table.read.task_reader), which also filters the surviving rows exactly with Arrow, so a result never
+   depends on pruning having been tight.
 
 The min/max visitor (``carbon_ds.expressions.minmax``) only ever answers "cannot match" when no row of a
 unit can match, so pruning can cost a read but never a row.
@@ -18,29 +16,23 @@ from __future__ import annotations
 
 import posixpath
 import threading
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.expressions import AlwaysTrue, Expr, bind, filter_table, might_match, parse
+from carbon_ds.expressions import AlwaysTrue, Expr, bind, might_match, parse
 from carbon_ds.expressions.minmax import ColumnStats
 from carbon_ds.expressions.objects import to_expr
 from carbon_ds.format.index import read_index, read_merge_index
 from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage, basename, dirname
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers import stats as S
 from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar
 from carbon_ds.table.meta import column_map
 from carbon_ds.table.meta.column_map import open_file
-from carbon_ds.table.meta.conform import conform
-from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.naming import INDEX_EXT, MERGE_INDEX_EXT
-from carbon_ds.table.meta.trash import open_planned
-from carbon_ds.table.read import stats as S
-from carbon_ds.table.read.planning import read_external
 
 
 # ------------------------------------------------------------------------------------------ the filter
@@ -306,186 +298,3 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
         if seg is not None and read_any:
             counts.segments_read += 1
     return plan
-
-
-def check_claim(piece: Piece, f: CarbonDataFile) -> None:
-    """Refuse a data file whose footer disagrees with the index entry it was planned from (blocklet count,
-    rows per blocklet, blocklet min/max): the plan may have skipped rows the file holds. Uses only what is
-    already in memory: the planned entry and the footer read when ``f`` was opened."""
-    claim = piece.claim
-    if claim is None:
-        return
-    where = f"the index {claim.index} and the footer of {f.path}"
-    if len(claim.rows) != f.num_blocklets:
-        raise CarbonFormatError(f"{where} disagree: the index lists {len(claim.rows)} blocklets, the footer "
-                                f"{f.num_blocklets}", f.path)
-    footer_mm = list(f.footer.blocklet_index_list or [])
-    for b, want in enumerate(claim.rows):
-        found = f.blocklet_rows(b)
-        if want != found:
-            raise CarbonFormatError(f"{where} disagree on blocklet {b}: the index says {want} rows, the footer "
-                                    f"{found}", f.path)
-        mm = claim.min_max[b] if b < len(claim.min_max) else None
-        got = footer_mm[b].min_max_index if b < len(footer_mm) and footer_mm[b] is not None else None
-        if mm is not None and got is not None and mm != got:
-            raise CarbonFormatError(f"{where} disagree on blocklet {b}: the index's min/max "
-                                    f"{_mm_text(mm)} differ from the footer's {_mm_text(got)}", f.path)
-
-
-def _mm_text(mm) -> str:
-    return f"min {list(mm.min_values or [])[:4]!r} max {list(mm.max_values or [])[:4]!r}"
-
-
-# ------------------------------------------------------------------------------------------ pages
-def surviving_pages(f, blocklet: int, expr: Expr, hold: bool = False) -> tuple[list[int], int]:
-    """(pages of ``blocklet`` that might match, page count), from the filter columns' page min/max; with
-    ``hold`` the file keeps those columns' chunks for the decode that follows (``f.release`` drops them)."""
-    names = {c.lower() for c in expr.columns()}
-    columns = f.columns
-    trusted = S.trusted_columns(columns)
-    per_column: dict[str, list[S.Stats]] = {}
-    n_pages = None
-    for i, c in enumerate(columns):
-        if c.column_name.lower() not in names or not trusted[i]:
-            continue
-        chunk = f.read_column_chunk(blocklet, i, hold)
-        pages = chunk.data_chunk_list or []
-        n_pages = len(pages)
-        per_column[c.column_name.lower()] = [S.unit_stats([c], [True], dc2.min_max, None) for dc2 in pages]
-    if n_pages is None:
-        n = f.page_count(blocklet)
-        return list(range(n)), n
-    keep = []
-    for j in range(n_pages):
-        merged: S.Stats = {}
-        for col_pages in per_column.values():
-            if j < len(col_pages):
-                merged.update(col_pages[j])
-        if might_match(expr, S.lookup(merged)):
-            keep.append(j)
-    return keep, n_pages
-
-
-def _page_rows(f, blocklet: int, n_pages: int) -> list[int] | None:
-    rows = f.blocklet_info(blocklet).row_count_in_page
-    return list(rows) if rows is not None and len(rows) == n_pages else None
-
-
-# ------------------------------------------------------------------------------------------ reading
-def read_pieces(
-    storage: Storage,
-    pieces: list[Piece],
-    expr: Expr,
-    columns: list[str] | None,
-    schema: pa.Schema,
-    exact: bool | Expr = True,
-    counts: Counts | None = None,
-    deletes: Deletes | None = None,
-    table_columns: list[ColumnSchema] | None = None,
-    table_path: str | None = None,
-) -> Iterator[pa.Table]:
-    """Tables of ``columns`` (all when None) in ``schema``'s spelling and types, pruned by ``expr``; with
-    ``exact=True`` only rows where ``expr`` is TRUE, with an expression only rows where that one is TRUE
-    (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema. ``deletes``
-    (carbon_ds.table.deltas.Deletes) drops rows removed by committed delete deltas. With the table's
-    ``table_path`` a planned file CLEAN FILES has since moved is read from the trash."""
-    how = Reading(expr, columns, schema, exact, table_columns)
-    for piece in pieces:
-        if piece.external is not None:
-            yield how.external(storage, piece, counts)
-            continue
-        fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
-        if fd is not None and fd.marked:
-            continue
-        f = open_planned(piece.path, storage, table_columns, table_path)
-        try:
-            check_claim(piece, f)
-            for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
-                table = how.blocklet(f, b, fd, counts)
-                if table is not None:
-                    yield table
-        finally:
-            f.close()
-
-
-class Reading:
-    """How to read one unit (a carbondata blocklet, an external file's chosen units) of a pruned read:
-    the columns needed, the page pruning and the exact filter. Stateless once built, so threads share it."""
-
-    def __init__(self, expr: Expr, columns: list[str] | None, schema: pa.Schema, exact: bool | Expr = True,
-                 table_columns: list[ColumnSchema] | None = None):
-        self.table_columns = table_columns  # schema-evolution mapping of file columns (column_map)
-        keep_rows = expr if exact is True else exact if isinstance(exact, Expr) else None
-        self.keep_rows = None if isinstance(keep_rows, AlwaysTrue) else keep_rows
-        self.expr = expr
-        self.out_names = list(columns) if columns is not None else list(schema.names)
-        self.prune = not isinstance(expr, AlwaysTrue)
-        filter_cols = expr.columns() | (self.keep_rows.columns() if self.keep_rows is not None else set())
-        self.need = list(dict.fromkeys(self.out_names + sorted(filter_cols)))
-        self.need_schema = pa.schema([schema.field(n) for n in self.need])
-
-    def _finish(self, table: pa.Table) -> pa.Table:
-        if self.keep_rows is not None:
-            table = filter_table(table, self.keep_rows)
-        return table.select(self.out_names) if self.need != self.out_names else table
-
-    def external(self, storage: Storage, piece: Piece, counts: Counts | None = None) -> pa.Table:
-        table = read_external(storage, piece.path, piece.external, self.need, self.need_schema, piece.blocklets,
-                              self.table_columns)
-        if counts is not None:
-            counts.rows_read += table.num_rows
-        return self._finish(table)
-
-    def blocklet(self, f: CarbonDataFile, b: int, fd=None, counts: Counts | None = None) -> pa.Table | None:
-        """Blocklet ``b`` of the open file ``f`` less the deleted rows of ``fd``; None when every page is pruned."""
-        if not self.prune:
-            if counts is not None:
-                counts.pages_read += f.page_count(b)
-            return self._pages(f, b, None, fd, counts)
-        # the filter columns' chunks read for page pruning are decoded from the same bytes and headers
-        keep, n = surviving_pages(f, b, self.expr, hold=True)
-        try:
-            if counts is not None:
-                counts.pages_read += len(keep)
-            if not keep:
-                return None
-            return self._pages(f, b, keep if len(keep) < n else None, fd, counts)
-        finally:
-            f.release(b)
-
-    def _pages(self, f: CarbonDataFile, b: int, keep: list[int] | None, fd, counts: Counts | None) -> pa.Table:
-        batch = f.read_blocklet(b, self.need, pages=keep) if keep is not None else f.read_blocklet(b, self.need)
-        if counts is not None:
-            counts.rows_read += batch.num_rows
-        if fd is not None and fd.blocklet_has(b):
-            sizes = f.page_rows(b)
-            mask = fd.keep_mask(b, keep if keep is not None else list(range(len(sizes))),
-                                [sizes[j] for j in keep] if keep is not None else sizes)
-            if mask is not None:
-                batch = batch.filter(pa.array(mask))
-        return self._finish(conform(pa.Table.from_batches([batch]), self.need_schema, f.path))
-
-
-def count_pages(storage: Storage, pieces: list[Piece], expr: Expr, counts: Counts,
-                table_columns: list[ColumnSchema] | None = None) -> None:
-    """Add page totals and survivors of ``pieces`` to ``counts`` (reads only DataChunk3 headers)."""
-
-    for piece in pieces:
-        if piece.external is not None:
-            counts.rows_read += piece.rows or 0  # no pages: a unit is read whole
-            continue
-        f = open_file(piece.path, storage, table_columns)
-        try:
-            check_claim(piece, f)
-            for b in piece.blocklets if piece.blocklets is not None else range(f.num_blocklets):
-                if isinstance(expr, AlwaysTrue):
-                    n = f.page_count(b)
-                    keep = list(range(n))
-                else:
-                    keep, n = surviving_pages(f, b, expr)
-                counts.pages_read += len(keep)
-                rows = _page_rows(f, b, n)
-                counts.rows_read += sum(rows[j] for j in keep) if rows is not None else (
-                    f.blocklet_rows(b) if keep else 0)
-        finally:
-            f.close()

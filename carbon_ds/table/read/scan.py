@@ -21,6 +21,7 @@ from carbon_ds.table.read import pruning
 from carbon_ds.table.read.carbon_pruning import prune_by_id
 from carbon_ds.table.read.partition_pruning import prune_files
 from carbon_ds.table.read.planning import read_file
+from carbon_ds.table.read.task_reader import TaskReader, read_pieces
 
 
 @dataclass
@@ -206,7 +207,7 @@ def read(path, columns: list[str] | None = None, filter=None, segments=None,
     if counts is not None:
         counts.add(p.counts)
     target = pa.schema([source.schema.field(n) for n in (names if names is not None else source.schema.names)])
-    tables = list(pruning.read_pieces(source.storage, p.pieces, expr, names, source.schema, True, counts,
+    tables = list(read_pieces(source.storage, p.pieces, expr, names, source.schema, True, counts,
                                       deletes=_deletes(source), table_columns=source.columns,
                                       table_path=_table_path(source)))
     if not tables:
@@ -230,10 +231,10 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
         return 0
     cols = sorted(expr.columns())[:1] if not isinstance(expr, AlwaysTrue) else []
     if not cols:  # no filter column to read: count rows of every surviving blocklet from the footer
-        return sum(t.num_rows for t in pruning.read_pieces(
+        return sum(t.num_rows for t in read_pieces(
             source.storage, p.pieces, expr, [source.schema.names[0]], source.schema, True, deletes=deletes,
             table_columns=source.columns, table_path=_table_path(source)))
-    return sum(t.num_rows for t in pruning.read_pieces(source.storage, p.pieces, expr, cols, source.schema, True,
+    return sum(t.num_rows for t in read_pieces(source.storage, p.pieces, expr, cols, source.schema, True,
                                                        deletes=deletes, table_columns=source.columns,
                                                        table_path=_table_path(source)))
 
@@ -259,7 +260,8 @@ def explain(path, filter=None, segments=None) -> ExplainReport:
     source = open_source(path, segments)
     expr = pruning.as_expr(filter, source.schema)
     p = plan(source, expr)
-    pruning.count_pages(source.storage, p.pieces, expr, p.counts, source.columns)
+    TaskReader(source.storage, source.columns, _table_path(source), _deletes(source)).page_counts(p.pieces, expr,
+                                                                                                 p.counts)
     out = ExplainReport({"path": source.uri, "filter": str(expr), **p.counts.as_dict()})
     if source.partitions is not None:
         out["partitions"] = source.partitions

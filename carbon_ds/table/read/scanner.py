@@ -22,9 +22,9 @@ from carbon_ds.expressions import AlwaysTrue
 from carbon_ds.readers.carbondata import CarbonDataFile, read_folder
 from carbon_ds.readers.external import open_reader
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
-from carbon_ds.table.meta.trash import open_planned
 from carbon_ds.table.read import pruning, scan
 from carbon_ds.table.read.pruning import Counts, Piece
+from carbon_ds.table.read.task_reader import Reading, TaskReader
 
 THREADS = os.cpu_count() or 1
 _SPLIT = ("parquet", "orc")  # external formats read one statistics unit (row group, stripe) at a time
@@ -94,7 +94,7 @@ class Scan:
         is also appended to ``opened`` for the caller to close once no unit of it is in flight."""
         source = self.source
         storage = source.storage
-        how = pruning.Reading(self.expr, self.columns, source.schema, True, source.columns)
+        how = Reading(self.expr, self.columns, source.schema, True, source.columns)
         deletes = source.deletes  # the snapshot's, never re-read: a DELETE landing mid-scan is not seen
 
         def external(piece: Piece):
@@ -113,6 +113,7 @@ class Scan:
 
     def _units(self, pieces, opened, external, blocklet, deletes):
         storage, source = self.source.storage, self.source
+        reader = TaskReader(storage, source.columns, source.table.path if source.table else None, deletes)
         for piece in pieces:
             if piece.external is not None:
                 units = piece.blocklets
@@ -126,13 +127,11 @@ class Scan:
                     for u in units:
                         yield external(Piece(piece.path, (u,), piece.segment_id, None, piece.external)), None
                 continue
-            fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
-            if fd is not None and fd.marked:
+            o = reader.open(piece)
+            if o is None:
                 continue
-            f = open_planned(piece.path, storage, source.columns, source.table.path if source.table else None)
+            f, fd, blocklets = o.file, o.deletes, o.blocklets
             opened.append(f)
-            pruning.check_claim(piece, f)
-            blocklets = list(piece.blocklets if piece.blocklets is not None else range(f.num_blocklets))
             if not blocklets:
                 f.close()
             for k, b in enumerate(blocklets):

@@ -1,0 +1,77 @@
+"""Page pruning of one carbondata blocklet, in the reader: decode only the pages whose min/max can match.
+
+Only the filter columns' DataChunk3 headers are read first; their per-page ``DataChunk2.min_max`` decide
+the surviving pages, and only those pages of the needed columns are decoded (every column of a blocklet
+shares its page boundaries, so rows stay aligned). The filter columns' chunks read for the headers are
+held and decoded from the same bytes. Statistic bytes become values in readers.stats, the one place.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from carbon_ds.expressions import AlwaysTrue, Expr, might_match
+from carbon_ds.readers import stats as S
+from carbon_ds.readers.carbondata import CarbonDataFile
+
+__all__ = ["BlockletRows", "read_pruned", "surviving_pages"]
+
+
+@dataclass(frozen=True)
+class BlockletRows:
+    """What a pruned read of one blocklet decoded: ``batch`` holds the rows of ``pages`` (page numbers, in
+    order), whose row counts are ``page_rows``."""
+
+    batch: pa.RecordBatch
+    pages: list[int]
+    page_rows: list[int]
+    all_pages: bool  # every page of the blocklet survived
+
+
+def surviving_pages(f: CarbonDataFile, blocklet: int, expr: Expr, hold: bool = False) -> tuple[list[int], int]:
+    """(pages of ``blocklet`` that might match, page count), from the filter columns' page min/max; with
+    ``hold`` the file keeps those columns' chunks for the decode that follows (``f.release`` drops them)."""
+    names = {c.lower() for c in expr.columns()}
+    columns = f.columns
+    trusted = S.trusted_columns(columns)
+    per_column: dict[str, list[S.Stats]] = {}
+    n_pages = None
+    for i, c in enumerate(columns):
+        if c.column_name.lower() not in names or not trusted[i]:
+            continue
+        chunk = f.read_column_chunk(blocklet, i, hold)
+        pages = chunk.data_chunk_list or []
+        n_pages = len(pages)
+        per_column[c.column_name.lower()] = [S.unit_stats([c], [True], dc2.min_max, None) for dc2 in pages]
+    if n_pages is None:
+        n = f.page_count(blocklet)
+        return list(range(n)), n
+    keep = []
+    for j in range(n_pages):
+        merged: S.Stats = {}
+        for col_pages in per_column.values():
+            if j < len(col_pages):
+                merged.update(col_pages[j])
+        if might_match(expr, S.lookup(merged)):
+            keep.append(j)
+    return keep, n_pages
+
+
+def read_pruned(f: CarbonDataFile, blocklet: int, columns: list[str] | None, prune: Expr | None = None
+                ) -> BlockletRows | None:
+    """``columns`` of the pages of ``blocklet`` that ``prune`` cannot rule out (all pages without one);
+    None when no page survives."""
+    sizes = f.page_rows(blocklet)
+    if prune is None or isinstance(prune, AlwaysTrue):
+        return BlockletRows(f.read_blocklet(blocklet, columns), list(range(len(sizes))), sizes, True)
+    keep, n = surviving_pages(f, blocklet, prune, hold=True)
+    try:
+        if not keep:
+            return None
+        every = len(keep) == n
+        batch = f.read_blocklet(blocklet, columns) if every else f.read_blocklet(blocklet, columns, pages=keep)
+        return BlockletRows(batch, keep, [sizes[j] for j in keep], every)
+    finally:
+        f.release(blocklet)

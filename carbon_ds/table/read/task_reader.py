@@ -1,0 +1,228 @@
+"""Reading planned pieces: the one loop over files every read shares.
+
+A plan (table.read.pruning) hands out ``Piece``s: a file, its segment, the blocklets that may match and what
+the index said of the file. ``TaskReader`` reads them for every caller (scans, the Spark source, counts,
+DELETE/UPDATE, compaction) through one private open that
+
+1. looks up the file's committed deletes and skips a file a delete marked whole,
+2. opens the file in the table's current columns (schema evolution), from the table's trash when CLEAN
+   FILES moved it after the plan was made,
+3. refuses a file whose footer disagrees with the index entry it was planned from,
+
+and then hands each blocklet to the file reader's page pruning (readers.pages), drops deleted rows and
+filters the survivors exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+import pyarrow as pa
+
+from carbon_ds.errors import CarbonFormatError, CarbonTableError
+from carbon_ds.expressions import AlwaysTrue, Expr, filter_table
+from carbon_ds.format.structs import ColumnSchema
+from carbon_ds.fs import Storage
+from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.pages import BlockletRows, read_pruned, surviving_pages
+from carbon_ds.table.meta.conform import conform
+from carbon_ds.table.meta.deltas import Deletes, FileDeletes
+from carbon_ds.table.meta.trash import open_planned
+from carbon_ds.table.read.planning import read_external
+from carbon_ds.table.read.pruning import Counts, Piece
+
+__all__ = ["OpenPiece", "Reading", "TaskReader", "check_claim", "read_pieces"]
+
+
+@dataclass
+class OpenPiece:
+    """A planned carbondata file, open: the reader, its committed deletes and the blocklets to read."""
+
+    file: CarbonDataFile
+    deletes: FileDeletes | None
+    blocklets: list[int]
+
+
+class TaskReader:
+    """Reads the pieces of one table version: ``deletes`` are that version's, ``table_path`` finds a file
+    CLEAN FILES moved to the trash since (None: a bare folder, no trash), ``table_columns`` name the file
+    columns by the table's current schema."""
+
+    def __init__(self, storage: Storage, table_columns: list[ColumnSchema] | None = None,
+                 table_path: str | None = None, deletes: Deletes | None = None):
+        self.storage = storage
+        self.table_columns = table_columns
+        self.table_path = table_path
+        self.deletes = deletes
+
+    def open(self, piece: Piece) -> OpenPiece | None:
+        """The piece's file open and checked (close ``.file``), or None when a delete marked it whole."""
+        fd = self.deletes.lookup(piece.path, piece.segment_id) if self.deletes is not None else None
+        if fd is not None and fd.marked:
+            return None
+        f = open_planned(piece.path, self.storage, self.table_columns, self.table_path)
+        try:
+            check_claim(piece, f)
+        except BaseException:
+            f.close()
+            raise
+        blocklets = list(piece.blocklets) if piece.blocklets is not None else list(range(f.num_blocklets))
+        return OpenPiece(f, fd, blocklets)
+
+    @contextmanager
+    def opened(self, piece: Piece) -> Iterator[OpenPiece | None]:
+        """``with reader.opened(piece) as o:`` (None: nothing of the file is live); closed on leaving."""
+        o = self.open(piece)
+        try:
+            yield o
+        finally:
+            if o is not None:
+                o.file.close()
+
+    def read(self, pieces: list[Piece], how: Reading, counts: Counts | None = None) -> Iterator[pa.Table]:
+        """Tables of ``how``'s columns, one per surviving blocklet (external files: one per piece)."""
+        for piece in pieces:
+            if piece.external is not None:
+                yield how.external(self.storage, piece, counts)
+                continue
+            with self.opened(piece) as o:
+                if o is None:
+                    continue
+                for b in o.blocklets:
+                    table = how.blocklet(o.file, b, o.deletes, counts)
+                    if table is not None:
+                        yield table
+
+    def page_counts(self, pieces: list[Piece], expr: Expr, counts: Counts) -> None:
+        """Add page totals and survivors of ``pieces`` to ``counts`` (reads only DataChunk3 headers)."""
+        for piece in pieces:
+            if piece.external is not None:
+                counts.rows_read += piece.rows or 0  # no pages: a unit is read whole
+                continue
+            with self.opened(piece) as o:
+                if o is None:
+                    continue
+                f = o.file
+                for b in o.blocklets:
+                    if isinstance(expr, AlwaysTrue):
+                        n = f.page_count(b)
+                        keep = list(range(n))
+                    else:
+                        keep, n = surviving_pages(f, b, expr)
+                    counts.pages_read += len(keep)
+                    rows = f.blocklet_info(b).row_count_in_page
+                    rows = list(rows) if rows is not None and len(rows) == n else None
+                    counts.rows_read += sum(rows[j] for j in keep) if rows is not None else (
+                        f.blocklet_rows(b) if keep else 0)
+
+    def positioned(self, o: OpenPiece, b: int, columns: list[str], schema: pa.Schema,
+                   prune: Expr | None = None) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray] | None:
+        """Blocklet ``b`` of ``o`` with where each row lives: (rows of ``columns`` in ``schema``'s types, page of
+        each row, row in its page, live mask: False for rows committed deletes removed); pages ``prune`` rules
+        out are not read (None when none is left)."""
+        got = read_pruned(o.file, b, columns, prune)
+        if got is None:
+            return None
+        t = conform(pa.Table.from_batches([got.batch]), pa.schema([schema.field(n) for n in columns]), o.file.path)
+        ks = np.asarray(got.page_rows, dtype=np.int64)
+        page_idx = np.repeat(np.asarray(got.pages, dtype=np.int64), ks)
+        row_idx = np.arange(len(page_idx), dtype=np.int64) - np.repeat(np.cumsum(ks) - ks, ks)
+        if t.num_rows != len(page_idx):
+            raise CarbonTableError(f"{o.file.path} blocklet {b}: pages hold {len(page_idx)} rows by the footer, "
+                                   f"but {t.num_rows} were decoded")
+        mask = o.deletes.keep_mask(b, got.pages, got.page_rows) if o.deletes is not None else None
+        alive = np.ones(t.num_rows, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
+        return t, page_idx, row_idx, alive
+
+
+def check_claim(piece: Piece, f: CarbonDataFile) -> None:
+    """Refuse a data file whose footer disagrees with the index entry it was planned from (blocklet count,
+    rows per blocklet, blocklet min/max): the plan may have skipped rows the file holds. Uses only what is
+    already in memory: the planned entry and the footer read when ``f`` was opened."""
+    claim = piece.claim
+    if claim is None:
+        return
+    where = f"the index {claim.index} and the footer of {f.path}"
+    if len(claim.rows) != f.num_blocklets:
+        raise CarbonFormatError(f"{where} disagree: the index lists {len(claim.rows)} blocklets, the footer "
+                                f"{f.num_blocklets}", f.path)
+    footer_mm = list(f.footer.blocklet_index_list or [])
+    for b, want in enumerate(claim.rows):
+        found = f.blocklet_rows(b)
+        if want != found:
+            raise CarbonFormatError(f"{where} disagree on blocklet {b}: the index says {want} rows, the footer "
+                                    f"{found}", f.path)
+        mm = claim.min_max[b] if b < len(claim.min_max) else None
+        got = footer_mm[b].min_max_index if b < len(footer_mm) and footer_mm[b] is not None else None
+        if mm is not None and got is not None and mm != got:
+            raise CarbonFormatError(f"{where} disagree on blocklet {b}: the index's min/max "
+                                    f"{_mm_text(mm)} differ from the footer's {_mm_text(got)}", f.path)
+
+
+def _mm_text(mm) -> str:
+    return f"min {list(mm.min_values or [])[:4]!r} max {list(mm.max_values or [])[:4]!r}"
+
+
+class Reading:
+    """How to read one unit (a carbondata blocklet, an external file's chosen units) of a pruned read:
+    the columns needed, the page pruning and the exact filter. Stateless once built, so threads share it."""
+
+    def __init__(self, expr: Expr, columns: list[str] | None, schema: pa.Schema, exact: bool | Expr = True,
+                 table_columns: list[ColumnSchema] | None = None):
+        self.table_columns = table_columns  # schema-evolution mapping of file columns (column_map)
+        keep_rows = expr if exact is True else exact if isinstance(exact, Expr) else None
+        self.keep_rows = None if isinstance(keep_rows, AlwaysTrue) else keep_rows
+        self.expr = expr
+        self.out_names = list(columns) if columns is not None else list(schema.names)
+        self.prune = None if isinstance(expr, AlwaysTrue) else expr
+        filter_cols = expr.columns() | (self.keep_rows.columns() if self.keep_rows is not None else set())
+        self.need = list(dict.fromkeys(self.out_names + sorted(filter_cols)))
+        self.need_schema = pa.schema([schema.field(n) for n in self.need])
+
+    def _finish(self, table: pa.Table) -> pa.Table:
+        if self.keep_rows is not None:
+            table = filter_table(table, self.keep_rows)
+        return table.select(self.out_names) if self.need != self.out_names else table
+
+    def external(self, storage: Storage, piece: Piece, counts: Counts | None = None) -> pa.Table:
+        table = read_external(storage, piece.path, piece.external, self.need, self.need_schema, piece.blocklets,
+                              self.table_columns)
+        if counts is not None:
+            counts.rows_read += table.num_rows
+        return self._finish(table)
+
+    def blocklet(self, f: CarbonDataFile, b: int, fd: FileDeletes | None = None,
+                 counts: Counts | None = None) -> pa.Table | None:
+        """Blocklet ``b`` of the open file ``f`` less the deleted rows of ``fd``; None when every page is pruned."""
+        got = read_pruned(f, b, self.need, self.prune)
+        if counts is not None:
+            counts.pages_read += len(got.pages) if got is not None else 0
+        if got is None:
+            return None
+        return self._rows(f, b, got, fd, counts)
+
+    def _rows(self, f: CarbonDataFile, b: int, got: BlockletRows, fd: FileDeletes | None,
+              counts: Counts | None) -> pa.Table:
+        batch = got.batch
+        if counts is not None:
+            counts.rows_read += batch.num_rows
+        if fd is not None and fd.blocklet_has(b):
+            mask = fd.keep_mask(b, got.pages, got.page_rows)
+            if mask is not None:
+                batch = batch.filter(pa.array(mask))
+        return self._finish(conform(pa.Table.from_batches([batch]), self.need_schema, f.path))
+
+
+def read_pieces(storage: Storage, pieces: list[Piece], expr: Expr, columns: list[str] | None, schema: pa.Schema,
+                exact: bool | Expr = True, counts: Counts | None = None, deletes: Deletes | None = None,
+                table_columns: list[ColumnSchema] | None = None, table_path: str | None = None
+                ) -> Iterator[pa.Table]:
+    """Tables of ``columns`` (all when None) in ``schema``'s spelling and types, pruned by ``expr``; with
+    ``exact=True`` only rows where ``expr`` is TRUE, with an expression only rows where that one is TRUE
+    (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema; ``deletes``, the
+    committed delete deltas; ``table_path``: a planned file CLEAN FILES has since moved is read from the trash."""
+    reader = TaskReader(storage, table_columns, table_path, deletes)
+    return reader.read(pieces, Reading(expr, columns, schema, exact, table_columns), counts)
