@@ -38,6 +38,7 @@ class FileInfo:
     path: str
     size: int
     mtime_ns: int | None
+    is_link: bool = False  # a symbolic link listed as itself (``follow_links=False``), never its target
 
 
 class Storage:
@@ -105,8 +106,16 @@ class Storage:
     def is_dir(self, path: str) -> bool:
         return self.fs.get_file_info(path).type == pafs.FileType.Directory
 
-    def list(self, folder: str, recursive: bool = False) -> list[FileInfo]:
-        """Files (not folders) under ``folder``, sorted by path; empty if the folder does not exist."""
+    def list(self, folder: str, recursive: bool = False, follow_links: bool = True) -> list[FileInfo]:
+        """Files (not folders) under ``folder``, sorted by path; empty if the folder does not exist.
+
+        ``follow_links=False`` (what every deletion lists with) never goes through a symbolic link on a
+        local disk: a link to a file or folder is listed as itself (``is_link``), so removing or moving what
+        is listed removes the link, never what it points to. A ``folder`` that is itself a link is listed as
+        that one link. Object stores have no links: the same listing either way.
+        """
+        if not follow_links and self.is_local:
+            return _list_no_links(folder, recursive)
         sel = pafs.FileSelector(folder, allow_not_found=True, recursive=recursive)
         out = [
             FileInfo(i.path, i.size, i.mtime_ns)
@@ -118,6 +127,48 @@ class Storage:
     def list_dirs(self, folder: str) -> list[str]:
         sel = pafs.FileSelector(folder, allow_not_found=True)
         return sorted(i.path for i in self.fs.get_file_info(sel) if i.type == pafs.FileType.Directory)
+
+    # --------------------------------------------------------------- symbolic links (local disks)
+    def is_link(self, path: str) -> bool:
+        return self.is_local and os.path.islink(path)
+
+    def real_path(self, path: str) -> str:
+        """``path`` with every symbolic link resolved (local disks); other stores' paths are already real."""
+        return norm_path(os.path.realpath(path)) if self.is_local else norm_path(path)
+
+    def resolves_inside(self, path: str, root: str) -> bool:
+        """Whether deleting or moving ``path`` stays inside ``root``: it lies below ``root`` and so does its
+        folder once every link is resolved (``path`` itself may be a link: that removes the link only)."""
+        if not is_inside(path, root) or norm_path(path) == norm_path(root):
+            return False
+        return not self.is_local or is_inside(self.real_path(dirname(path)), self.real_path(root))
+
+    def links(self, folder: str) -> list[tuple[str, str]]:
+        """(link, real target) of every symbolic link in ``folder``'s tree, ``folder`` included, looking
+        through linked folders too (each real folder once, so a cycle ends); empty on object stores."""
+        if not self.is_local:
+            return []
+        found: list[tuple[str, str]] = []
+        seen: set[str] = set()
+        stack = [norm_path(folder)]
+        if os.path.islink(folder):
+            found.append((norm_path(folder), self.real_path(folder)))
+        while stack:
+            d = stack.pop()
+            real = self.real_path(d)
+            if real in seen:
+                continue
+            seen.add(real)
+            try:
+                entries = list(os.scandir(d))
+            except OSError:  # gone, unreadable, or a link to a file
+                continue
+            for e in entries:
+                if e.is_symlink():
+                    found.append((norm_path(e.path), self.real_path(e.path)))
+                if e.is_dir():
+                    stack.append(norm_path(e.path))
+        return sorted(found)
 
     # --------------------------------------------------------------- writing
     def mkdirs(self, folder: str) -> None:
@@ -256,6 +307,31 @@ def is_inside(path: str, folder: str) -> bool:
     """Whether ``path`` is ``folder`` or lies below it (both file-system paths)."""
     p, f = norm_path(path), norm_path(folder)
     return p == f or p.startswith(f.rstrip("/") + "/")
+
+
+def _list_no_links(folder: str, recursive: bool) -> list[FileInfo]:
+    def info(path: str, link: bool) -> FileInfo:
+        st = os.lstat(path)
+        return FileInfo(norm_path(path), st.st_size, st.st_mtime_ns, link)
+
+    if os.path.islink(folder):
+        return [info(folder, True)]
+    out: list[FileInfo] = []
+    stack = [folder]
+    while stack:
+        try:
+            entries = list(os.scandir(stack.pop()))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        for e in entries:
+            if e.is_symlink():
+                out.append(info(e.path, True))
+            elif e.is_dir(follow_symlinks=False):
+                if recursive:
+                    stack.append(e.path)
+            elif e.is_file(follow_symlinks=False):
+                out.append(info(e.path, False))
+    return sorted(out, key=lambda i: i.path)
 
 
 # (client, bucket) -> whether the store refused a second If-None-Match PUT, as it must

@@ -9,6 +9,9 @@ Warehouse: a table created without LOCATION lives where Spark puts managed table
 otherwise. A name the registry does not know is looked up there, so a new Python process finds the
 tables earlier ones created.
 
+Owners: a folder (symbolic links resolved) belongs to one managed table: ``owners`` finds the other names
+that have it, so CREATE ... LOCATION refuses to take it twice and DROP never deletes it for another name.
+
 Views: every table is registered as the temporary view ``<table>`` (Spark temporary views have no
 database qualifier, so ``db.t`` is reachable as ``t``; the last table registered under a name wins).
 """
@@ -23,6 +26,7 @@ from typing import Any
 
 from carbon_ds.ddl.parser import TableName
 from carbon_ds.errors import CarbonTableError
+from carbon_ds.fs import Storage, basename, dirname
 from carbon_ds.table.meta.handle import TableHandle
 
 CONF_PREFIX = "carbon_ds.table."
@@ -96,6 +100,53 @@ def lookup(spark: Any, table: TableName) -> Entry | None:
     if TableHandle.exists(path):
         return Entry(db, table.name.lower(), path, False, registered=False)
     return None
+
+
+def real_path(path: str) -> str:
+    """The folder ``path`` names with every symbolic link resolved, so two names of one folder compare equal."""
+    storage, fs_path = Storage.for_path(local_path(path))
+    return storage.real_path(fs_path)
+
+
+def _registered_entries(spark: Any) -> list[Entry]:
+    try:
+        conf = spark.conf.getAll
+    except Exception:  # noqa: BLE001 - a conf without getAll: the registry cannot be listed
+        return []
+    out = []
+    for key, raw in conf.items():
+        parts = key[len(CONF_PREFIX):].split(".") if key.startswith(CONF_PREFIX) else []
+        if len(parts) != 2:
+            continue
+        try:
+            info = json.loads(raw)
+            out.append(Entry(parts[0], parts[1], info["path"], bool(info.get("external"))))
+        except (ValueError, TypeError, KeyError):
+            continue  # not one of our entries
+    return out
+
+
+def _warehouse_owner(spark: Any, real: str) -> tuple[str, str] | None:
+    """(db, table) whose warehouse location is ``real``, None when it is no warehouse table folder."""
+    base = real_path(warehouse_dir(spark))
+    parent = dirname(real)
+    if parent == base:
+        return "default", basename(real)
+    if basename(parent).endswith(".db") and dirname(parent) == base:
+        return basename(parent)[: -len(".db")], basename(real)
+    return None
+
+
+def owners(spark: Any, path: str, db: str, name: str) -> list[Entry]:
+    """Tables other than ``db.name`` whose folder is ``path`` (links resolved): registered in this session
+    under another name, or the CarbonData table in the warehouse folder of another name."""
+    real = real_path(path)
+    me = (db.lower(), name.lower())
+    out = [e for e in _registered_entries(spark) if (e.db, e.name) != me and real_path(e.path) == real]
+    wh = _warehouse_owner(spark, real)
+    if wh is not None and wh != me and all((e.db, e.name) != wh for e in out) and TableHandle.exists(path):
+        out.append(Entry(wh[0], wh[1], path, False, registered=False))
+    return out
 
 
 def require(spark: Any, table: TableName) -> Entry:

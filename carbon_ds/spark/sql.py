@@ -98,6 +98,8 @@ def _create(spark: Any, stmt: CreateTable):
         where = "LOCATION" if stmt.location else "the table's default location"
         raise CarbonTableError(f"CREATE TABLE {db}.{stmt.table.name}: {where} {path} is a non-empty folder that is "
                                "not a CarbonData table; give an empty folder or an existing table")
+    if not stmt.external:
+        _check_unowned(spark, stmt, db, path)
     schema = arrow_schema(stmt.columns + stmt.partition_columns)
     props = dict(stmt.properties)
     sort_columns = split_list(props.pop("sort_columns", None)) or None
@@ -130,6 +132,20 @@ def _create(spark: Any, stmt: CreateTable):
     return _empty(spark)
 
 
+def _check_unowned(spark: Any, stmt: CreateTable, db: str, path: str) -> None:
+    """A managed table's folder is its own (DROP deletes it): a folder another table name already has is
+    refused, pointing at CREATE EXTERNAL TABLE, which reads it under a second name and never deletes it."""
+    others = catalog.owners(spark, path, db, stmt.table.name)
+    if others:
+        o = others[0]
+        raise CarbonTableError(
+            f"CREATE TABLE {db}.{stmt.table.name}: LOCATION {path} is the folder of table {o.db}.{o.name} "
+            f"({o.path}); a folder belongs to one managed table (DROP TABLE would delete {o.db}.{o.name}'s data). "
+            f"Expected a folder no other table uses, or CREATE EXTERNAL TABLE {stmt.table.name} ... LOCATION "
+            f"'{path}' to read it under a second name (DROP TABLE then keeps the data)"
+        )
+
+
 def _drop(spark: Any, stmt: DropTable):
     entry = catalog.lookup(spark, stmt.table)
     if entry is None:
@@ -138,6 +154,8 @@ def _drop(spark: Any, stmt: DropTable):
     catalog.unregister(spark, entry.db, entry.name)
     if entry.external or not CarbonTable.exists(entry.path):
         return _empty(spark)
+    if any(not o.external for o in catalog.owners(spark, entry.path, entry.db, entry.name)):
+        return _empty(spark)  # another managed name has this folder: its data is not this name's to delete
     table = CarbonTable.open(entry.path)
     if TableProperties(table.properties, table.uri).external:
         return _empty(spark)

@@ -36,9 +36,9 @@ from carbon_ds.expressions import (
 )
 from carbon_ds.format.minmax import dimension_bytes, measure_bytes
 from carbon_ds.format.structs import ColumnSchema, DataType, Encoding
+from carbon_ds.readers import stats as S
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.table.read import pruning, scan
-from carbon_ds.readers import stats as S
 from carbon_ds.table.table import CarbonTable
 from carbon_ds.table.write import plain
 from carbon_ds.writers.carbondata import CarbonWriter, WriterOptions

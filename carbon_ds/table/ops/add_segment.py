@@ -144,9 +144,11 @@ def _rel_parts(path: str, root: str) -> list[str]:
     return [p for p in rel.split("/") if p]
 
 
-def find_data_files(storage: Storage, folder: str, fmt: str) -> list[tuple[str, int]]:
+def find_data_files(storage: Storage, folder: str, fmt: str, seen: set[str] | None = None) -> list[tuple[str, int]]:
     """Data files under ``folder`` (recursively), without hidden files or folders (``_SUCCESS``, ``.crc``,
-    ``_temporary``) and, for carbondata, only ``.carbondata`` files."""
+    ``_temporary``) and, for carbondata, only ``.carbondata`` files. A file reached twice through symbolic
+    links is listed once (``seen``: real paths already taken, shared across a call's folders)."""
+    seen = set() if seen is None else seen
     out = []
     for f in storage.list(folder, recursive=True):
         parts = _rel_parts(f.path, folder)
@@ -154,8 +156,39 @@ def find_data_files(storage: Storage, folder: str, fmt: str) -> list[tuple[str, 
             continue
         if fmt == "carbondata" and not f.path.endswith(".carbondata"):
             continue
+        real = storage.real_path(f.path)
+        if real in seen:
+            continue
+        seen.add(real)
         out.append((f.path, f.size))
     return out
+
+
+def check_outside(storage: Storage, root: str, table: TableHandle) -> None:
+    """Refuse a folder that is, holds or reaches (through a symbolic link anywhere in its tree) the table's
+    own folder or a part of it: those files would be read twice, and cleaned with the table's."""
+    table_real = storage.real_path(table.path)
+
+    def clash(path: str, real: str) -> str | None:
+        if is_inside(path, table.path) or is_inside(real, table_real):
+            return "lies inside"
+        if is_inside(table.path, path) or is_inside(table_real, real):
+            return "contains"
+        return None
+
+    where = clash(root, storage.real_path(root))
+    if where is not None:
+        real = storage.real_path(root)
+        via = f" (a symbolic link to {real})" if real != norm_path(root) else ""
+        raise CarbonTableError(f"add segment: path {storage.uri(root)}{via} {where} table {table.uri}; "
+                               "expected a folder outside the table")
+    for link, target in storage.links(root):
+        where = clash(target, target)
+        if where is not None:
+            raise CarbonTableError(
+                f"add segment: {storage.uri(link)} under {storage.uri(root)} is a symbolic link to {target}, which "
+                f"{where} table {table.uri}; expected data outside the table (its files would be read twice)"
+            )
 
 
 def _split_kv(name: str) -> tuple[str, str] | None:
@@ -168,8 +201,9 @@ def _split_kv(name: str) -> tuple[str, str] | None:
 def find_leaves(storage: Storage, root: str, fmt: str, pcols: list[str],
                 problems: list[str]) -> list[tuple[str, list[tuple[str, str]], list[tuple[str, int]]]]:
     """(folder, partition values, data files) for every segment ``root`` holds."""
+    seen: set[str] = set()
     if not pcols:
-        return [(root, [], find_data_files(storage, root, fmt))]
+        return [(root, [], find_data_files(storage, root, fmt, seen))]
     lower = [c.lower() for c in pcols]
     # partition folders the path itself ends in: .../day=20211123/hour=12/type=0
     fixed: dict[str, str] = {}
@@ -184,7 +218,7 @@ def find_leaves(storage: Storage, root: str, fmt: str, pcols: list[str],
     def walk(folder: str, depth: int, values: dict[str, str]):
         if depth == len(remaining):
             vals = {**fixed, **values}
-            leaves.append((folder, [(c, vals[c.lower()]) for c in pcols], find_data_files(storage, folder, fmt)))
+            leaves.append((folder, [(c, vals[c.lower()]) for c in pcols], find_data_files(storage, folder, fmt, seen)))
             return
         want = remaining[depth]
         for f in storage.list(folder):
@@ -248,11 +282,19 @@ def check_file(storage: Storage, path: str, size: int, fmt: str, options: dict[s
     return check
 
 
-def duplicate_paths(entries: list[LoadDetail], paths: list[str]) -> list[str]:
-    """New segment folders already registered by a segment that still counts (not deleted or failed)."""
+def duplicate_paths(entries: list[LoadDetail], paths: list[str], storage: Storage | None = None) -> list[str]:
+    """New segment folders already registered by a segment that still counts (not deleted or failed); with
+    ``storage``, also one registered under another name of the same real folder (a symbolic link)."""
     live = {norm_path(e.path) for e in entries
             if e.path and e.status not in (ts.MARKED_FOR_DELETE, ts.FAILURE, ts.COMPACTED)}
-    return [p for p in paths if norm_path(p) in live]
+
+    def real(uri: str) -> str:
+        if storage is None or not storage.is_local:  # object stores have no links
+            return norm_path(uri)
+        return storage.real_path(Storage.for_path(uri)[1])
+
+    live_real = {real(p) for p in live}
+    return [p for p in paths if norm_path(p) in live or real(p) in live_real]
 
 
 def duplicate_error(path: str) -> CarbonTableError:
@@ -286,11 +328,7 @@ def add_segment(table: TableHandle, path: str, format: str | None = "carbondata"
         raise CarbonTableError(f"add segment: path {storage.uri(root)} does not exist")
     if not storage.is_dir(root):
         raise CarbonTableError(f"add segment: path {storage.uri(root)} is a file; expected the folder holding the data")
-    if is_inside(root, table.path) or is_inside(table.path, root):
-        # its files would be read twice (as table files and as the segment) and cleaned with the table's
-        where = "lies inside" if is_inside(root, table.path) else "contains"
-        raise CarbonTableError(f"add segment: path {storage.uri(root)} {where} table {table.uri}; "
-                               "expected a folder outside the table")
+    check_outside(storage, root, table)
     pcols = table.partition_columns
     schema = table.schema
     if pcols:
@@ -314,7 +352,7 @@ def add_segment(table: TableHandle, path: str, format: str | None = "carbondata"
 
     report = ValidationReport(table.uri, storage.uri(root), fmt, schema)
     leaves = find_leaves(storage, root, fmt, pcols, report.problems)
-    dups = duplicate_paths(table.load_details(), [storage.uri(f) for f, _p, _files in leaves])
+    dups = duplicate_paths(table.load_details(), [storage.uri(f) for f, _p, _files in leaves], storage)
     if dups and not dry_run:
         raise duplicate_error(dups[0])
     report.problems += [f"already added: {d}" for d in dups]
@@ -346,7 +384,7 @@ def _commit(table: TableHandle, report: ValidationReport, fmt: str, given: dict[
     added = []
     with table.edit_status("ADD SEGMENT") as edit:
         entries = edit.entries
-        dups = duplicate_paths(entries, [storage.uri(s.folder) for s in report.segments])
+        dups = duplicate_paths(entries, [storage.uri(s.folder) for s in report.segments], storage)
         if dups:  # someone added it while we were validating
             raise duplicate_error(dups[0])
         for s in report.segments:

@@ -264,6 +264,7 @@ class CleanResult:
     # or never-committed loads and of dropped/overwritten partition folders, superseded delta/status files.
     leftovers: list[str] = field(default_factory=list)
     skipped: list[str] = field(default_factory=list)  # what was not swept, and why
+    links: list[str] = field(default_factory=list)  # symbolic links removed as links: "rel -> target (kept)"
     unlocked: list[str] = field(default_factory=list)  # lock files of processes that are gone
 
     def rows(self) -> list[tuple[str, str]]:
@@ -272,6 +273,7 @@ class CleanResult:
         out += [(i, "external: files kept, metadata removed") for i in self.kept_external]
         out += [(f, "trash folder expired") for f in self.expired_trash]
         out += [(f, "leftover removed") for f in self.leftovers]
+        out += [(f, "symbolic link removed, its target kept") for f in self.links]
         out += [(f, "skipped") for f in self.skipped]
         out += [(f, "stale lock removed") for f in self.unlocked]
         return out
@@ -312,7 +314,7 @@ def _internal_files(table: TableHandle, detail: LoadDetail) -> list[str]:
     for folder, listed in folders:
         if not is_inside(folder, table.path):
             continue
-        found = storage.list(folder, recursive=True)
+        found = storage.list(folder, recursive=True, follow_links=False)  # a link is ours, never its target
         if listed is None:
             files.extend(f.path for f in found)
         else:
@@ -348,6 +350,8 @@ def clean_files(
     trash_run = Storage.join(trash_dir(table), str(now))
     # locks of crashed writers on this host first: a dead writer's update lock would block the sweep
     result.unlocked = remove_locks(storage, table.path)
+    if not force:
+        _check_trash(table, trash_run)
     with table.edit_status("CLEAN FILES") as edit:
         entries = edit.entries
         victims = [e for e in entries if e.status in _CLEANABLE]
@@ -362,19 +366,11 @@ def clean_files(
                 continue
             vacated.update(dirname(f) for f in files)
             for f in progress(files, f"CLEAN FILES: segment {e.name}", unit=" files", min_items=50):
-                if force:
-                    storage.delete(f)
-                else:
-                    rel = norm_path(f)[len(norm_path(table.path)) + 1 :]
-                    # Fact/Part0/Segment_3/x -> Segment_3/x, as CarbonData lays out its trash
-                    rel = rel[len("Fact/Part0/") :] if rel.startswith("Fact/Part0/") else rel
-                    dest = Storage.join(trash_run, *rel.split("/"))
-                    storage.mkdirs(dirname(dest))
-                    storage.move(f, dest)
+                _dispose(table, f, force, trash_run, result)
             (result.deleted if force else result.trashed).append(e.name)
             if not force:
                 result.trash_folder = storage.uri(trash_run)
-            storage.delete_dir(segfiles.segment_dir(table.path, e.name))
+            _remove_dir(table, segfiles.segment_dir(table.path, e.name), result)
         # 2. Then the metadata, in one atomic write. The entry with the highest id stays (invisible), so
         # the next load never reuses an id that stale plans or the trash may still know.
         top = ts.next_segment_id(entries)
@@ -402,22 +398,59 @@ def clean_files(
         name = basename(folder)
         stamp = int(name) if name.isdigit() else None
         if force or (stamp is not None and now - stamp > days * DAY_MS):
-            storage.delete_dir(folder)
-            result.expired_trash.append(name)
+            if _remove_dir(table, folder, result):
+                result.expired_trash.append(name)
     if force:
-        storage.delete_dir(trash_dir(table))
+        _remove_dir(table, trash_dir(table), result)
     return result
 
 
-def _dispose(table: TableHandle, f: str, force: bool, trash_run: str) -> str:
-    """Delete ``f`` (force) or move it to ``trash_run`` under its path relative to the table; returns that
-    relative path."""
+def _check_trash(table: TableHandle, trash_run: str) -> None:
+    """A ``.Trash`` that is a link out of the table would carry the table's files away: refuse first."""
     storage = table.storage
+    if not storage.resolves_inside(Storage.join(trash_run, "x"), table.path):
+        raise CarbonTableError(
+            f"CLEAN FILES of {table.uri}: the trash folder {storage.uri(trash_dir(table))} is a symbolic link to "
+            f"{storage.real_path(trash_dir(table))}, outside the table; expected a folder of the table (remove "
+            "the link, or run CLEAN FILES with force); nothing was cleaned"
+        )
+
+
+def _outside(table: TableHandle, path: str, result: CleanResult) -> bool:
+    """Whether ``path`` leads out of the table through a symbolic link; such paths are left and reported."""
+    storage = table.storage
+    if storage.resolves_inside(path, table.path):
+        return False
+    result.skipped.append(f"{storage.uri(path)}: its folder resolves to {storage.real_path(dirname(path))}, "
+                          f"outside table {table.uri} (a symbolic link); left in place")
+    return True
+
+
+def _remove_dir(table: TableHandle, folder: str, result: CleanResult) -> bool:
+    """Delete a folder of the table; a link is removed as a link (never its target's files), and a folder
+    reached through a link out of the table is left. True when deleted."""
+    if _outside(table, folder, result):
+        return False
+    table.storage.delete_dir(folder)
+    return True
+
+
+def _dispose(table: TableHandle, f: str, force: bool, trash_run: str, result: CleanResult) -> str | None:
+    """Delete ``f`` (force) or move it to ``trash_run`` under its path relative to the table; returns that
+    relative path, None when ``f`` leads out of the table (left, reported in ``result.skipped``). A link goes
+    as a link: deleted or moved itself, its target untouched, and reported in ``result.links``."""
+    storage = table.storage
+    if _outside(table, f, result):
+        return None
     rel = norm_path(f)[len(norm_path(table.path)) + 1 :]
+    if storage.is_link(f):
+        result.links.append(f"{rel} -> {storage.real_path(f)}")
     if force:
         storage.delete(f)
     else:
-        dest = Storage.join(trash_run, *rel.split("/"))
+        # Fact/Part0/Segment_3/x -> Segment_3/x, as CarbonData lays out its trash
+        in_trash = rel[len("Fact/Part0/") :] if rel.startswith("Fact/Part0/") else rel
+        dest = Storage.join(trash_run, *in_trash.split("/"))
         storage.mkdirs(dirname(dest))
         storage.move(f, dest)
     return rel
@@ -445,7 +478,7 @@ def _sweep_leftovers(table: TableHandle, entries: list[LoadDetail], force: bool,
                                   "(unreadable segment file or a 1.x entry without one)")
         else:
             for d in left.tmp_dirs:
-                files += [f.path for f in storage.list(d, recursive=True)]
+                files += [f.path for f in storage.list(d, recursive=True, follow_links=False)]
             files += left.files
             # a .tmp folder goes alone; an emptied dead partition folder also takes its empty parents
             empty_dirs = [(d, False) for d in left.tmp_dirs] + [(d, True) for d in left.folders]
@@ -468,12 +501,14 @@ def _sweep_leftovers(table: TableHandle, entries: list[LoadDetail], force: bool,
             lock.release()
     for f in dict.fromkeys(files):
         if ok(f):
-            result.leftovers.append(_dispose(table, f, force, trash_run))
-            if not force:
-                result.trash_folder = storage.uri(trash_run)
+            rel = _dispose(table, f, force, trash_run, result)
+            if rel is not None:
+                result.leftovers.append(rel)
+                if not force:
+                    result.trash_folder = storage.uri(trash_run)
     for d, climb in empty_dirs:
         # emptied partition folders (and their empty parents) go, as Hive's DROP PARTITION removes them
-        while ok(d) and not is_inside(table.path, d) and storage.is_dir(d) and not storage.list(d, recursive=True) \
+        while ok(d) and storage.resolves_inside(d, table.path) and storage.is_dir(d) and not storage.list(d, recursive=True) \
                 and not storage.list_dirs(d):
             storage.delete_dir(d)
             if not climb:

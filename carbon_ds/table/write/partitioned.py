@@ -206,11 +206,12 @@ def remove_load_files(table: TableHandle, segment_id: str, load_start_ms: int) -
         base = basename(folder)
         if "=" not in base:
             continue  # Metadata, Fact, LockFiles, .Trash: not partition folders
-        for f in storage.list(folder, recursive=True):
+        # never through a link: a linked folder's files are not this load's (a link is removed as a link)
+        for f in storage.list(folder, recursive=True, follow_links=False):
             name = basename(f.path)
             if basename(dirname(f.path)) == tmp:
                 tmp_dirs.add(dirname(f.path))
-            if marker in name and name.endswith((DATA_EXT, INDEX_EXT)):
+            if marker in name and name.endswith((DATA_EXT, INDEX_EXT)) and storage.resolves_inside(f.path, table.path):
                 storage.delete(f.path)
     tmp_dirs.update(d for d in stale_tmp_dirs(table) if basename(d) == tmp)
     for d in tmp_dirs:
