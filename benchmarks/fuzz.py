@@ -118,6 +118,10 @@ def worker() -> None:
                 want = pa.ipc.open_file(fh).read_all()
             out = "same" if got.equals(want) else "silent"
             msg = ""
+            if out == "silent":  # which columns changed: says what kind of damage went unnoticed
+                changed = [n for n in want.column_names if n not in got.column_names or got.num_rows != want.num_rows
+                           or not got.column(n).equals(want.column(n))]
+                msg = f"rows {want.num_rows} -> {got.num_rows}, columns changed: {', '.join(changed) or 'none'}"
         except CarbonError as e:
             out, msg = "error", str(e)[:200]
         except Exception as e:  # noqa: BLE001 - the point is to find these
@@ -168,7 +172,7 @@ def run(cases: int, seed: int, case_timeout: float, corpus: bool = True, filter:
     env = dict(os.environ)
     root = tempfile.mkdtemp(prefix="carbon-fuzz-")
     tally: dict[str, dict[str, int]] = {}
-    examples: dict[str, list[str]] = {"crash": [], "hang": []}
+    examples: dict[str, list[str]] = {"crash": [], "hang": [], "silent": []}
     w = Worker(env)
     try:
         table = build_table(root)
@@ -212,7 +216,9 @@ def run(cases: int, seed: int, case_timeout: float, corpus: bool = True, filter:
             tally[kind][res["outcome"]] += 1
             last = res["message"].strip().splitlines()[-1:] or [""]
             seen = {e.split(": ", 1)[-1] for e in examples.get(res["outcome"], [])}
-            if res["outcome"] in examples and len(examples[res["outcome"]]) < 20 and last[0] not in seen:
+            cap = 100 if res["outcome"] == "silent" else 20  # every silent case, to explain them
+            if res["outcome"] in examples and len(examples[res["outcome"]]) < cap and (
+                    last[0] not in seen or res["outcome"] == "silent"):
                 examples[res["outcome"]].append(f"case {i} ({kind}): {last[0]}")
         elapsed = time.monotonic() - start
     finally:

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import compress, encoder_meta, kernels, minmax
+from carbon_ds.format import compress, encoder_meta, kernels, page_checks
 from carbon_ds.format.encoder_meta import STORE_WIDTH, ColumnType, MetaType
 from carbon_ds.format.schema import TIMESTAMP_TYPE
 from carbon_ds.format.structs import ColumnSchema, DataChunk2, DataType, Encoding
@@ -804,49 +804,11 @@ def decode_page(
         raise page.fail(f"corrupt page: {type(e).__name__}: {e}") from None
     if len(arr) != page.rows:
         raise page.fail(f"decoded {len(arr)} values, expected {page.rows}")
-    if page.check_stats and page.rows:
-        _check_stats(page, arr)
+    if page.rows:
+        page_checks.check_possible(page, arr)
+        if page.check_stats:
+            page_checks.check_stats(page, arr)
     return arr
-
-
-STATS_CHECKED = (DataType.SHORT, DataType.INT, DataType.LONG, DataType.DOUBLE, DataType.STRING)
-
-
-def _check_stats(page: Page, arr: pa.Array) -> None:
-    """Raise when a decoded value lies outside the page's stored min/max (a widening is fine: Java's
-    string statistics may count the null marker)."""
-    mm = page.chunk.min_max
-    if mm is None or not mm.min_values or not mm.max_values:
-        return
-    if mm.min_max_presence and not mm.min_max_presence[0]:
-        return
-    dt = page.column.data_type
-    lo_b, hi_b = bytes(mm.min_values[0]), bytes(mm.max_values[0])
-    if not lo_b or not hi_b:
-        return
-    if dt == DataType.STRING:
-        if not pa.types.is_string(arr.type):
-            return  # local dictionary keys (decode_pages looks them up afterwards)
-        lo, hi = lo_b, hi_b
-        values = arr.cast(pa.binary())
-    else:
-        try:
-            lo = minmax.value_from_bytes(dt, bool(page.column.dimension), lo_b)
-            hi = minmax.value_from_bytes(dt, bool(page.column.dimension), hi_b)
-        except (ValueError, struct.error):
-            return
-        values = arr
-        if dt == DataType.DOUBLE:
-            if lo != lo or hi != hi:  # NaN bounds say nothing
-                return
-            values = pc.filter(arr, pc.invert(pc.is_nan(arr)))
-    got = pc.min_max(values)
-    vmin, vmax = got["min"].as_py(), got["max"].as_py()
-    if vmin is None:
-        return
-    if vmin < lo or vmax > hi:  # type: ignore[operator]
-        raise page.fail(f"decoded values [{vmin!r}, {vmax!r}] lie outside the page's stored min/max "
-                        f"[{lo!r}, {hi!r}]: the page is corrupt")
 
 
 class _KeysOnly:

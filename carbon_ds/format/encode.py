@@ -26,10 +26,12 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from carbon_ds.errors import CarbonSchemaError
 from carbon_ds.format import encoder_meta as em
 from carbon_ds.format.compress import compress
 from carbon_ds.format.encoder_meta import ColumnType, MetaType
 from carbon_ds.format.minmax import DATE_OFFSET, MAX_STRING_MINMAX, NULL_DATE_KEY
+from carbon_ds.format.page_checks import MAX_DAYS, MIN_DAYS
 from carbon_ds.format.structs import (
     BlockletMinMaxIndex,
     ChunkCompressionMeta,
@@ -540,6 +542,11 @@ def encode_date(info: ColumnInfo, arr: pa.Array, compressor: str) -> EncodedPage
     """DATE dimension: 4-byte big-endian surrogate keys (days + 2^30 - 1; null = 1), as Java 1.6 wrote it."""
     nulls = null_mask(arr)
     days = np.asarray(arr.cast(pa.int32()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    if days.size and (days.min() < MIN_DAYS or days.max() > MAX_DAYS):
+        # readers (Java's, and ours: see page_checks) refuse such a page as corrupt
+        bad = int(days[(days < MIN_DAYS) | (days > MAX_DAYS)][0])
+        raise CarbonSchemaError(f"column {info.name!r}: DATE value {bad} days from 1970-01-01 lies outside "
+                                "CarbonData's range 0001-01-01..9999-12-31")
     keys = days + DATE_OFFSET
     if nulls is not None:
         keys[nulls] = NULL_DATE_KEY

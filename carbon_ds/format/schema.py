@@ -18,6 +18,7 @@ from carbon_ds.format.structs import ColumnSchema, DataType, Encoding
 COMPLEX = (DataType.ARRAY, DataType.STRUCT, DataType.MAP)
 ALWAYS_DIMENSION = (DataType.STRING, DataType.VARCHAR, DataType.DATE, DataType.TIMESTAMP, DataType.BINARY)
 TIMESTAMP_TYPE = pa.timestamp("us", tz="UTC")
+MAX_NESTING = 100  # levels of complex types in one column
 
 
 @dataclass
@@ -40,20 +41,23 @@ def nest(flat: list[ColumnSchema]) -> list[ColumnNode]:
     """Rebuild complex columns from a flattened header list using each column's ``num_child``."""
     pos = 0
 
-    def take() -> ColumnNode:
+    def take(depth: int) -> ColumnNode:
         nonlocal pos
         if pos >= len(flat):
             raise CarbonSchemaError("column list ends inside a complex column's children")
+        if depth > MAX_NESTING:  # a hostile num_child chain must not exhaust the stack
+            raise CarbonSchemaError(f"complex column {flat[pos].column_name!r} nests deeper than the limit of "
+                                    f"{MAX_NESTING} levels")
         node = ColumnNode(flat[pos])
         pos += 1
         if DataType(flat[pos - 1].data_type) in COMPLEX:
             for _ in range(flat[pos - 1].num_child or 0):
-                node.children.append(take())
+                node.children.append(take(depth + 1))
         return node
 
     out = []
     while pos < len(flat):
-        out.append(take())
+        out.append(take(0))
     return out
 
 

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from carbon_ds.format.thrift import Struct
+from carbon_ds.format.thrift import Limit, Struct
 
 ENUM = ("enum",)
+# CarbonData's own ceiling on a table's width (CSVInputFormat.THRESHOLD_MAX_NUMBER_OF_COLUMNS_FOR_PARSING,
+# complex children counted): every per-column list of a schema, header, footer or index is refused past it
+MAX_COLUMNS = 20_000
+COLUMNS = Limit(MAX_COLUMNS, "columns")
 
 
 class DataType(IntEnum):
@@ -105,8 +109,8 @@ class ColumnSchema(Struct):
 class SchemaEvolutionEntry(Struct):
     FIELDS = {
         1: ("time_stamp", "i64", True),
-        2: ("added", ("list", ColumnSchema), False),
-        3: ("removed", ("list", ColumnSchema), False),
+        2: ("added", ("list", ColumnSchema, COLUMNS), False),
+        3: ("removed", ("list", ColumnSchema, COLUMNS), False),
         4: ("tableName", "string", False),
     }
 
@@ -116,12 +120,12 @@ class SchemaEvolution(Struct):
 
 
 class BucketingInfo(Struct):
-    FIELDS = {1: ("table_columns", ("list", ColumnSchema), True), 2: ("number_of_buckets", "i32", True)}
+    FIELDS = {1: ("table_columns", ("list", ColumnSchema, COLUMNS), True), 2: ("number_of_buckets", "i32", True)}
 
 
 class PartitionInfo(Struct):
     FIELDS = {
-        1: ("partition_columns", ("list", ColumnSchema), True),
+        1: ("partition_columns", ("list", ColumnSchema, COLUMNS), True),
         2: ("partition_type", ENUM, True),
         3: ("list_info", ("list", ("list", "string")), False),
         4: ("range_info", ("list", "string"), False),
@@ -134,7 +138,7 @@ class PartitionInfo(Struct):
 class TableSchema(Struct):
     FIELDS = {
         1: ("table_id", "string", True),
-        2: ("table_columns", ("list", ColumnSchema), True),
+        2: ("table_columns", ("list", ColumnSchema, COLUMNS), True),
         3: ("schema_evolution", SchemaEvolution, True),
         4: ("tableProperties", ("map", "string", "string"), False),
         5: ("bucketingInfo", BucketingInfo, False),
@@ -151,7 +155,7 @@ class TableInfo(Struct):
 
 
 class SegmentInfo(Struct):
-    FIELDS = {1: ("num_cols", "i32", True), 2: ("column_cardinalities", ("list", "i32"), True)}
+    FIELDS = {1: ("num_cols", "i32", True), 2: ("column_cardinalities", ("list", "i32", COLUMNS), True)}
 
 
 class BlockletBTreeIndex(Struct):
@@ -160,9 +164,9 @@ class BlockletBTreeIndex(Struct):
 
 class BlockletMinMaxIndex(Struct):
     FIELDS = {
-        1: ("min_values", ("list", "binary"), True),
-        2: ("max_values", ("list", "binary"), True),
-        3: ("min_max_presence", ("list", "bool"), False),
+        1: ("min_values", ("list", "binary", COLUMNS), True),
+        2: ("max_values", ("list", "binary", COLUMNS), True),
+        3: ("min_max_presence", ("list", "bool", COLUMNS), False),
     }
 
 
@@ -223,8 +227,8 @@ class DataChunk3(Struct):
 class BlockletInfo3(Struct):
     FIELDS = {
         1: ("num_rows", "i32", True),
-        2: ("column_data_chunks_offsets", ("list", "i64"), True),
-        3: ("column_data_chunks_length", ("list", "i32"), True),
+        2: ("column_data_chunks_offsets", ("list", "i64", COLUMNS), True),
+        3: ("column_data_chunks_length", ("list", "i32", COLUMNS), True),
         4: ("dimension_offsets", "i64", True),
         5: ("measure_offsets", "i64", True),
         6: ("number_number_of_pages", "i32", True),
@@ -235,7 +239,7 @@ class BlockletInfo3(Struct):
 class FileHeader(Struct):
     FIELDS = {
         1: ("version", "i32", True),
-        2: ("column_schema", ("list", ColumnSchema), True),
+        2: ("column_schema", ("list", ColumnSchema, COLUMNS), True),
         3: ("is_footer_present", "bool", False),
         4: ("time_stamp", "i64", False),
         5: ("is_splitable", "bool", False),
@@ -262,7 +266,7 @@ class FileFooter3(Struct):
 class IndexHeader(Struct):
     FIELDS = {
         1: ("version", "i32", True),
-        2: ("table_columns", ("list", ColumnSchema), True),
+        2: ("table_columns", ("list", ColumnSchema, COLUMNS), True),
         3: ("segment_info", SegmentInfo, True),
         4: ("bucket_id", "i32", False),
         5: ("schema_time_stamp", "i64", False),

@@ -6,16 +6,21 @@ lets every length be checked against the bytes actually present, recursion be bo
 skipped, and errors carry the file and offset. No IDL file or generated code is needed.
 
 A struct is a subclass of :class:`Struct` with ``FIELDS = {field_id: (name, type, required)}`` where a
-type is one of the names in ``_SCALARS``, ``("list", elem)``, ``("map", key, value)``, ``("enum",)`` (an
-i32), or a Struct subclass.
+type is one of the names in ``_SCALARS``, ``("list", elem)`` or ``("list", elem, Limit(n, what))`` (a
+list of at most n elements), ``("map", key, value)``, ``("enum",)`` (an i32), or a Struct subclass.
+
+Hostile input does bounded work: a list, map or byte string may not declare more elements than the bytes
+left could hold (a struct element takes at least one byte per required field and its stop byte), a text
+string is at most ``MAX_STRING_BYTES``, and a limited list is refused from its header, before any of its
+elements is read.
 """
 
 from __future__ import annotations
 
 import struct as _struct
-from typing import Any, ClassVar
+from typing import Any, ClassVar, NamedTuple
 
-from carbon_ds.errors import CarbonFormatError
+from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
 
 # compact protocol wire types
 STOP, TRUE, FALSE, BYTE, I16, I32, I64, DOUBLE, BINARY, LIST, SET, MAP, STRUCT = range(13)
@@ -32,6 +37,22 @@ _SCALARS = {
 }
 _MAX_DEPTH = 64
 _DOUBLE = _struct.Struct("<d")
+MAX_STRING_BYTES = 1 << 20  # a text field (name, id, property); binaries are bounded by the data only
+
+
+class Limit(NamedTuple):
+    """The most elements a list field may hold, and what they are (for the error message)."""
+
+    count: int
+    what: str
+
+
+def _min_bytes(t: Any) -> int:
+    """The fewest bytes one value of type ``t`` takes on the wire: a struct needs its stop byte and at
+    least a header and a value byte per required field (a bool field only its header byte)."""
+    if isinstance(t, type) and issubclass(t, Struct):
+        return 1 + sum(1 if ft == "bool" else 2 for _n, ft, r in t.FIELDS.values() if r)
+    return 1
 
 
 def _wire_type(t: Any) -> int:
@@ -174,6 +195,8 @@ class CompactReader:
         if wire == BINARY:
             b = self.binary()
             if t == "string":
+                if len(b) > MAX_STRING_BYTES:
+                    raise self._fail(f"string of {len(b)} bytes exceeds the limit of {MAX_STRING_BYTES}")
                 try:
                     return b.decode("utf-8")
                 except UnicodeDecodeError as e:
@@ -182,11 +205,13 @@ class CompactReader:
         if wire in (LIST, SET):
             head = self.byte()
             n, ew = head >> 4, head & 0x0F
-            if n == 15:
-                n = self._size("list")
-            elif n > len(self.data) - self.pos:
-                raise self._fail("list longer than the data left")
             et = t[1] if isinstance(t, tuple) and t[0] in ("list", "set") else None
+            if n == 15:
+                n = self.varint()
+            if isinstance(t, tuple) and len(t) > 2 and n > t[2].count:
+                raise self._fail(f"list of {n} {t[2].what} exceeds the limit of {t[2].count} {t[2].what}")
+            if n * _min_bytes(et) > len(self.data) - self.pos:
+                raise self._fail(f"list of {n} elements exceeds the {len(self.data) - self.pos} bytes left")
             self._check_wire(ew, et)
             if ew in (I16, I32, I64):
                 zigzag = self.zigzag
@@ -336,6 +361,8 @@ class CompactWriter:
             elif kind in ("list", "set"):
                 ew = _wire_type(t[1])
                 n = len(v)
+                if len(t) > 2 and n > t[2].count:  # a file no reader (ours or Java's) would take
+                    raise CarbonSchemaError(f"{n} {t[2].what} exceed the limit of {t[2].count} {t[2].what}")
                 if n < 15:
                     self.buf.append((n << 4) | ew)
                 else:

@@ -23,7 +23,6 @@ from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileEr
 from carbon_ds.format import compress
 from carbon_ds.format.decode import (
     NULL_BITSETS_KEY,
-    STATS_CHECKED,
     Page,
     decode_page,
     decode_pages,
@@ -32,6 +31,7 @@ from carbon_ds.format.decode import (
     null_mask,
 )
 from carbon_ds.format.dictionary import dictionary_path, is_global_dictionary, read_global_dictionary, table_root
+from carbon_ds.format.page_checks import STATS_CHECKED
 from carbon_ds.format.schema import ColumnNode, arrow_type, in_schema_order, nest
 from carbon_ds.format.structs import (
     BlockletInfo3,
@@ -275,9 +275,11 @@ class CarbonDataFile:
         pos = 0
         pages = []
         remaining = info.num_rows
-        # stored page statistics are checked for top-level plain columns (not surrogate keys, not 1.x dims)
+        # stored page statistics are checked for top-level plain columns: not global-dictionary surrogate
+        # keys (direct-dictionary DATE/TIMESTAMP keys are values), not complex children
+        encoders = col.encoders or []
         check = (expected is None and col.data_type in STATS_CHECKED
-                 and Encoding.DICTIONARY not in (col.encoders or []))
+                 and (Encoding.DICTIONARY not in encoders or Encoding.DIRECT_DICTIONARY in encoders))
         for j, dc2 in enumerate(pages_meta):
             plen = _at(chunk.page_length, j)
             if plen is None:

@@ -6,15 +6,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from carbon_ds.errors import CarbonFormatError
+from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
 from carbon_ds.format.structs import (
+    MAX_COLUMNS,
     BlockletMinMaxIndex,
     ColumnSchema,
     FileFooter3,
     FileHeader,
     SegmentInfo,
 )
-from carbon_ds.format.thrift import CompactReader, CompactWriter, Struct
+from carbon_ds.format.thrift import MAX_STRING_BYTES, CompactReader, CompactWriter, Struct
 
 
 class Inner(Struct):
@@ -157,3 +158,62 @@ def test_bool_list_reader_accepts_both_encodings():
     assert r.read_value(9, ("list", "bool")) == [True, False]
     mm = BlockletMinMaxIndex(min_values=[b"a"], max_values=[b"b"], min_max_presence=[True, False])
     assert BlockletMinMaxIndex.from_bytes(mm.to_bytes())[0] == mm
+
+
+# ------------------------------------------------------------------ bounded work for hostile metadata
+
+
+def _one_column() -> ColumnSchema:
+    return ColumnSchema(data_type=0, column_name="c", column_id="c", columnar=True, encoders=[], dimension=True)
+
+
+def _header_declaring(n: int, elements: int) -> bytes:
+    """A FileHeader whose column list (field 2, wire bytes by hand) declares ``n`` columns and holds
+    ``elements`` of them."""
+    head = bytes([0x15, 0x06])  # field 1 (version), i32 zigzag 3
+    varint = bytearray()
+    while True:
+        varint.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            break
+    return head + bytes([0x19, 0xFC]) + bytes(varint) + _one_column().to_bytes() * elements + b"\x00"
+
+
+def test_a_column_list_past_the_limit_is_refused_from_its_header():
+    # the list header is read before any element: a million declared columns cost nothing
+    with pytest.raises(CarbonFormatError, match="list of 1000000 columns exceeds the limit of 20000 columns") as e:
+        FileHeader.from_bytes(_header_declaring(1_000_000, 1), path="wide.carbondata")
+    assert "wide.carbondata" in str(e.value)
+    with pytest.raises(CarbonFormatError, match="list of 20001 columns exceeds the limit of 20000 columns"):
+        FileHeader.from_bytes(_header_declaring(MAX_COLUMNS + 1, MAX_COLUMNS + 1))
+    h, _ = FileHeader.from_bytes(_header_declaring(MAX_COLUMNS, MAX_COLUMNS))
+    assert len(h.column_schema) == MAX_COLUMNS
+
+
+def test_writer_refuses_more_columns_than_readers_take():
+    with pytest.raises(CarbonSchemaError, match="20001 columns exceed the limit of 20000"):
+        FileHeader(version=3, column_schema=[_one_column()] * (MAX_COLUMNS + 1)).to_bytes()
+
+
+def test_struct_list_longer_than_its_bytes_could_hold_is_refused():
+    # a ColumnSchema takes at least 11 bytes (4 required fields of two bytes, 2 bools of one, a stop
+    # byte): 100 declared columns in 200 bytes cannot be
+    assert len(_one_column().to_bytes()) >= 11
+    data = _header_declaring(100, 0) + b"\x00" * 200
+    with pytest.raises(CarbonFormatError, match="list of 100 elements exceeds the 201 bytes left"):
+        FileHeader.from_bytes(data)
+
+
+def test_text_string_past_the_limit_is_refused():
+    class Named(Struct):
+        FIELDS = {1: ("name", "string", True), 2: ("blob", "binary", False)}
+
+    big = MAX_STRING_BYTES + 1
+    w = CompactWriter()
+    w.write_struct(Named(name="x" * big))
+    with pytest.raises(CarbonFormatError, match=f"string of {big} bytes exceeds the limit of {MAX_STRING_BYTES}"):
+        Named.from_bytes(bytes(w.buf))
+    w = CompactWriter()
+    w.write_struct(Named(name="x", blob=b"\x00" * big))  # binaries (page data, index files) are not text
+    assert len(Named.from_bytes(bytes(w.buf))[0].blob) == big

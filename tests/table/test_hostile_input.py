@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import glob
 import os
+import subprocess
+import sys
 
 import pyarrow as pa
 import pytest
@@ -15,7 +17,10 @@ from carbon_ds.errors import CarbonFormatError, CarbonMissingFileError, CarbonOp
 from carbon_ds.expressions import And, Compare, Not, Or
 from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.expressions.tree import MAX_TREE_DEPTH, depth
+from carbon_ds.format.schema import MAX_NESTING, nest
+from carbon_ds.format.structs import MAX_COLUMNS, ColumnSchema, DataType, TableInfo
 from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.table.meta.schema_file import MAX_SCHEMA_BYTES
 from carbon_ds.table.table import CarbonTable
 
 
@@ -116,3 +121,63 @@ def test_page_values_outside_stored_min_max_are_refused(tmp_path):
     open(f, "wb").write(bytes(data))
     with pytest.raises(CarbonFormatError, match="outside the page's stored min/max"):
         read_table(path)
+
+
+def _wide_schema(table: str, declared: int, held: int) -> None:
+    """Rewrite the table's Metadata/schema so that its column list declares ``declared`` one-byte-named
+    columns and holds ``held`` of them (compact thrift list header written by hand)."""
+    schema = os.path.join(table, "Metadata", "schema")
+    info, _ = TableInfo.from_bytes(open(schema, "rb").read())
+    col = ColumnSchema(data_type=0, column_name="c", column_id="c", columnar=True, encoders=[], dimension=True)
+    info.fact_table.table_columns = [col]  # 13 bytes a column: a million stay under the file size limit
+    data = info.to_bytes()
+    one = bytes([0x1C]) + col.to_bytes()  # a list of one struct
+    assert data.count(one) == 1
+    varint, n = bytearray(), declared
+    while True:
+        varint.append((n & 0x7F) | (0x80 if n > 0x7F else 0))
+        n >>= 7
+        if not n:
+            break
+    open(schema, "wb").write(data.replace(one, bytes([0xFC]) + bytes(varint) + col.to_bytes() * held))
+
+
+@pytest.mark.parametrize("declared, held", [(1_000_000, 1_000_000), (1_000_000, 1), (MAX_COLUMNS + 1, MAX_COLUMNS + 1)])
+def test_schema_declaring_too_many_columns_fails_fast(table, declared, held):
+    # before: a million columns ran for minutes and died with a raw MemoryError. The read runs in a child
+    # process so that a regression shows as a timeout instead of hanging the suite
+    _wide_schema(table, declared, held)
+    code = ("import sys; from carbon_ds.api import read_table\n"
+            "try:\n    read_table(sys.argv[1])\nexcept Exception as e:\n    print(type(e).__name__, e)\n")
+    out = subprocess.run([sys.executable, "-c", code, table], capture_output=True, text=True, timeout=120)
+    assert out.stdout.startswith("CarbonFormatError"), out.stdout + out.stderr
+    assert f"list of {declared} columns exceeds the limit of {MAX_COLUMNS} columns" in out.stdout
+    assert os.path.join(table, "Metadata", "schema") in out.stdout
+
+
+def test_oversized_schema_file_is_refused_before_reading(table):
+    schema = os.path.join(table, "Metadata", "schema")
+    with open(schema, "ab") as fh:
+        fh.truncate(MAX_SCHEMA_BYTES + 1)  # sparse: no disk space used
+    with pytest.raises(CarbonFormatError, match=f"schema file of {MAX_SCHEMA_BYTES + 1} bytes exceeds the limit"):
+        read_table(table)
+
+
+def test_unknown_data_type_in_schema_is_a_format_error(table):
+    schema = os.path.join(table, "Metadata", "schema")
+    info, _ = TableInfo.from_bytes(open(schema, "rb").read())
+    info.fact_table.table_columns[1].data_type = 34  # before: ValueError "34 is not a valid DataType"
+    open(schema, "wb").write(info.to_bytes())
+    with pytest.raises(CarbonFormatError, match="column 'alpha' has data type 34, expected one of 0 .STRING.") as e:
+        read_table(table)
+    assert schema in str(e.value)
+
+
+def test_complex_columns_nested_past_the_limit_are_refused():
+    flat = [ColumnSchema(data_type=int(DataType.ARRAY), column_name=f"a{i}", column_id=f"a{i}", columnar=True,
+                         encoders=[], dimension=True, num_child=1) for i in range(5000)]
+    flat.append(ColumnSchema(data_type=0, column_name="leaf", column_id="leaf", columnar=True, encoders=[],
+                             dimension=True))
+    with pytest.raises(CarbonSchemaError, match=f"nests deeper than the limit of {MAX_NESTING} levels"):
+        nest(flat)  # before: RecursionError
+    assert len(nest(flat[-MAX_NESTING - 1:])) == 1

@@ -14,8 +14,18 @@ import pyarrow as pa
 
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format.schema import arrow_schema, columns_for
-from carbon_ds.format.structs import ColumnSchema, SchemaEvolution, SchemaEvolutionEntry, TableInfo, TableSchema
+from carbon_ds.format.structs import (
+    ColumnSchema,
+    DataType,
+    SchemaEvolution,
+    SchemaEvolutionEntry,
+    TableInfo,
+    TableSchema,
+)
 from carbon_ds.fs import Storage
+
+# MAX_COLUMNS columns of a few hundred bytes each, with room for a long schema evolution history
+MAX_SCHEMA_BYTES = 64 << 20
 
 
 def build_table_info(
@@ -51,11 +61,21 @@ def parse(data: bytes, where: str) -> TableInfo:
         raise CarbonFormatError(f"schema file has {len(data) - used} trailing bytes after TableInfo", where)
     if info.fact_table is None or not info.fact_table.table_columns:
         raise CarbonFormatError("schema file has no fact table columns", where)
+    for c in info.fact_table.table_columns:
+        if c.data_type not in DataType._value2member_map_:
+            raise CarbonFormatError(f"column {c.column_name!r} has data type {c.data_type}, expected one of "
+                                    f"{', '.join(f'{t.value} ({t.name})' for t in DataType)}", where)
     return info
 
 
 def read(storage: Storage, path: str) -> TableInfo:
-    return parse(storage.read_bytes(path), storage.uri(path))
+    with storage.open(path) as f:
+        size = f.size()
+        if size > MAX_SCHEMA_BYTES:  # refused before reading: a hostile file must not cost its size in memory
+            raise CarbonFormatError(f"schema file of {size} bytes exceeds the limit of {MAX_SCHEMA_BYTES} bytes",
+                                    storage.uri(path))
+        data = f.read()
+    return parse(data, storage.uri(path))
 
 
 def write(storage: Storage, path: str, info: TableInfo) -> None:

@@ -1,0 +1,145 @@
+"""Checks of a decoded page's values against what the format allows and against the page's own min/max.
+
+CarbonData pages carry no checksum, so damaged bytes usually decode to other values without complaint.
+Two checks catch much of it at the cost of one min/max per page (pyarrow compute, no per-row Python):
+
+* ``check_possible`` (every page of a DATE, TIMESTAMP or DECIMAL column, statistics or not): a DATE lies
+  in 0001-01-01..9999-12-31 (Java's ``DateDirectDictionaryGenerator`` refuses other dates); a TIMESTAMP
+  is a whole number of milliseconds (CarbonData stores epoch ms, so a decoded microsecond value that is
+  not one is a stored ms count the microsecond type cannot hold, wrapped around); a DECIMAL's unscaled
+  value has at most the column's precision in digits.
+* ``check_stats`` (top-level plain columns, see the reader): decoded values lie within the page's stored
+  min/max. Java may widen the statistics (string statistics may count the null marker, a null measure
+  counts as zero, a null DATE as key 1), never narrow them, so only values outside are an error. The
+  statistics bytes per type are those of carbon_ds.format.minmax: DATE a 4-byte surrogate key, TIMESTAMP
+  8 bytes of epoch ms with the sign bit flipped (direct-dictionary TIMESTAMP pages hold 4-byte surrogate
+  keys in their statistics: not compared), DECIMAL a scale byte and the unscaled value.
+
+The ``page`` argument is a carbon_ds.format.decode.Page (its column, chunk and ``fail``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+from decimal import Decimal
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from carbon_ds.errors import CarbonFormatError
+from carbon_ds.format import minmax
+from carbon_ds.format.structs import DataType
+
+STATS_CHECKED = (
+    DataType.SHORT,
+    DataType.INT,
+    DataType.LONG,
+    DataType.DOUBLE,
+    DataType.STRING,
+    DataType.DATE,
+    DataType.TIMESTAMP,
+    DataType.DECIMAL,
+)
+MIN_DAYS = (dt.date(1, 1, 1) - minmax.EPOCH).days  # -719162
+MAX_DAYS = (dt.date(9999, 12, 31) - minmax.EPOCH).days  # 2932896
+
+
+def _fail(page: Any, what: str) -> CarbonFormatError:
+    return page.fail(f"{what}: the page is corrupt")  # type: ignore[no-any-return]
+
+
+def _int_bounds(arr: pa.Array, typ: pa.DataType) -> tuple[int, int] | None:
+    """Min and max of a date/timestamp array as plain integers (``as_py`` of a date past 9999 raises)."""
+    got = pc.min_max(arr.view(typ))
+    lo, hi = got["min"].as_py(), got["max"].as_py()
+    return None if lo is None else (lo, hi)
+
+
+def check_possible(page: Any, arr: pa.Array) -> None:
+    """Raise when a decoded DATE, TIMESTAMP or DECIMAL value is one the format cannot hold."""
+    typ = arr.type
+    if pa.types.is_date32(typ):
+        bounds = _int_bounds(arr, pa.int32())
+        if bounds and (bounds[0] < MIN_DAYS or bounds[1] > MAX_DAYS):
+            raise _fail(page, f"decoded dates span day {bounds[0]}..{bounds[1]} from 1970-01-01, outside "
+                              f"CarbonData's range 0001-01-01..9999-12-31 (days {MIN_DAYS}..{MAX_DAYS})")
+    elif pa.types.is_timestamp(typ):
+        n = len(arr)
+        data = arr.buffers()[1]
+        if data is None or n == 0:
+            return
+        us = np.frombuffer(data, np.int64, count=n, offset=arr.offset * 8)
+        if arr.null_count:
+            us = us[arr.is_valid().to_numpy(zero_copy_only=False)]
+        off = np.flatnonzero(us % 1000)
+        if off.size:
+            raise _fail(page, f"decoded timestamp {int(us[off[0]])} us is not a whole number of milliseconds "
+                              "(a stored epoch-ms value beyond what a microsecond timestamp holds)")
+    elif pa.types.is_decimal(typ):
+        got = pc.min_max(arr)
+        lo, hi = got["min"].as_py(), got["max"].as_py()
+        if lo is None:
+            return
+        limit = Decimal(10) ** (typ.precision - typ.scale)
+        if lo <= -limit or hi >= limit:
+            raise _fail(page, f"decoded decimals [{lo}, {hi}] do not fit the column's DECIMAL({typ.precision}, "
+                              f"{typ.scale})")
+
+
+def _stat_bounds(page: Any, arr: pa.Array, lo_b: bytes, hi_b: bytes) -> tuple[Any, Any, pa.Array, str] | None:
+    """The stored (min, max) in the terms of ``values`` (the returned array) and their unit, or None when
+    the statistics cannot be compared with the decoded values."""
+    dt_ = page.column.data_type
+    if dt_ == DataType.STRING:
+        if not pa.types.is_string(arr.type):
+            return None  # local dictionary keys (decode_pages looks them up afterwards)
+        return lo_b, hi_b, arr.cast(pa.binary()), ""
+    if dt_ == DataType.DATE:
+        if len(lo_b) != 4 or len(hi_b) != 4 or not pa.types.is_date32(arr.type):
+            return None
+        keys = struct.unpack(">i", lo_b)[0], struct.unpack(">i", hi_b)[0]
+        return keys[0] - minmax.DATE_OFFSET, keys[1] - minmax.DATE_OFFSET, arr.view(pa.int32()), " days since 1970-01-01"
+    if dt_ == DataType.TIMESTAMP:
+        # 8 bytes: a no-dictionary page's epoch ms; 4 bytes: a direct-dictionary page's surrogate keys
+        if len(lo_b) != 8 or len(hi_b) != 8 or not pa.types.is_timestamp(arr.type):
+            return None
+        ms = minmax.value_from_bytes(dt_, True, lo_b), minmax.value_from_bytes(dt_, True, hi_b)
+        return ms[0] * 1000, ms[1] * 1000, arr.view(pa.int64()), " us since 1970-01-01"  # type: ignore[operator]
+    try:
+        lo = minmax.value_from_bytes(dt_, bool(page.column.dimension), lo_b)
+        hi = minmax.value_from_bytes(dt_, bool(page.column.dimension), hi_b)
+    except (ValueError, struct.error):
+        return None
+    if dt_ == DataType.DOUBLE:
+        if lo != lo or hi != hi:  # NaN bounds say nothing
+            return None
+        return lo, hi, pc.filter(arr, pc.invert(pc.is_nan(arr))), ""
+    if dt_ == DataType.DECIMAL and not pa.types.is_decimal(arr.type):
+        return None
+    return lo, hi, arr, ""
+
+
+def check_stats(page: Any, arr: pa.Array) -> None:
+    """Raise when a decoded value lies outside the page's stored min/max."""
+    mm = page.chunk.min_max
+    if mm is None or not mm.min_values or not mm.max_values:
+        return
+    if mm.min_max_presence and not mm.min_max_presence[0]:
+        return
+    lo_b, hi_b = bytes(mm.min_values[0]), bytes(mm.max_values[0])
+    if not lo_b or not hi_b:
+        return
+    bounds = _stat_bounds(page, arr, lo_b, hi_b)
+    if bounds is None:
+        return
+    lo, hi, values, unit = bounds
+    got = pc.min_max(values)
+    vmin, vmax = got["min"].as_py(), got["max"].as_py()
+    if vmin is None:
+        return
+    if vmin < lo or vmax > hi:
+        raise _fail(page, f"decoded values [{vmin!r}, {vmax!r}] lie outside the page's stored min/max "
+                          f"[{lo!r}, {hi!r}]{unit}")

@@ -1,0 +1,207 @@
+"""Decoded DATE / TIMESTAMP / DECIMAL values against the format's range and the page's own min/max.
+
+Expected values are computed by hand from CarbonData's Java definitions: a DATE is stored as the surrogate
+``days since 1970-01-01 + 1,073,741,823`` (DateDirectDictionaryGenerator, range 0001-01-01..9999-12-31),
+a TIMESTAMP as epoch milliseconds (statistics: 8 bytes big-endian, sign bit flipped), a DECIMAL statistic
+as a scale byte and the big-endian unscaled value (DataTypeUtil.bigDecimalToByte).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import struct
+from decimal import Decimal
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from carbon_ds.api import read_table, write_table
+from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
+from carbon_ds.format import compress, encoder_meta
+from carbon_ds.format.decode import Page, decode_page
+from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType
+from carbon_ds.format.structs import (
+    BlockletMinMaxIndex,
+    ChunkCompressionMeta,
+    ColumnSchema,
+    DataChunk2,
+    DataType,
+    Encoding,
+)
+from carbon_ds.readers import CarbonDataFile
+
+E = Encoding
+DATE_KEY_OF_EPOCH = 1073741823  # Integer.MAX_VALUE >> 1
+EPOCH = dt.date(1970, 1, 1)
+
+
+def key(d: dt.date) -> int:
+    return (d - EPOCH).days + DATE_KEY_OF_EPOCH
+
+
+def column(data_type: DataType, dimension: bool = True, scale: int = -1, precision: int = -1) -> ColumnSchema:
+    return ColumnSchema(data_type=int(data_type), column_name="c", column_id="c", columnar=True, encoders=[],
+                        dimension=dimension, scale=scale, precision=precision)
+
+
+def page(col: ColumnSchema, data: bytes, rows: int, encoders: list[int], meta: bytes | None = None,
+         stats: tuple[bytes, bytes] | None = None) -> Page:
+    body = compress.compress("snappy", data)
+    dc2 = DataChunk2(
+        chunk_meta=ChunkCompressionMeta(compression_codec=1, total_uncompressed_size=len(data),
+                                        total_compressed_size=len(body), compressor_name="snappy"),
+        rowMajor=False, data_page_length=len(body), rowid_page_length=0, rle_page_length=0,
+        encoders=encoders, encoder_meta=[meta] if meta is not None else None, numberOfRowsInpage=rows,
+        min_max=BlockletMinMaxIndex(min_values=[stats[0]], max_values=[stats[1]], min_max_presence=[True])
+        if stats else None,
+    )
+    return Page(col, dc2, memoryview(body), rows, "mem.carbondata", 0, check_stats=stats is not None)
+
+
+def meta(schema_type: MetaType, store: MetaType, vmax, vmin, scale: int = -1, precision: int = -1) -> bytes:
+    return encoder_meta.serialize(EncoderMeta("c", int(schema_type), int(ColumnType.MEASURE), scale, precision,
+                                              int(store), 0, 0, vmax, vmin))
+
+
+def date_page(dates: list[dt.date | None], stats: tuple[dt.date, dt.date] | None = None, raw_keys=None) -> Page:
+    keys = raw_keys or [1 if d is None else key(d) for d in dates]
+    data = b"".join(struct.pack(">i", k) for k in keys)
+    st = (struct.pack(">i", key(stats[0])), struct.pack(">i", key(stats[1]))) if stats else None
+    return page(column(DataType.DATE), data, len(keys), [E.DICTIONARY, E.DIRECT_DICTIONARY], stats=st)
+
+
+def ts_stat(ms: int) -> bytes:
+    return ((ms & (2**64 - 1)) ^ (1 << 63)).to_bytes(8, "big")
+
+
+def ts_page(ms: list[int], stats: tuple[int, int] | None = None) -> Page:
+    data = b"".join(struct.pack("<q", v) for v in ms)
+    st = (ts_stat(stats[0]), ts_stat(stats[1])) if stats else None
+    return page(column(DataType.TIMESTAMP), data, len(ms), [E.ADAPTIVE_INTEGRAL],
+                meta(MetaType.TIMESTAMP, MetaType.LONG, max(ms), min(ms)), stats=st)
+
+
+def decimal_stat(unscaled: int, scale: int) -> bytes:
+    return bytes([scale]) + unscaled.to_bytes(max(1, (unscaled.bit_length() + 8) // 8), "big", signed=True)
+
+
+def decimal_page(unscaled: list[int], precision: int, scale: int, stats: tuple[int, int] | None = None) -> Page:
+    data = b"".join(struct.pack("<i", v) for v in unscaled)
+    st = (decimal_stat(stats[0], scale), decimal_stat(stats[1], scale)) if stats else None
+    hi, lo = Decimal(max(unscaled)).scaleb(-scale), Decimal(min(unscaled)).scaleb(-scale)
+    return page(column(DataType.DECIMAL, False, scale, precision), data, len(unscaled), [E.ADAPTIVE_INTEGRAL],
+                meta(MetaType.DECIMAL, MetaType.INT, hi, lo, scale, precision), stats=st)
+
+
+# ------------------------------------------------------------------ impossible values, no statistics needed
+
+
+def test_dates_at_the_ends_of_the_range_and_nulls_decode():
+    dates = [dt.date(1, 1, 1), None, dt.date(9999, 12, 31), dt.date(2019, 3, 2)]
+    assert decode_page(date_page(dates)).equals(pa.array(dates, pa.date32()))
+
+
+@pytest.mark.parametrize("days", [(dt.date(9999, 12, 31) - EPOCH).days + 1, (dt.date(1, 1, 1) - EPOCH).days - 1,
+                                  2**30 - 2])
+def test_date_beyond_the_format_range_is_refused(days):
+    p = date_page([], raw_keys=[key(dt.date(2020, 1, 1)), days + DATE_KEY_OF_EPOCH])
+    with pytest.raises(CarbonFormatError, match=r"outside CarbonData's range 0001-01-01\.\.9999-12-31") as e:
+        decode_page(p)
+    assert "column 'c'" in str(e.value) and "mem.carbondata" in str(e.value) and str(days) in str(e.value)
+
+
+def test_timestamp_ms_beyond_microseconds_is_refused():
+    # 10**16 ms (year ~318857) times 1000 does not fit int64 microseconds: it wraps to a value that is no
+    # whole number of milliseconds
+    ms = 10**16
+    assert (ms * 1000) > 2**63 - 1 and ((ms * 1000 + 2**63) % 2**64 - 2**63) % 1000 != 0
+    with pytest.raises(CarbonFormatError, match="not a whole number of milliseconds"):
+        decode_page(ts_page([1549911814000, ms]))
+    assert decode_page(ts_page([1549911814000, -62135596800000])).cast(pa.int64()).to_pylist() == [
+        1549911814000_000, -62135596800000_000]  # 0001-01-01T00:00:00Z
+
+
+def test_decimal_wider_than_its_precision_is_refused():
+    assert decode_page(decimal_page([99999, -99999], 5, 2)).to_pylist() == [Decimal("999.99"), Decimal("-999.99")]
+    with pytest.raises(CarbonFormatError, match=r"do not fit the column's DECIMAL\(5, 2\)"):
+        decode_page(decimal_page([12345, 100000], 5, 2))
+
+
+# ------------------------------------------------------------------ against the page's min/max
+
+
+def test_date_outside_page_min_max_is_refused():
+    lo, hi = dt.date(2020, 1, 1), dt.date(2020, 1, 31)
+    assert decode_page(date_page([lo, None, hi], (lo, hi))).to_pylist() == [lo, None, hi]
+    with pytest.raises(CarbonFormatError, match="outside the page's stored min/max") as e:
+        decode_page(date_page([lo, dt.date(2020, 2, 5)], (lo, hi)))
+    assert f"{(hi - EPOCH).days}]" in str(e.value) and "days since 1970-01-01" in str(e.value)
+
+
+def test_date_stats_widened_by_the_null_key_are_fine():
+    # Java's key statistics may count a null row's surrogate 1: a widening, never a narrowing
+    p = date_page([dt.date(2020, 1, 1), None], None)
+    p.chunk.min_max = BlockletMinMaxIndex(min_values=[struct.pack(">i", 1)],
+                                          max_values=[struct.pack(">i", key(dt.date(2020, 1, 1)))],
+                                          min_max_presence=[True])
+    p.check_stats = True
+    assert decode_page(p).to_pylist() == [dt.date(2020, 1, 1), None]
+
+
+def test_timestamp_outside_page_min_max_is_refused():
+    ms = [1549911814000, 1549911815000]
+    assert decode_page(ts_page(ms, (ms[0], ms[1]))).cast(pa.int64()).to_pylist() == [v * 1000 for v in ms]
+    with pytest.raises(CarbonFormatError, match="outside the page's stored min/max"):
+        decode_page(ts_page([ms[0], ms[1] + 1], (ms[0], ms[1])))
+    with pytest.raises(CarbonFormatError, match="outside the page's stored min/max"):
+        decode_page(ts_page([-5, 0], (-4, 0)))  # negative epoch ms: the sign-flipped order holds
+
+
+def test_decimal_outside_page_min_max_is_refused():
+    assert decode_page(decimal_page([1234, 1235], 8, 2, (1234, 1235))).to_pylist() == [Decimal("12.34"),
+                                                                                      Decimal("12.35")]
+    with pytest.raises(CarbonFormatError, match=r"\[Decimal\('12.34'\), Decimal\('12.36'\)\] lie outside"):
+        decode_page(decimal_page([1234, 1236], 8, 2, (1234, 1235)))
+    with pytest.raises(CarbonFormatError, match="outside the page's stored min/max"):
+        decode_page(decimal_page([-1236, 1234], 8, 2, (-1235, 1235)))
+
+
+# ------------------------------------------------------------------ a real Apache CarbonData file
+
+
+ALL_TYPES = "sdk-1.6-all-types"
+ONE = b"\x18"  # compact thrift header of a one-element list<binary>: a page's min or max list
+# the min/max of the 1.6 file's one page per column (each column holds one value), and the same statistic
+# one unit lower: the values then lie above their page's stored max (the footer's lists hold every column)
+LOWERED = {
+    "datefield": (ONE + b"\x04" + struct.pack(">i", key(dt.date(2019, 3, 2))),
+                  ONE + b"\x04" + struct.pack(">i", key(dt.date(2019, 3, 1)))),
+    "timefield": (ONE + b"\x08" + ts_stat(1549911814000), ONE + b"\x08" + ts_stat(1549911813999)),
+    "decimalfield": (ONE + b"\x03" + decimal_stat(1235, 2), ONE + b"\x03" + decimal_stat(1234, 2)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(LOWERED))
+def test_real_file_values_above_their_lowered_page_max_are_refused(corpus: Path, tmp_path, name):
+    [src] = (corpus / ALL_TYPES).glob("*.carbondata")
+    data = src.read_bytes()
+    old, new = LOWERED[name]
+    assert data.count(old) == 2  # the page's min and max
+    with CarbonDataFile(str(src)) as f:
+        assert f.read([name]).num_rows == 10  # the original reads
+    bad = tmp_path / src.name
+    bad.write_bytes(data.replace(old, new))
+    with CarbonDataFile(str(bad)) as f, pytest.raises(CarbonFormatError, match="outside the page's stored") as e:
+        f.read([name])
+    assert f"column '{name}'" in str(e.value) and src.name in str(e.value)
+
+
+def test_writer_refuses_dates_the_format_cannot_hold(tmp_path):
+    # Arrow's date32 reaches far past year 9999; a file holding such a date would be refused on read
+    too_late = (dt.date(9999, 12, 31) - EPOCH).days + 1
+    with pytest.raises(CarbonSchemaError, match=f"'d': DATE value {too_late} days"):
+        write_table(pa.table({"d": pa.array([0, too_late], pa.date32())}), str(tmp_path / "t"))
+    ends = pa.array([dt.date(1, 1, 1), dt.date(9999, 12, 31), None], pa.date32())
+    write_table(pa.table({"d": ends}), str(tmp_path / "t"))
+    assert read_table(str(tmp_path / "t"))["d"].combine_chunks().equals(ends)
