@@ -69,7 +69,8 @@ def scan(
         filter: also a ``pyarrow.compute.Expression`` (``pc.field("a") > 1``, ``isin``, ``is_null``,
             ``&``, ``|``, ``~``).
         limit: stop after this many matching rows.
-        batch_size: at most this many rows per record batch.
+        batch_size: at most this many rows per record batch (None: 131,072, as pyarrow.dataset); a batch
+            never spans two blocklets, so memory stays one blocklet's worth.
         use_threads: decode blocklets and files on a thread pool (results keep their order).
     """
     return Scan(path, columns, filter, segments, limit, batch_size, use_threads)

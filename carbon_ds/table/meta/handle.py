@@ -11,11 +11,12 @@ import os
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from carbon_ds.errors import CarbonOptionError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format.hive import check_partition_columns
 from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
-from carbon_ds.fs import Storage
+from carbon_ds.fs import Storage, dirname
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import deltas, schema_file, tablestatus
 from carbon_ds.table.meta.data_files import segment_files
@@ -205,6 +206,7 @@ class TableHandle:
     ) -> tuple:
         """(table, created): the table at ``path``, created from ``schema`` (and the settings) when absent."""
         storage, fs_path = Storage.for_path(path)
+        _check_folder(storage, fs_path)
         schema_path = cls.schema_path_of(fs_path)
         if storage.exists(schema_path):
             return cls(storage, fs_path, schema_file.read(storage, schema_path)), False
@@ -348,3 +350,23 @@ class TableHandle:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"
+
+
+def _check_folder(storage: Storage, fs_path: str) -> None:
+    """A table is a folder: say so when ``fs_path`` (or a folder above it) is a regular file, rather than let
+    the OS answer "not a directory" halfway through creating it. Local disks only: object stores have no
+    such clash, and walking up would cost a request per level."""
+    if not storage.is_local:
+        return
+    folder = fs_path
+    while folder and folder != dirname(folder):
+        try:
+            info = storage.fs.get_file_info(folder)
+        except NotADirectoryError:
+            info = None
+        if info is not None and info.type == pafs.FileType.File:
+            what = "is" if folder == fs_path else f"lies below {storage.uri(folder)}, which is"
+            raise CarbonTableError(f"a table must be a folder: {storage.uri(fs_path)} {what} a regular file")
+        if info is not None and info.type == pafs.FileType.Directory:
+            return
+        folder = dirname(folder)
