@@ -9,6 +9,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 import pyarrow.fs as pafs
@@ -16,7 +17,7 @@ import pyarrow.fs as pafs
 from carbon_ds.errors import CarbonOptionError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format.hive import check_partition_columns
 from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
-from carbon_ds.fs import Storage, dirname
+from carbon_ds.fs import Storage, dirname, resolve
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import deltas, schema_file, tablestatus
 from carbon_ds.table.meta.data_files import segment_files
@@ -147,13 +148,15 @@ class TableHandle:
         return storage.exists(TableHandle.schema_path_of(fs_path))
 
     @classmethod
-    def open(cls, path: str | os.PathLike):
-        """Open the table at ``path`` (a local path or a URI pyarrow.fs understands).
+    def open(cls, path: str | os.PathLike, *, storage_options: dict[str, Any] | None = None,
+             filesystem: pafs.FileSystem | None = None):
+        """Open the table at ``path`` (a local path or a URI pyarrow.fs understands); ``storage_options`` or
+        ``filesystem`` configure its store (see :func:`carbon_ds.fs.resolve`).
 
         Raises:
             CarbonTableError: ``path`` holds no ``Metadata/schema``.
         """
-        storage, fs_path = Storage.for_path(path)
+        storage, fs_path = Storage.for_path(resolve(path, storage_options, filesystem))
         schema_path = cls.schema_path_of(fs_path)
         if not storage.exists(schema_path):
             raise CarbonTableError(
@@ -172,6 +175,9 @@ class TableHandle:
         properties: dict[str, str] | None = None,
         long_string_columns: list[str] | None = None,
         partition: PartitionSpec | None = None,
+        *,
+        storage_options: dict[str, Any] | None = None,
+        filesystem: pafs.FileSystem | None = None,
     ):
         """Create an empty table at ``path``.
 
@@ -183,10 +189,12 @@ class TableHandle:
             long_string_columns: string columns stored as VARCHAR (values over 32,000 bytes).
             partition: CarbonData's HASH / RANGE / LIST partitioning (``HashPartition(col, n)``,
                 ``RangePartition(col, bounds)``, ``ListPartition(col, values)``).
+            storage_options, filesystem: the store's settings (see :func:`carbon_ds.fs.resolve`).
 
         Raises:
             CarbonTableError: a table already exists at ``path``.
         """
+        path = resolve(path, storage_options, filesystem)
         table, created = cls.open_or_create(path, schema, sort_columns, properties, long_string_columns,
                                             partition_by, partition)
         if not created:
