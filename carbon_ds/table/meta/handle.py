@@ -24,6 +24,7 @@ from carbon_ds.table.meta.data_files import segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
 from carbon_ds.table.meta.partition_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
+from carbon_ds.table.meta.properties import check_names
 from carbon_ds.table.meta.tablestatus import LoadDetail
 
 
@@ -218,6 +219,7 @@ class TableHandle:
         schema_path = cls.schema_path_of(fs_path)
         if storage.exists(schema_path):
             return cls(storage, fs_path, schema_file.read(storage, schema_path)), False
+        check_names(properties or {}, f"table {storage.uri(fs_path)}")
         if partition_by:
             partition_by = check_partition_columns(schema, list(partition_by))
         info = schema_file.build_table_info(schema, sort_columns, long_string_columns, properties)
