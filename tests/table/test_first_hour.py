@@ -9,7 +9,8 @@ import pytest
 
 import carbon_ds
 from carbon_ds import CarbonTable
-from carbon_ds.errors import CarbonOptionError
+from carbon_ds.ddl import parser as p
+from carbon_ds.errors import CarbonFormatError, CarbonOptionError
 
 
 def test_misspelt_table_property_is_refused(tmp_path):
@@ -34,3 +35,24 @@ def test_misspelt_add_segment_option_is_refused(tmp_path):
     assert len(t.segments()) == 1
     t.add_segment(str(folder), format="csv", options={"delimiter": ";"})
     assert sorted(carbon_ds.read_table(table)["a"].to_pylist()) == [1, 2]
+
+
+def test_alter_table_add_column_singular_is_ours():
+    # Spark's grammar takes ADD COLUMN and ADD COLUMNS alike; both must reach our ALTER, not Spark's "is a view"
+    one = p.parse("ALTER TABLE t ADD COLUMN (x INT)")
+    assert one == p.AlterSchema(p.TableName(None, "t"), "add", columns=[("x", "INT")])
+    assert p.parse("alter table t add columns (x int)").columns == [("x", "int")]
+
+
+def test_a_truncated_data_file_is_called_truncated(tmp_path):
+    path = tmp_path / "t"
+    carbon_ds.write_table(pa.table({"s": [f"value {i}" for i in range(2000)]}), str(path))
+    data = next(path.rglob("*.carbondata"))
+    whole = data.read_bytes()
+    cut = whole[: len(whole) // 2]
+    # CarbonData V3 (CarbonFooterReaderV3): the last 8 bytes are the footer's offset, which the cut removes
+    tail = int.from_bytes(cut[-8:], "big", signed=True)
+    assert not 0 < tail < len(cut) - 8
+    data.write_bytes(cut)
+    with pytest.raises(CarbonFormatError, match=rf"truncated .*found {tail}; the file is {len(cut)} bytes"):
+        carbon_ds.read_table(str(path))
