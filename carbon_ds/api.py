@@ -7,9 +7,11 @@ from collections.abc import Iterable
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import bind, filter_table, parse
+from carbon_ds.fs import resolve
 from carbon_ds.progress import row_progress
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
@@ -34,6 +36,9 @@ def read_table(
     columns: list[str] | None = None,
     filter: Any = None,
     segments: str | list | None = None,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    filesystem: pafs.FileSystem | None = None,
 ) -> pa.Table:
     """Read a CarbonData table folder (with ``Metadata/schema``) or a bare folder of .carbondata files.
 
@@ -44,11 +49,14 @@ def read_table(
             (column, op, value) tuples. Segments, files, blocklets and pages whose min/max rule it out are
             never read; the remaining rows are filtered exactly.
         segments: read only these segments (``"0,2"`` or a list), like CarbonData's carbon.input.segments.
+        storage_options: settings of the store at ``path`` (S3: ``access_key``, ``secret_key``, ``region``,
+            ``endpoint_url``, ...; HDFS: ``host``, ``port``, ``user``, ...), instead of environment variables.
+        filesystem: a ``pyarrow.fs.FileSystem`` to use instead (``path`` may then be its own path).
 
     Returns:
         a pyarrow.Table of exactly the matching rows.
     """
-    return Scan(path, columns, filter, segments).to_arrow()
+    return Scan(resolve(path, storage_options, filesystem), columns, filter, segments).to_arrow()
 
 
 def scan(
@@ -59,6 +67,9 @@ def scan(
     limit: int | None = None,
     batch_size: int | None = None,
     use_threads: bool = True,
+    *,
+    storage_options: dict[str, Any] | None = None,
+    filesystem: pafs.FileSystem | None = None,
 ) -> Scan:
     """A lazy scan of a table or a bare folder: ``to_batches()`` streams one blocklet / row group at a time,
     ``to_reader()`` (also ``__arrow_c_stream__``), ``to_arrow()``, ``to_pandas()``, ``count()``,
@@ -68,10 +79,11 @@ def scan(
         filter: also a ``pyarrow.compute.Expression`` (``pc.field("a") > 1``, ``isin``, ``is_null``,
             ``&``, ``|``, ``~``).
         limit: stop after this many matching rows.
-        batch_size: at most this many rows per record batch.
+        batch_size: at most this many rows per record batch (None: 131,072, as pyarrow.dataset); a batch
+            never spans two blocklets, so memory stays one blocklet's worth.
         use_threads: decode blocklets and files on a thread pool (results keep their order).
     """
-    return Scan(path, columns, filter, segments, limit, batch_size, use_threads)
+    return Scan(resolve(path, storage_options, filesystem), columns, filter, segments, limit, batch_size, use_threads)
 
 
 def explain(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None) -> dict:
@@ -92,7 +104,8 @@ def _as_reader(data: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch | pa.Table
     )
 
 
-def write_table(data: Any, path: str | os.PathLike, mode: str = "append", schema_mode: str | None = None,
+def write_table(data: Any, path: str | os.PathLike, mode: str = "append", schema_mode: str | None = None, *,
+                storage_options: dict[str, Any] | None = None, filesystem: pafs.FileSystem | None = None,
                 **options: Any) -> str:
     """Append ``data`` to the table at ``path`` as one new segment (creating the table on first write),
     or replace the table's rows with ``mode="overwrite"``.
@@ -104,6 +117,7 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", schema
         mode: "append" or "overwrite".
         schema_mode: "merge" adds the data's new columns to an existing table first (one schema change)
             and writes null for table columns the data lacks; None: the data must match the table.
+        storage_options, filesystem: the store's settings, as for :func:`read_table`.
         **options: write options: sort_columns, partition_by, partition, compressor, table_blocksize,
             blocklet_size, local_dictionary_enable, local_dictionary_threshold, long_string_columns, ...
             (see README "Tables, segments and commits").
@@ -114,6 +128,7 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", schema
     if mode not in MODES:
         raise CarbonOptionError(f"mode must be one of {', '.join(MODES)}, found {mode!r}")
     normalize(options, WRITE_OPTIONS, "write option")
+    path = resolve(path, storage_options, filesystem)
     schema, batches = _as_reader(data)
     if schema_mode is not None:
         if schema_mode != "merge":

@@ -30,7 +30,7 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError
+from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonOptionError
 
 
 @dataclass(frozen=True)
@@ -58,8 +58,12 @@ class Storage:
     # --------------------------------------------------------------- construction
     @staticmethod
     def for_path(path: str | os.PathLike) -> tuple[Storage, str]:
-        """Return the storage for ``path`` and the path as that file system names it."""
+        """Return the storage for ``path`` and the path as that file system names it (a file system given
+        by :func:`resolve` for ``path`` or a folder above it wins over one built from the URI)."""
         text = os.fspath(path)
+        found = _configured_for(text)
+        if found is not None:
+            return found
         if "://" not in text:
             return _local(), norm_path(os.path.abspath(text))
         fs, inner = pafs.FileSystem.from_uri(text)
@@ -380,3 +384,118 @@ def _local() -> Storage:
 
 def storage_for(path: str | os.PathLike) -> tuple[Storage, str]:
     return Storage.for_path(path)
+
+
+# ------------------------------------------------------------------ storage_options / filesystem
+# URI prefix (a table or folder) -> its storage, for paths a caller gave with storage_options or a filesystem:
+# every later Storage.for_path below that prefix, in any layer, gets the same configured file system.
+_configured: dict[str, Storage] = {}
+_configured_guard = threading.Lock()
+
+# storage_options names other libraries use (delta-rs, fsspec, object_store), as pyarrow.fs.S3FileSystem's
+_S3_ALIASES = {
+    "aws_access_key_id": "access_key", "key": "access_key", "access_key_id": "access_key",
+    "aws_secret_access_key": "secret_key", "secret": "secret_key", "secret_access_key": "secret_key",
+    "aws_session_token": "session_token", "token": "session_token",
+    "aws_region": "region", "region_name": "region",
+    "endpoint_url": "endpoint_override", "aws_endpoint_url": "endpoint_override", "endpoint": "endpoint_override",
+}
+_S3_KEYS = ("access_key", "secret_key", "session_token", "region", "endpoint_override", "scheme", "anonymous",
+            "role_arn", "request_timeout", "connect_timeout", "force_virtual_addressing", "allow_bucket_creation",
+            "allow_bucket_deletion", "proxy_options")
+_HDFS_KEYS = ("host", "port", "user", "replication", "buffer_size", "default_block_size", "kerb_ticket",
+              "extra_conf")
+_FLAGS = ("anonymous", "force_virtual_addressing", "allow_bucket_creation", "allow_bucket_deletion", "allow_http")
+_SCHEMES = {"s3": "s3", "hdfs": "hdfs", "gcs": "gs"}  # pyarrow FileSystem.type_name -> URI scheme
+
+
+def resolve(path: str | os.PathLike, storage_options: dict[str, Any] | None = None,
+            filesystem: pafs.FileSystem | None = None) -> str:
+    """The path every layer below an entry point is handed, after taking the caller's file-system settings.
+
+    Entry points (``read_table``, ``scan``, ``write_table``, ``CarbonTable.open/create``, the Spark data
+    source, the CLI) call this once. ``storage_options`` (S3: ``access_key``/``aws_access_key_id``,
+    ``secret_key``, ``region``, ``endpoint_url``, ``allow_http``, ...; HDFS: ``host``, ``port``, ``user``,
+    ...) build the pyarrow file system for the path's scheme; ``filesystem`` is one built by the caller
+    (then ``path`` may be the file system's own path, without a scheme). Either way the storage is kept
+    for ``path`` and everything below it, in this process, until configured again.
+
+    Raises:
+        CarbonOptionError: both given, an unknown option name, or options for a local path.
+    """
+    text = os.fspath(path)
+    if storage_options is None and filesystem is None:
+        return text
+    if storage_options is not None and filesystem is not None:
+        raise CarbonOptionError(f"give storage_options or filesystem for {text}, not both")
+    if filesystem is not None:
+        if not isinstance(filesystem, pafs.FileSystem):
+            raise CarbonOptionError(f"filesystem must be a pyarrow.fs.FileSystem, found {type(filesystem).__name__} "
+                                    f"(for {text})")
+        if isinstance(filesystem, pafs.LocalFileSystem):
+            return text
+        scheme = _SCHEMES.get(filesystem.type_name, filesystem.type_name)
+        inner = text.split("://", 1)[1] if "://" in text else text
+        uri = f"{scheme}://{norm_path(inner).lstrip('/') if scheme in ('s3', 'gs') else norm_path(inner)}"
+        _remember(uri, Storage(filesystem, scheme))
+        return uri
+    if "://" not in text or text.startswith("file://"):
+        if storage_options:
+            raise CarbonOptionError(f"storage_options {sorted(storage_options)} given for the local path {text}; "
+                                    "they apply to s3:// and hdfs:// paths")
+        return text
+    scheme = text.split("://", 1)[0].lower()
+    _remember(text, Storage(_build(scheme, text, dict(storage_options or {})), scheme))
+    return text
+
+
+def _build(scheme: str, uri: str, options: dict[str, Any]) -> pafs.FileSystem:
+    if scheme in ("s3", "s3a"):
+        kwargs = {_S3_ALIASES.get(k.lower(), k.lower()): v for k, v in options.items()}
+        _known(kwargs, _S3_KEYS + ("allow_http",), uri)
+        for flag in _FLAGS:
+            if isinstance(kwargs.get(flag), str):  # the CLI and Spark options hand text
+                kwargs[flag] = kwargs[flag].strip().lower() in ("true", "1", "yes")
+        endpoint = str(kwargs.get("endpoint_override") or "")
+        if "://" in endpoint:  # pyarrow wants host[:port] and the scheme apart
+            kwargs.setdefault("scheme", endpoint.split("://", 1)[0])
+            kwargs["endpoint_override"] = endpoint.split("://", 1)[1].rstrip("/")
+        if kwargs.pop("allow_http", False):
+            kwargs.setdefault("scheme", "http")
+        return pafs.S3FileSystem(**kwargs)
+    if scheme in ("hdfs", "viewfs"):
+        kwargs = {k.lower(): v for k, v in options.items()}
+        _known(kwargs, _HDFS_KEYS, uri)
+        netloc = uri.split("://", 1)[1].split("/", 1)[0]
+        host, _, port = netloc.partition(":")
+        kwargs.setdefault("host", host or "default")
+        kwargs["port"] = int(kwargs.get("port") or port or 8020)
+        return pafs.HadoopFileSystem(**kwargs)
+    if scheme in ("gs", "gcs"):
+        return pafs.GcsFileSystem(**options)
+    raise CarbonOptionError(f"storage_options are not supported for {scheme}:// paths ({uri}); pass filesystem= "
+                            "a pyarrow.fs.FileSystem instead")
+
+
+def _known(kwargs: dict[str, Any], valid: tuple[str, ...], uri: str) -> None:
+    unknown = sorted(set(kwargs) - set(valid))
+    if unknown:
+        raise CarbonOptionError(f"unknown storage option(s) {', '.join(unknown)} for {uri}; valid: "
+                                f"{', '.join(sorted(valid))} (and the aliases {', '.join(sorted(_S3_ALIASES))})")
+
+
+def _remember(uri: str, storage: Storage) -> None:
+    with _configured_guard:
+        _configured[norm_path(uri)] = storage
+
+
+def _configured_for(text: str) -> tuple[Storage, str] | None:
+    if not _configured or "://" not in text:
+        return None
+    key = norm_path(text)
+    best = max((k for k in _configured if key == k or key.startswith(k + "/")), key=len, default=None)
+    if best is None:
+        return None
+    storage = _configured[best]
+    inner = key.split("://", 1)[1]
+    return storage, inner if storage.scheme != "hdfs" else "/" + inner.split("/", 1)[1] if "/" in inner else "/"

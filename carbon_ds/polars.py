@@ -45,6 +45,19 @@ def pruning_filter(predicate, schema: pa.Schema) -> Expr | None:
     return from_polars_json(text, schema)
 
 
+def _with_predicate_columns(with_columns: list[str] | None, predicate, names: list[str]) -> list[str] | None:
+    """The columns to read: the projection plus those the predicate names (Polars 2 may hand a predicate on
+    columns it did not ask for, and filters before projecting)."""
+    if with_columns is None or predicate is None:
+        return with_columns
+    try:
+        wanted = set(predicate.meta.root_names())
+    except Exception:  # no way to ask: read every column, Polars' filter then finds what it names
+        return None
+    extra = [n for n in names if n in wanted and n not in with_columns]
+    return with_columns + extra if extra else with_columns
+
+
 def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None,
                     use_threads: bool = True, counts: Counts | None = None):
     """A ``polars.LazyFrame`` reading the table (or bare folder) at ``path`` through ``carbon_ds.scan``.
@@ -69,7 +82,8 @@ def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str |
 
     def source(with_columns: list[str] | None, predicate, n_rows: int | None,
                batch_size: int | None) -> Iterator:
-        s = open_scan(with_columns, predicate, n_rows if predicate is None else None, batch_size)
+        read = _with_predicate_columns(with_columns, predicate, base.schema.names)
+        s = open_scan(read, predicate, n_rows if predicate is None else None, batch_size)
         if counts is not None:
             s.counts = counts  # counted as planned and read: a stream Polars stops early may never be closed
         left = n_rows
@@ -77,6 +91,8 @@ def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str |
             df = pl.from_arrow(pa.Table.from_batches([batch], schema=s.schema))
             if predicate is not None:
                 df = df.filter(predicate)
+                if read != with_columns:
+                    df = df.select(with_columns)
             if left is not None:
                 df = df.head(left)
                 left -= df.height

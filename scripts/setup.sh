@@ -37,7 +37,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     # compat mode puts the project folder itself on sys.path (a plain .pth entry): Spark's Python workers
     # find the top-level pyspark_carbondata module by scanning sys.path, which an import hook would hide
     if ! { .venv/bin/python -m pip install --upgrade pip &&
-           .venv/bin/python -m pip install -e ".[spark,test,bench]" --config-settings editable_mode=compat; } >"$log" 2>&1; then
+           .venv/bin/python -m pip install -e ".[spark,test]" --config-settings editable_mode=compat; } >"$log" 2>&1; then
         tail -n 40 "$log" >&2
         echo "installing carbon-ds failed; the full log is $root/$log" >&2
         exit 1

@@ -8,7 +8,8 @@ import sys
 from carbon_ds import __version__
 from carbon_ds.cli.inspect_files import describe
 from carbon_ds.cli.segments import add_commands
-from carbon_ds.errors import CarbonError
+from carbon_ds.errors import CarbonError, CarbonOptionError
+from carbon_ds.fs import resolve
 from carbon_ds.table.read.scan import explain, format_explain
 
 
@@ -31,9 +32,30 @@ def _explain(args: argparse.Namespace) -> int:
     return 0
 
 
+def _configure_storage(args: argparse.Namespace) -> None:
+    """Hand ``--storage-option`` settings to the file-system layer for every path argument on a store."""
+    if not args.storage_option:
+        return
+    options = {}
+    for item in args.storage_option:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise CarbonOptionError(f"--storage-option expects KEY=VALUE, found {item!r}")
+        options[key.strip()] = value
+    paths = [getattr(args, name, None) for name in ("table", "path")] + list(getattr(args, "files", None) or [])
+    stores = [p for p in paths if isinstance(p, str) and "://" in p and not p.startswith("file://")]
+    if not stores:
+        raise CarbonOptionError("--storage-option given, but no path is on a store (s3://, hdfs://, ...)")
+    for path in stores:
+        resolve(path, options)
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="carbon-ds", description="Apache CarbonData tables without a JVM.")
     p.add_argument("--version", action="version", version=f"carbon-ds {__version__}")
+    p.add_argument("--storage-option", action="append", metavar="K=V", default=[],
+                   help="a setting of the store the paths are on (repeatable): S3 access_key, secret_key, region, "
+                        "endpoint_url, allow_http; HDFS host, port, user")
     sub = p.add_subparsers(dest="command", required=True)
     ins = sub.add_parser("inspect", help="print a table's schema, segments and files, or a file's header, schema, "
                                          "blocklets, pages, encodings and min/max")
@@ -53,6 +75,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
+        _configure_storage(args)
         return args.func(args)
     except CarbonError as e:
         print(f"carbon-ds: error: {e}", file=sys.stderr)

@@ -74,7 +74,8 @@ def _add(args: argparse.Namespace) -> int:
         options[key.strip().lower()] = value
     added = add(args.path, format=args.format, partition=args.partition, options=options, dry_run=args.dry_run)
     if args.dry_run:
-        print(added if isinstance(added, str) else "\n".join(map(str, added or [])) or "dry run: ok")
+        print(added)  # the validation report: per segment and file, ok or why not
+        return 0 if added.ok else 1
     else:
         ids = [added] if isinstance(added, str) else list(added or [])
         print(f"added segment(s): {', '.join(map(str, ids))}")

@@ -256,7 +256,7 @@ class AlterSchema:
 _UNSUPPORTED_ALTER = re.compile(
     r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<what>RENAME\s+TO)\b", re.IGNORECASE)
 _SCHEMA_ALTER = re.compile(
-    r"^\s*ALTER\s+TABLE\s+\S+\s+(ADD\s+COLUMNS|DROP\s+COLUMNS|CHANGE|SET\s+TBLPROPERTIES|UNSET\s+TBLPROPERTIES)\b",
+    r"^\s*ALTER\s+TABLE\s+\S+\s+(ADD\s+COLUMNS?|DROP\s+COLUMNS|CHANGE|SET\s+TBLPROPERTIES|UNSET\s+TBLPROPERTIES)\b",
     re.IGNORECASE)
 
 
@@ -396,7 +396,8 @@ class _Parser:
         self.expect_kw("TABLE")
         name = self.table_name()
         if self.accept_kw("ADD"):
-            self.expect_kw("COLUMNS")
+            if not self.accept_kw("COLUMN"):  # Spark takes ADD COLUMN as well as ADD COLUMNS
+                self.expect_kw("COLUMNS")
             stmt = AlterSchema(name, "add", columns=self.column_list())
             if self.accept_kw("TBLPROPERTIES"):
                 stmt.properties = self.options()

@@ -44,6 +44,7 @@ _OPS = {"Eq": "=", "NotEq": "!=", "Lt": "<", "LtEq": "<=", "Gt": ">", "GtEq": ">
 _UNITS = {"Milliseconds": 1_000, "Microseconds": 1, "Nanoseconds": None}  # to microseconds
 _INTS = {"Int8": 8, "Int16": 16, "Int32": 32, "Int64": 64, "UInt8": 8, "UInt16": 16, "UInt32": 32, "UInt64": 64}
 _EPOCH = dt.date(1970, 1, 1)
+_OWNED = {"StringOwned": "String", "DatetimeOwned": "Datetime"}  # Polars 1.x names of the same scalars
 
 
 class _Untranslatable(Exception):
@@ -151,6 +152,8 @@ class _Translator:
         if kind != "Literal":
             raise _Untranslatable("is_in of an expression")
         kind, value = _one(lit)
+        if isinstance(value, dict) and set(value) == {"dtype", "value"}:  # Polars 1.x
+            value = value["value"]
         data = value.get("List") if kind == "Scalar" and isinstance(value, dict) else value if kind == "Series" \
             else None
         if data is None:
@@ -194,17 +197,20 @@ class _Translator:
             raise _Untranslatable(kind)
         if kind != "Scalar":
             raise _Untranslatable(kind)
+        if isinstance(body, dict) and set(body) == {"dtype", "value"}:  # Polars 1.x: the value beside its dtype
+            body = body["value"]
         if body == "Null" or (isinstance(body, dict) and "Null" in body):
             return None
         kind, value = _one(body)
+        kind = _OWNED.get(kind, kind)
         if kind in _INTS or kind in ("Float32", "Float64", "String", "Boolean"):
             return value
         if kind == "Date":
             return _EPOCH + dt.timedelta(days=value)
         if kind == "Datetime":
             return _datetime(*value)
-        if kind == "Decimal":
-            unscaled, _precision, scale = value
+        if kind == "Decimal":  # Polars 2: [unscaled, precision, scale]; Polars 1.x: [unscaled, scale]
+            unscaled, scale = value[0], value[-1]
             return Decimal(unscaled).scaleb(-scale)
         raise _Untranslatable(kind)
 

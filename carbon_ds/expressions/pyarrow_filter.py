@@ -177,7 +177,25 @@ def _translate(n: _Node, whole: pc.Expression) -> Expr:
         if behavior == _MATCH and len(present) != len(values):
             return or_(IsNull(col), found)
         return found
+    if name == "if_else":
+        return _sql_in(args, whole)
     raise CarbonFilterError(
         f"{name}(...) in the filter {whole} cannot be translated; a pyarrow filter may use pc.field(...) "
         "compared with a value (== != < <= > >=), isin, is_null, is_valid, &, | and ~"
     )
+
+
+def _sql_in(args: list[_Node], whole: pc.Expression) -> Expr:
+    """DuckDB 2 spells SQL's ``k IN (...)`` as ``if_else(is_valid(k), is_in(k, values), null)``: null for a
+    null ``k``, as our ``In`` is. Only that shape translates (with no null among the values, where SQL's IN
+    would be null rather than false)."""
+    cond, then, other = args
+    shape = (cond.kind == "call" and cond.value == "is_valid" and then.kind == "call" and then.value == "is_in"
+             and other.kind == "literal" and other.value.as_py() is None and then.options is not None)
+    if shape:
+        col = _field(cond.args[0], whole)
+        values = then.options["value_set"].as_py()
+        if _field(then.args[0], whole) == col and values and None not in values:
+            return In(col, tuple(values))
+    raise CarbonFilterError(f"if_else(...) in the filter {whole} cannot be translated; only SQL's IN "
+                            "(if_else(is_valid(k), is_in(k, values), null)) does")

@@ -120,6 +120,8 @@ def arrow_schema(flat: list[ColumnSchema]) -> pa.Schema:
 
 
 def carbon_type(t: pa.DataType, name: str) -> DataType:
+    if pa.types.is_dictionary(t):  # pandas categoricals: stored as their values (decoded on write)
+        return carbon_type(t.value_type, name)
     if pa.types.is_string(t) or pa.types.is_large_string(t) or pa.types.is_string_view(t):
         return DataType.STRING
     if pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t):

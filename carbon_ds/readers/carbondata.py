@@ -118,7 +118,12 @@ class CarbonDataFile:
             raise CarbonFormatError(f"file of {self.size} bytes is too short for CarbonData V3", self.path, 0)
         (footer_at,) = struct.unpack(">q", self._read(self.size - 8, 8))
         if not 0 < footer_at < self.size - 8:
-            raise CarbonFormatError(f"footer offset {footer_at} lies outside the file body", self.path, self.size - 8)
+            # the last 8 bytes of a whole file give where its footer starts: anything else means they are not
+            # the end the writer wrote, the usual cause being a copy or upload cut short
+            raise CarbonFormatError(
+                f"truncated or not a CarbonData V3 file: expected its last 8 bytes to give the footer offset "
+                f"(between 1 and {self.size - 9}), found {footer_at}; the file is {self.size} bytes",
+                self.path, self.size - 8)
         self._footer_at = footer_at
         self.footer = _parse_cached(FileFooter3, self._read(footer_at, self.size - 8 - footer_at), self.path, footer_at)
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 import carbon_ds.api as api
@@ -44,3 +45,18 @@ def test_errors_exit_2(table, tmp_path, capsys):
         assert "ADD SEGMENT is not available yet" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["delete-segment", table])  # --ids or --before is required
+
+
+def test_add_segment_dry_run_prints_the_report(table, tmp_path, capsys):
+    good = tmp_path / "good"
+    good.mkdir()
+    pq.write_table(pa.table({"a": pa.array([7, 8], pa.int64())}), good / "part-0.parquet")
+    assert main(["add-segment", table, "--path", str(good), "--format", "parquet", "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("add segment ok:") and "part-0.parquet rows=2" in out
+    bad = tmp_path / "bad"
+    bad.mkdir()
+    pq.write_table(pa.table({"b": pa.array(["x"])}), bad / "part-0.parquet")
+    assert main(["add-segment", table, "--path", str(bad), "--format", "parquet", "--dry-run"]) == 1
+    assert "add segment REFUSED" in capsys.readouterr().out
+    assert [s.id for s in CarbonTable.open(table).segments()] == ["0", "1", "2"]  # a dry run adds nothing

@@ -9,19 +9,22 @@ from __future__ import annotations
 import datetime as dt
 import os
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
+import pyarrow.fs as pafs
 
 from carbon_ds.errors import CarbonOptionError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format.hive import check_partition_columns
 from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
-from carbon_ds.fs import Storage
+from carbon_ds.fs import Storage, dirname, resolve
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import deltas, schema_file, tablestatus
 from carbon_ds.table.meta.data_files import segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
 from carbon_ds.table.meta.partition_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
+from carbon_ds.table.meta.properties import check_names
 from carbon_ds.table.meta.status_edit import StatusEdit
 from carbon_ds.table.meta.tablestatus import LoadDetail
 
@@ -152,13 +155,15 @@ class TableHandle:
         return storage.exists(TableHandle.schema_path_of(fs_path))
 
     @classmethod
-    def open(cls, path: str | os.PathLike):
-        """Open the table at ``path`` (a local path or a URI pyarrow.fs understands).
+    def open(cls, path: str | os.PathLike, *, storage_options: dict[str, Any] | None = None,
+             filesystem: pafs.FileSystem | None = None):
+        """Open the table at ``path`` (a local path or a URI pyarrow.fs understands); ``storage_options`` or
+        ``filesystem`` configure its store (see :func:`carbon_ds.fs.resolve`).
 
         Raises:
             CarbonTableError: ``path`` holds no ``Metadata/schema``.
         """
-        storage, fs_path = Storage.for_path(path)
+        storage, fs_path = Storage.for_path(resolve(path, storage_options, filesystem))
         schema_path = cls.schema_path_of(fs_path)
         if not storage.exists(schema_path):
             raise CarbonTableError(
@@ -177,6 +182,9 @@ class TableHandle:
         properties: dict[str, str] | None = None,
         long_string_columns: list[str] | None = None,
         partition: PartitionSpec | None = None,
+        *,
+        storage_options: dict[str, Any] | None = None,
+        filesystem: pafs.FileSystem | None = None,
     ):
         """Create an empty table at ``path``.
 
@@ -188,10 +196,12 @@ class TableHandle:
             long_string_columns: string columns stored as VARCHAR (values over 32,000 bytes).
             partition: CarbonData's HASH / RANGE / LIST partitioning (``HashPartition(col, n)``,
                 ``RangePartition(col, bounds)``, ``ListPartition(col, values)``).
+            storage_options, filesystem: the store's settings (see :func:`carbon_ds.fs.resolve`).
 
         Raises:
             CarbonTableError: a table already exists at ``path``.
         """
+        path = resolve(path, storage_options, filesystem)
         table, created = cls.open_or_create(path, schema, sort_columns, properties, long_string_columns,
                                             partition_by, partition)
         if not created:
@@ -211,9 +221,11 @@ class TableHandle:
     ) -> tuple:
         """(table, created): the table at ``path``, created from ``schema`` (and the settings) when absent."""
         storage, fs_path = Storage.for_path(path)
+        _check_folder(storage, fs_path)
         schema_path = cls.schema_path_of(fs_path)
         if storage.exists(schema_path):
             return cls(storage, fs_path, schema_file.read(storage, schema_path)), False
+        check_names(properties or {}, f"table {storage.uri(fs_path)}")
         if partition_by:
             partition_by = check_partition_columns(schema, list(partition_by))
         info = schema_file.build_table_info(schema, sort_columns, long_string_columns, properties)
@@ -354,3 +366,23 @@ class TableHandle:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"
+
+
+def _check_folder(storage: Storage, fs_path: str) -> None:
+    """A table is a folder: say so when ``fs_path`` (or a folder above it) is a regular file, rather than let
+    the OS answer "not a directory" halfway through creating it. Local disks only: object stores have no
+    such clash, and walking up would cost a request per level."""
+    if not storage.is_local:
+        return
+    folder = fs_path
+    while folder and folder != dirname(folder):
+        try:
+            info = storage.fs.get_file_info(folder)
+        except NotADirectoryError:
+            info = None
+        if info is not None and info.type == pafs.FileType.File:
+            what = "is" if folder == fs_path else f"lies below {storage.uri(folder)}, which is"
+            raise CarbonTableError(f"a table must be a folder: {storage.uri(fs_path)} {what} a regular file")
+        if info is not None and info.type == pafs.FileType.Directory:
+            return
+        folder = dirname(folder)

@@ -23,6 +23,33 @@ SORT_SCOPE = "sort_scope"
 EXTERNAL = "_external"  # CarbonData's marker of a table whose data DROP TABLE keeps
 
 
+# Every table property CarbonData 2.x documents (ddl-of-carbondata.md), lower case; a new table refuses any other
+# name, so a misspelling ('sort_column') cannot leave a table unsorted for good.
+KNOWN = frozenset({
+    "sort_columns", SORT_SCOPE, BLOCK_SIZE, BLOCKLET_SIZE, "table_page_size_inmb", COMPRESSOR,
+    LONG_STRING_COLUMNS, LOCAL_DICTIONARY_ENABLE, LOCAL_DICTIONARY_THRESHOLD, "local_dictionary_include",
+    "local_dictionary_exclude", "auto_load_merge", "compaction_level_threshold", "compaction_preserve_segments",
+    "allowed_compaction_days", "major_compaction_size", "minor_compaction_size", "column_meta_cache",
+    "cache_level", "flat_folder", "comment", "inverted_index", "no_inverted_index", "range_column",
+    "global_sort_partitions", "streaming", "bucket_number", "bucket_columns", "index_handler", "dateformat",
+    "timestampformat", "partition_type", "partition_num", "range_info", "list_info", "path", EXTERNAL,
+})
+_KNOWN_PREFIXES = ("default.value.", "spatial_index", "_")  # per-column defaults, spatial index settings, internal
+
+
+def check_names(properties: Mapping[str, str], where: str) -> None:
+    """Refuse property names CarbonData does not know, listing the valid ones.
+
+    Raises:
+        CarbonOptionError: an unknown name.
+    """
+    unknown = sorted(k for k in properties if k.lower() not in KNOWN and not k.lower().startswith(_KNOWN_PREFIXES))
+    if unknown:
+        raise CarbonOptionError(f"unknown table propert{'y' if len(unknown) == 1 else 'ies'} "
+                                f"{', '.join(repr(k) for k in unknown)} for {where}; valid: {', '.join(sorted(KNOWN))} "
+                                "(and default.value.<column>)")
+
+
 class TableProperties:
     """Typed access to a table's properties; a malformed value names its property and the table."""
 

@@ -304,6 +304,14 @@ def duplicate_error(path: str) -> CarbonTableError:
 
 
 # ------------------------------------------------------------------------------------------ the command
+# what ADD SEGMENT itself reads and what the CSV / JSON readers take (carbon_ds.readers.external.csv, .text)
+ADD_SEGMENT_OPTIONS = frozenset({
+    "path", "format", "partition", "header", "fileheader_present", "delimiter", "sep", "quote", "quotechar",
+    "escape", "escapechar", "dateformat", "date_format", "timestampformat", "timestamp_format", "multiline",
+    "nullvalue",
+})
+
+
 def add_segment(table: TableHandle, path: str, format: str | None = "carbondata", partition: str | None = None,
                 options: dict[str, str] | None = None, dry_run: bool = False):
     """Add ``path`` as new segment(s); returns the new segment ids, or with ``dry_run`` the
@@ -313,6 +321,10 @@ def add_segment(table: TableHandle, path: str, format: str | None = "carbondata"
     if partition is not None:
         given["partition"] = partition
     opts = {str(k).lower(): str(v) for k, v in (options or {}).items()}
+    unknown = sorted(set(opts) - ADD_SEGMENT_OPTIONS)
+    if unknown:  # a misspelt reading option ('delimter') would otherwise be ignored for good
+        raise CarbonOptionError(f"add segment: unknown option(s) {', '.join(unknown)} for table {table.uri}; "
+                                f"valid: {', '.join(sorted(ADD_SEGMENT_OPTIONS))}")
     given.update({k: v for k, v in opts.items() if k not in given})
     if not text:
         raise CarbonOptionError("add segment: option 'path' is empty; expected the folder of the data to add")

@@ -13,6 +13,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from importlib import import_module
 from typing import Any
 
 import pyarrow as pa
@@ -28,6 +29,8 @@ from carbon_ds.table.read.task_reader import Reading, TaskReader
 
 THREADS = os.cpu_count() or 1
 _SPLIT = ("parquet", "orc")  # external formats read one statistics unit (row group, stripe) at a time
+# rows per batch when the caller names none: pyarrow.dataset's default, so consumers size buffers alike
+DEFAULT_BATCH_SIZE = 131_072
 
 
 class Scan:
@@ -55,7 +58,7 @@ class Scan:
         self.columns = resolve_columns(self.source.schema, columns, where)
         self.segments = segments
         self.limit = limit
-        self.batch_size = batch_size
+        self.batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
         self.use_threads = use_threads
         names = self.columns if self.columns is not None else self.source.schema.names
         self.schema = pa.schema([self.source.schema.field(n) for n in names])
@@ -228,12 +231,29 @@ class Scan:
             return scan.table_rows(source, self.columns)  # the planned snapshot's files and deletes
         return read_folder(os.fspath(self._path), columns=self.columns)
 
-    def to_pandas(self, **kwargs: Any):
-        """``to_arrow().to_pandas(**kwargs)`` (needs pandas)."""
-        return self.to_arrow().to_pandas(**kwargs)
+    def to_pandas(self, dtype_backend: str | None = None, **kwargs: Any):
+        """``to_arrow().to_pandas(**kwargs)`` (needs pandas): the dtypes ``pandas.read_parquet`` gives for the
+        same Arrow data, with its ``dtype_backend`` choices (see README "pandas")."""
+        return self.to_arrow().to_pandas(**_pandas_types(dtype_backend), **kwargs)
 
 
 def open_scan(path: str | os.PathLike | TableHandle, columns: list[str] | None = None, filter: Any = None,
               segments: str | list | None = None, limit: int | None = None, batch_size: int | None = None,
               use_threads: bool = True) -> Scan:
     return Scan(path, columns, filter, segments, limit, batch_size, use_threads)
+
+
+def _pandas_types(dtype_backend: str | None) -> dict[str, Any]:
+    """``to_pandas`` arguments for pandas' ``dtype_backend`` (None: NumPy dtypes, nulls in ints as float NaN;
+    "numpy_nullable": ``Int64``/``boolean``/``Float64``/``string`` with ``<NA>``; "pyarrow": ``ArrowDtype``)."""
+    if dtype_backend is None:
+        return {}
+    pd = import_module("pandas")  # optional dependency, and pyarrow's to_pandas imports it anyway
+    if dtype_backend == "pyarrow":
+        return {"types_mapper": pd.ArrowDtype}
+    if dtype_backend != "numpy_nullable":
+        raise CarbonOptionError(f"dtype_backend must be None, 'numpy_nullable' or 'pyarrow', found {dtype_backend!r}")
+    nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+                pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(), pa.float32(): pd.Float32Dtype(),
+                pa.float64(): pd.Float64Dtype(), pa.string(): pd.StringDtype(), pa.large_string(): pd.StringDtype()}
+    return {"types_mapper": nullable.get}
