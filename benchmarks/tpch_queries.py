@@ -6,8 +6,9 @@ runs unchanged: date arithmetic as ``date '1998-12-01' - interval 90 days``, Q15
 aliases inline instead of Q13's alias list, and Q18's unnamed ``sum(l_quantity)`` named ``sum_quantity``.
 
 Data: DuckDB's ``dbgen`` from the ``duckdb-extension-tpch`` wheel (loaded from the wheel's own file, so no
-network is needed), exported through Arrow to one Parquet file per table (decimals stay decimal(15,2),
-dates are date32, every column nullable as in a Spark-written table).
+network is needed; the wheel exists for DuckDB 1.5 only), else ``tpchgen-cli`` (a wheel holding a dbgen
+port that writes the same rows), rewritten through Arrow to one Parquet file per table (decimals stay
+decimal(15,2), dates are date32, strings plain strings, every column nullable as in a Spark-written table).
 
 Nothing here imports Spark or carbon-ds: ``benchmarks/tpch.py`` and ``tests/spark/test_tpch.py`` share it.
 """
@@ -22,6 +23,8 @@ import math
 import os
 import re
 import shutil
+import subprocess
+import sys
 
 TABLES = ("region", "nation", "supplier", "customer", "part", "partsupp", "orders", "lineitem")
 
@@ -486,6 +489,45 @@ def duckdb_connect(threads: int | None = None):
     return con
 
 
+def tpchgen_cli() -> str:
+    """The ``tpchgen-cli`` program installed beside this interpreter (or on PATH)."""
+    here = os.path.join(os.path.dirname(sys.executable), "tpchgen-cli")
+    found = here if os.path.exists(here) else shutil.which("tpchgen-cli")
+    if found is None:
+        raise RuntimeError("TPC-H data needs the duckdb-extension-tpch wheel (DuckDB 1.5) or tpchgen-cli "
+                           "(pip install tpchgen-cli)")
+    return found
+
+
+def has_generator() -> bool:
+    """Whether TPC-H data can be made here (tests skip without it)."""
+    try:
+        return _has_dbgen() or bool(tpchgen_cli())
+    except RuntimeError:
+        return False
+
+
+def _has_dbgen() -> bool:
+    try:
+        duckdb_connect().close()
+        return True
+    except Exception:  # noqa: BLE001 - no wheel, or one built for another DuckDB
+        return False
+
+
+def _write(table, path: str, name: str, progress) -> None:
+    """One table as Spark would hold it: every column nullable, strings as plain strings."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    fields = [pa.field(f.name, pa.string() if f.type in (pa.string_view(), pa.large_string()) else f.type)
+              for f in table.schema]
+    table = table.cast(pa.schema(fields))
+    pq.write_table(table, path, compression="snappy")
+    if progress:
+        progress(name, table.num_rows)
+
+
 def _fmt_sf(sf: float) -> str:
     return f"{sf:g}"
 
@@ -495,7 +537,6 @@ def generate(sf: float, directory: str, threads: int | None = None, progress=Non
 
     Cached: a directory that already holds the data of this ``sf`` (its ``_SF`` marker, written last) is
     reused as it is."""
-    import pyarrow as pa
     import pyarrow.parquet as pq
 
     paths = {t: os.path.join(directory, f"{t}.parquet") for t in TABLES}
@@ -506,18 +547,21 @@ def generate(sf: float, directory: str, threads: int | None = None, progress=Non
                 return paths
     shutil.rmtree(directory, ignore_errors=True)
     os.makedirs(directory)
-    con = duckdb_connect(threads)
-    try:
-        con.execute(f"CALL dbgen(sf = {sf})")
+    if _has_dbgen():
+        con = duckdb_connect(threads)
+        try:
+            con.execute(f"CALL dbgen(sf = {sf})")
+            for t in TABLES:
+                _write(con.execute(f"SELECT * FROM {t}").to_arrow_table(), paths[t], t, progress)
+        finally:
+            con.close()
+    else:
+        raw = os.path.join(directory, "_raw")
+        subprocess.run([tpchgen_cli(), "parquet", "-s", _fmt_sf(sf), f"--output-dir={raw}"], check=True,
+                       stdout=subprocess.DEVNULL)
         for t in TABLES:
-            table = con.execute(f"SELECT * FROM {t}").to_arrow_table()
-            # every column nullable, like a table Spark writes (dbgen declares them NOT NULL)
-            table = table.cast(pa.schema([f.with_nullable(True) for f in table.schema]))
-            pq.write_table(table, paths[t], compression="snappy")
-            if progress:
-                progress(t, table.num_rows)
-    finally:
-        con.close()
+            _write(pq.read_table(os.path.join(raw, f"{t}.parquet")), paths[t], t, progress)
+        shutil.rmtree(raw, ignore_errors=True)
     with open(marker, "w") as fh:
         fh.write(_fmt_sf(sf))
     return paths
