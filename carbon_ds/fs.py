@@ -65,11 +65,11 @@ class Storage:
         if found is not None:
             return found
         if "://" not in text:
-            return _local(), norm_path(os.path.abspath(text))
+            return _local(), check_local_path(norm_path(os.path.abspath(text)))
         fs, inner = pafs.FileSystem.from_uri(text)
         scheme = text.split("://", 1)[0]
         if isinstance(fs, pafs.LocalFileSystem):
-            return _local(), inner
+            return _local(), check_local_path(inner)
         return Storage(fs, scheme), inner
 
     def uri(self, path: str) -> str:
@@ -291,6 +291,32 @@ class Storage:
     @staticmethod
     def join(*parts: str) -> str:
         return posixpath.join(*(norm_path(p) for p in parts))
+
+
+NAME_MAX = 255
+"""Bytes in one file or folder name on local file systems (Linux, macOS; Windows: characters)."""
+PATH_MAX = 4096
+"""Bytes in a whole local path (Linux)."""
+
+
+def check_local_path(path: str) -> str:
+    """``path`` itself, when the local file system can hold it: the OS would refuse a longer one with a
+    bare ``OSError`` (ENAMETOOLONG) somewhere deep inside a read or write.
+
+    Raises:
+        CarbonOptionError: naming the limit, the length found and the offending part.
+    """
+    if len(path) * 4 <= NAME_MAX:  # UTF-8 needs at most 4 bytes a character: nothing to measure
+        return path
+    size = len(path.encode("utf-8", "surrogatepass"))
+    if size >= PATH_MAX:
+        raise CarbonOptionError(f"path too long: at most {PATH_MAX - 1} bytes, found {size} ({path[:80]}...)")
+    for part in path.split("/"):
+        n = len(part.encode("utf-8", "surrogatepass"))
+        if n > NAME_MAX:
+            raise CarbonOptionError(f"name too long: a file or folder name holds at most {NAME_MAX} bytes, found "
+                                    f"{n} ({part[:40]}...) in path {path[:120]}...")
+    return path
 
 
 def norm_path(path: str) -> str:

@@ -601,6 +601,10 @@ def parse(text: str):
         return None
     head = words[0]
     if head == "CREATE":
+        # only CREATE [EXTERNAL] TABLE is ours: CREATE [OR REPLACE] [GLOBAL] TEMPORARY VIEW ... USING
+        # carbondata, CREATE VIEW, CREATE TEMPORARY TABLE and the rest are Spark's statements
+        if words[1:2] != ["TABLE"] and words[1:3] != ["EXTERNAL", "TABLE"]:
+            return None
         if not re.search(r"\b(STORED\s+(AS|BY)|USING)\s+[`'\"‘“]?carbon(data)?\b", text, re.IGNORECASE):
             return None
         return _Parser(text, tokenize(text), "CREATE TABLE").create()

@@ -26,7 +26,7 @@ from typing import Any
 
 from carbon_ds.ddl.parser import TableName
 from carbon_ds.errors import CarbonTableError
-from carbon_ds.fs import Storage, basename, dirname
+from carbon_ds.fs import NAME_MAX, Storage, basename, dirname
 from carbon_ds.table.meta.handle import TableHandle
 
 CONF_PREFIX = "carbon_ds.table."
@@ -192,10 +192,13 @@ def check_name(table: TableName) -> None:
     Raises:
         CarbonTableError: naming the offending name.
     """
-    for kind, name in (("database", table.db), ("table", table.name)):
+    for kind, name, most in (("database", table.db, NAME_MAX - len(".db")), ("table", table.name, NAME_MAX)):
         if name is not None and not _IDENTIFIER.fullmatch(name):
             raise CarbonTableError(f"invalid {kind} name {name!r}: expected letters, digits and '_' only, "
                                    "starting with a letter or '_'")
+        if name is not None and len(name) > most:  # ASCII by the rule above: characters are bytes
+            raise CarbonTableError(f"{kind} name too long: at most {most} characters (it names the {kind}'s "
+                                   f"folder), found {len(name)} ({name[:40]}...)")
 
 
 def _exists(spark: Any, name: str) -> bool:

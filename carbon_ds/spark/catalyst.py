@@ -13,7 +13,7 @@ import json
 import math
 import re
 from dataclasses import dataclass
-from decimal import Decimal
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
 SOURCE_NAME = "carbondata"
@@ -24,7 +24,7 @@ _DIGITS = {"byte": 3, "short": 5, "integer": 10, "long": 19}  # decimal digits o
 _COMPARE = {"EqualTo": "=", "LessThan": "<", "LessThanOrEqual": "<=", "GreaterThan": ">",
             "GreaterThanOrEqual": ">="}
 _MIRROR = {"=": "=", "<": ">", "<=": ">=", ">": "<", ">=": "<="}
-MAX_IN_VALUES = 1000  # a longer IN list is left to Spark rather than spelled out in the filter text
+MAX_IN_VALUES = 1000  # a longer IN list prunes by its min/max only: never spelled out in the filter text
 _EPOCH_DAY = dt.date(1970, 1, 1)
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 
@@ -171,6 +171,8 @@ def _number(value: Any, kind: str) -> int | float | Decimal | None:
     if kind in ("double", "float"):
         return float(value)
     if kind.startswith("decimal"):
+        if isinstance(value, Decimal | int):  # from set_values
+            return Decimal(value)
         big = value.toJavaBigDecimal()
         return big if isinstance(big, Decimal) else Decimal(str(big.toPlainString()))
     return None
@@ -238,6 +240,56 @@ def render(value: Any, lit_kind: str, col_kind: str) -> str | None:
     return None
 
 
+_FROM_TEXT = {"boolean": lambda t: t == "true", "string": str, "double": float, "float": float,
+              "date": int, "timestamp": int, **{k: int for k in INTEGRAL}}
+
+
+def set_values(hset: Any, kind: str) -> list[Any] | None:
+    """The values of an ``InSet``'s Scala set as Python values in ``render``'s terms (days for a date,
+    microseconds for a timestamp), read as one string: three JVM calls whatever the set's size, where a
+    call per value made a 100,000-value IN take minutes. None for types without a text form here, or a
+    string holding the separator (the piece count gives it away)."""
+    convert = _FROM_TEXT.get(kind) or (Decimal if kind.startswith("decimal") else None)
+    if convert is None:
+        return None
+    n = int(hset.size())
+    if n == 0:
+        return []
+    pieces = str(hset.mkString(_SEPARATOR)).split(_SEPARATOR)
+    if hset.contains(None):  # NULL prints as "null"; a string 'null' would be a second such piece
+        pieces.remove("null")
+        out: list[Any] = [None]
+    else:
+        out = []
+    if len(pieces) + len(out) != n:
+        return None
+    try:
+        return out + [convert(p) for p in pieces]
+    except (ValueError, ArithmeticError):
+        return None
+
+
+def _bound(value: Any, lit_kind: str, col_kind: str, lower: bool) -> str | None:
+    """Filter text for a lower (or upper) bound at ``value``, rounded outwards into the column's domain
+    (a bound may be looser than the value, never tighter); None when there is none to give."""
+    text = render(value, lit_kind, col_kind)
+    if text is not None or lit_kind in ("double", "float"):
+        return text
+    if col_kind == "timestamp" and lit_kind == "timestamp":  # CarbonData keeps milliseconds
+        ms = int(value) // 1000 if lower else -(-int(value) // 1000)
+        return render(ms * 1000, lit_kind, col_kind)
+    number = _number(value, lit_kind)
+    if number is None:
+        return None
+    if col_kind in INTEGRAL:
+        return render(math.floor(number) if lower else math.ceil(number), "long", col_kind)
+    if col_kind.startswith("decimal"):
+        step = Decimal(1).scaleb(-int(col_kind[col_kind.index(",") + 1 : -1]))
+        rounded = Decimal(number).quantize(step, rounding=ROUND_FLOOR if lower else ROUND_CEILING)
+        return render(rounded, "decimal(38,0)", col_kind)
+    return None
+
+
 @dataclass(frozen=True)
 class Column:
     name: str  # as the relation spells it
@@ -258,6 +310,7 @@ class FilterTranslator:
 
     def __init__(self, columns: dict[int, Column]):
         self.columns = columns  # exprId -> column
+        self.long_in = False  # saw an IN longer than MAX_IN_VALUES
 
     def column(self, e: Any, allow_cast: bool = True) -> Column | None:
         """The relation column ``e`` stands for, through casts that keep every value and its order."""
@@ -302,23 +355,25 @@ class FilterTranslator:
         return None
 
     def in_list(self, e: Any) -> tuple[Column, list[tuple[Any, str]]] | None:
-        """(column, [(value, type)]) of an IN over a column, from ``In`` or its set form ``InSet``."""
+        """(column, [(value, type)]) of an IN over a column, from ``In`` or its set form ``InSet`` (the
+        optimizer's form of a literal list longer than 10). A set's values come in one JVM call."""
         kind = node_name(e)
-        if kind not in ("In", "InSet"):
-            return None
-        if (e.list() if kind == "In" else e.hset()).size() > MAX_IN_VALUES:
-            return None  # not worth a py4j call per value
-        if kind == "In":
-            col = self.column(e.value())
-            items = [self.literal(x) for x in to_list(e.list())]
-            if col is None or any(x is None for x in items):
+        size = int((e.hset() if kind == "InSet" else e.list()).size()) if kind in ("In", "InSet") else 0
+        self.long_in |= size > MAX_IN_VALUES
+        if kind == "InSet":
+            col = self.column(e.child())
+            lit_kind = type_key(e.child().dataType())
+            if col is None or lit_kind is None:
                 return None
-            return col, items  # type: ignore[return-value]
-        col = self.column(e.child())
-        lit_kind = type_key(e.child().dataType())
-        if col is None or lit_kind is None:
+            values = set_values(e.hset(), lit_kind)
+            return None if values is None else (col, [(v, lit_kind) for v in values])
+        if kind != "In" or size > MAX_IN_VALUES:
+            return None  # a long list of non-literals: not worth a py4j call per item
+        col = self.column(e.value())
+        items = [self.literal(x) for x in to_list(e.list())]
+        if col is None or any(x is None for x in items):
             return None
-        return col, [(v, lit_kind) for v in to_list(e.hset())]
+        return col, items  # type: ignore[return-value]
 
     def render_in(self, col: Column, items: list[tuple[Any, str]], negated: bool) -> str | None:
         if not items or len(items) > MAX_IN_VALUES or col.kind == "float":
@@ -331,6 +386,22 @@ class FilterTranslator:
         if any(t is None for t in texts):
             return None
         return f"({quote(col.name)} IN ({', '.join(dict.fromkeys(texts))}))"  # type: ignore[arg-type]
+
+    def in_range(self, col: Column, items: list[tuple[Any, str]]) -> str | None:
+        """``min <= c AND c <= max`` of a long IN list: TRUE wherever the IN is, so it prunes blocklets by
+        min/max without spelling the list into the filter text; Spark matches the values exactly."""
+        if not items or col.kind in ("float", "double", "boolean"):
+            return None  # NaN and -0.0 order differently in CarbonData; a boolean set is never long
+        values = [v for v, _k in items]
+        lit_kind = items[0][1]
+        try:
+            low, high = min(values), max(values)
+        except TypeError:
+            return None
+        parts = [f"({quote(col.name)} {op} {t})" for op, t in
+                 ((">=", _bound(low, lit_kind, col.kind, True)), ("<=", _bound(high, lit_kind, col.kind, False)))
+                 if t is not None]
+        return None if not parts else parts[0] if len(parts) == 1 else f"({parts[0]} AND {parts[1]})"
 
     def exact(self, e: Any, negated: bool = False) -> str | None:
         kind = node_name(e)
@@ -389,7 +460,12 @@ class FilterTranslator:
             return f"({quote(col.name)} IS NULL)" if value is None else self.compare(col, "=", value, lit_kind, False)
         if kind in ("In", "InSet"):  # a IN (1, NULL) is TRUE only where a = 1
             got = self.in_list(e)
-            return None if got is None else self.render_in(got[0], [x for x in got[1] if x[0] is not None], False)
+            if got is None:
+                return None
+            items = [x for x in got[1] if x[0] is not None]
+            if len(items) > MAX_IN_VALUES:
+                return self.in_range(got[0], items)
+            return self.render_in(got[0], items, False)
         return self.exact(e)
 
 

@@ -59,6 +59,7 @@ class Scan:
     needed: set[str] = field(default_factory=set)  # lower-case names some node reads
     predicates: list[str] = field(default_factory=list)  # translated conjuncts of the Filters above (AND)
     untranslated: list[str] = field(default_factory=list)  # Catalyst SQL of the conjuncts left to Spark
+    long_in: bool = False  # a Filter above holds an IN longer than catalyst.MAX_IN_VALUES
 
 
 @dataclass
@@ -152,7 +153,9 @@ def scans_of(optimized: Any) -> Walk:
             kind = field_kind(f)
             if kind is not None:
                 columns[i] = Column(name, kind)
-        _collect_predicates(scan, FilterTranslator(columns), ancestors)
+        translator = FilterTranslator(columns)
+        _collect_predicates(scan, translator, ancestors)
+        scan.long_in = translator.long_in
         scans.append(scan)
     return Walk(scans, cached, nondeterministic, joins)
 
@@ -170,7 +173,8 @@ def _collect_predicates(scan: Scan, translator: FilterTranslator, ancestors: lis
             for c in parts:
                 text = translator.implied(c)
                 if text is None:
-                    scan.untranslated.append(str(c.sql()))
+                    sql = str(c.sql())  # shortened: a 100,000-value IN is megabytes of text
+                    scan.untranslated.append(sql if len(sql) <= 1000 else sql[:1000] + " ...")
                 elif text not in scan.predicates:
                     scan.predicates.append(text)
         elif kind == "Project":

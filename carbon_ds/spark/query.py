@@ -86,6 +86,9 @@ class RelationRead:
     copies: int = 1  # optimized occurrences it serves (a CTE used twice: 2)
     untranslated: tuple[str, ...] = ()  # predicates above it left to Spark alone (Catalyst SQL)
     unchanged: str | None = None
+    # an IN longer than catalyst.MAX_IN_VALUES above it: never a local relation, where Spark's optimizer
+    # would match each row against the whole list, one value at a time (minutes for 10,000 strings)
+    long_in: bool = False
 
 
 @dataclass
@@ -236,7 +239,7 @@ def _decide(rel: Relation, nondeterministic: bool) -> RelationRead:
         # a rows-only read is planned as one partition; rand() and the like must see the same partitions
         columns = [min(rel.names, key=lambda n: (_CHEAP.get(_kind(rel, n), 9), rel.names.index(n)))]
     return RelationRead(rel.view, rel.path, tuple(columns), text, tuple(rel.names), len(rel.scans),
-                        base.untranslated)
+                        base.untranslated, long_in=any(s.long_in for s in rel.scans))
 
 
 def _unchanged(read: RelationRead, why: str) -> RelationRead:
@@ -314,7 +317,7 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
     segments = rel.options.get("segments")
     sizing = joins and str(spark.conf.get(CONF_STATISTICS, "true")).strip().lower() == "true"
     # a local relation has other partitions: a non-deterministic expression would see other rows together
-    try_local = not keep_partitions and local_limit(spark) > 0
+    try_local = not keep_partitions and not read.long_in and local_limit(spark) > 0
     # the stored bytes and rows the pruned read touches, read once for both decisions
     estimate = scan_estimate(read.path, read.filter, segments) if read.columns and (try_local or sizing) else (0, 0)
     local = _local(spark, rel, read, fields, estimate) if try_local else None

@@ -29,6 +29,7 @@ from carbon_ds.ddl.parser import (
     UpdateRows,
     parse,
 )
+from carbon_ds.ddl.script import split_statements
 from carbon_ds.ddl.types import arrow_schema, arrow_type
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, is_inside
@@ -388,18 +389,30 @@ def _alter_schema(spark: Any, stmt: AlterSchema, text: str):
 
 
 def sql(spark: Any, text: str):
-    """Run one statement; CarbonData statements here, the rest through ``spark.sql`` (queries and INSERT ...
-    SELECT first rewritten to read only what they need: carbon_ds.spark.query). Returns a DataFrame.
+    """Run a statement, or a ``;``-separated script statement by statement; CarbonData statements here,
+    the rest through ``spark.sql`` (queries and INSERT ... SELECT first rewritten to read only what they
+    need: carbon_ds.spark.query). Returns the (last) statement's DataFrame.
 
-    A carbon-ds error raised inside Spark while planning arrives as that carbon-ds error (Spark's as cause)."""
-    with surface():
-        return _statement(spark, text)
+    A carbon-ds error raised inside Spark while planning arrives as that carbon-ds error (Spark's as cause).
+    An error in a script's statement carries a note naming the statement and its position; the statements
+    before it have run."""
+    if not isinstance(text, str) or not split_statements(text):
+        raise CarbonOptionError(f"sql() needs a statement, found {text!r}")
+    statements = split_statements(text)
+    out = None
+    for k, stmt in enumerate(statements, 1):
+        try:
+            with surface():
+                out = _statement(spark, stmt.text)
+        except Exception as e:
+            if len(statements) > 1:
+                e.add_note(f"carbon_ds.sql: in statement {k} of {len(statements)}, at character {stmt.start} of "
+                           f"the script: {stmt.text[:80]!r}; the {k - 1} statement(s) before it have run")
+            raise
+    return out
 
 
 def _statement(spark: Any, text: str):
-    if not isinstance(text, str) or not text.strip():
-        raise CarbonOptionError(f"sql() needs a statement, found {text!r}")
-    text = text.strip().rstrip(";").strip()
     try:
         stmt = parse(text)
     except CarbonOptionError:

@@ -70,6 +70,34 @@ def test_parse_segment_statements():
     assert type(p.parse("DELETE FROM t WHERE a = 1")).__name__ == "DeleteRows"  # row delete: tests/table/test_dml.py
 
 
+def test_parse_leaves_views_and_other_creates_to_spark():
+    for text in ("CREATE TEMPORARY VIEW v USING carbondata OPTIONS (path '/x')",
+                 "CREATE OR REPLACE TEMPORARY VIEW v USING carbondata OPTIONS (path '/x')",
+                 "CREATE GLOBAL TEMPORARY VIEW v USING carbondata OPTIONS (path '/x')",
+                 "CREATE TEMPORARY TABLE v USING carbondata OPTIONS (path '/x')",
+                 "CREATE OR REPLACE VIEW v AS SELECT * FROM carbondata.`/x`"):
+        assert p.parse(text) is None, text
+    assert isinstance(p.parse("CREATE EXTERNAL TABLE t (a INT) USING carbondata"), p.CreateTable)
+
+
+def test_split_statements_minds_strings_and_comments():
+    from carbon_ds.ddl.script import split_statements
+
+    def texts(script):
+        return [(s.text, s.start) for s in split_statements(script)]
+
+    assert texts("SELECT 1;") == [("SELECT 1", 0)]
+    assert texts("DELETE FROM t WHERE a = ';'; DROP TABLE t") == [("DELETE FROM t WHERE a = ';'", 0),
+                                                                    ("DROP TABLE t", 29)]
+    assert texts("-- a;b\nSELECT 'it\\'s;', \"x;y\", `c;d` /* e; /* f; */ ; */ ;; -- g;") == [
+        ("SELECT 'it\\'s;', \"x;y\", `c;d` /* e; /* f; */ ; */", 7)]
+    assert texts("ALTER TABLE t ADD SEGMENT OPTIONS(‘path’=‘/a;b’, 'k'='it’s;'); SHOW SEGMENTS FOR TABLE t") == [
+        ("ALTER TABLE t ADD SEGMENT OPTIONS(‘path’=‘/a;b’, 'k'='it’s;')", 0), ("SHOW SEGMENTS FOR TABLE t", 63)]
+    assert texts("lbl: BEGIN SELECT 1; SELECT 2; END;") == [("lbl: BEGIN SELECT 1; SELECT 2; END", 0)]
+    assert texts("SELECT 'open; SELECT 2") == [("SELECT 'open; SELECT 2", 0)]  # Spark says what is wrong
+    assert texts(" ; -- only a comment") == []
+
+
 @pytest.mark.parametrize(
     "text, expected",
     [

@@ -1,0 +1,141 @@
+"""carbon_ds.sql with hostile input: huge IN lists, statements it passes to Spark, scripts, long names.
+
+The oracle is Spark's own Parquet reader over the same rows (or Spark's own statement)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from decimal import Decimal
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+import carbon_ds
+from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.spark import query
+from carbon_ds.spark.catalyst import MAX_IN_VALUES
+from carbon_ds.table import CarbonTable
+
+pytestmark = pytest.mark.spark
+
+ROWS = 3000
+
+
+def _rows(seg: int) -> pa.Table:
+    rnd = random.Random(seg)
+    ids = range(seg * ROWS, (seg + 1) * ROWS)
+    return pa.table({
+        "id": pa.array(list(ids), pa.int64()),
+        "s": pa.array([None if i % 97 == 0 else "null" if i % 89 == 0 else f"k{i:06d}" for i in ids]),
+        "d": pa.array([dt.date(2000, 1, 1) + dt.timedelta(days=i) for i in ids]),
+        "ts": pa.array([dt.datetime(2020, 1, 1, tzinfo=dt.UTC) + dt.timedelta(milliseconds=7 * i) for i in ids],
+                       pa.timestamp("us", tz="UTC")),
+        "amount": pa.array([Decimal(rnd.randrange(-10**6, 10**6)) / 100 for _ in ids], pa.decimal128(10, 2)),
+        "small": pa.array([i % 30000 for i in ids], pa.int32()),
+    })
+
+
+@pytest.fixture(scope="module")
+def twins(spark, tmp_path_factory):
+    """The same rows as a carbondata table (three loads sorted on id) and as Parquet."""
+    root = tmp_path_factory.mktemp("sql_bounds")
+    path, parquet = str(root / "big_in"), root / "big_in_parquet"
+    parquet.mkdir()
+    for seg in range(3):
+        carbon_ds.write_table(_rows(seg), path, sort_columns="id")
+        pq.write_table(_rows(seg), parquet / f"part-{seg}.parquet")
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW big_in USING carbondata OPTIONS (path '{path}')")
+    spark.read.parquet(str(parquet)).createOrReplaceTempView("big_in_pq")
+    yield path
+    spark.catalog.dropTempView("big_in")
+    spark.catalog.dropTempView("big_in_pq")
+
+
+def _same_as_parquet(spark, select: str, where: str) -> list:
+    got = sorted(carbon_ds.sql(spark, f"{select} FROM big_in WHERE {where}").collect())
+    want = sorted(spark.sql(f"{select} FROM big_in_pq WHERE {where}").collect())
+    assert got == want
+    return got
+
+
+def test_in_with_100000_literals_equals_parquet_and_prunes_by_the_sets_range(spark, twins):
+    # 100,000 values, a fifth of them in the table (ids 2,000..6,000 step 5 hit rows of segments 0 and 1)
+    values = [2000 + 5 * k for k in range(800)] + [10**6 + 3 * k for k in range(99_200)]
+    where = f"id IN ({', '.join(map(str, values))})"
+    reads = query.analyze(spark, f"SELECT id, s FROM big_in WHERE {where}")
+    # the list is never spelled into the relation's filter: its min/max prune, Spark matches exactly
+    assert [(r.filter, r.long_in) for r in reads] == [(f"((`id` >= 2000) AND (`id` <= {10**6 + 3 * 99_199}))", True)]
+    got = _same_as_parquet(spark, "SELECT id, s", where)
+    assert [r.id for r in got] == [2000 + 5 * k for k in range(800)]
+
+
+def test_long_in_lists_of_every_kind_equal_parquet(spark, twins):
+    n = MAX_IN_VALUES + 500
+    rnd = random.Random(3)
+    # distinct values: a set of more than MAX_IN_VALUES
+    strings = [f"'k{v:06d}'" for v in rnd.sample(range(3000, 9000), n)] + ["'null'", "NULL", "'a''b;c'"]
+    dates = [f"DATE '{dt.date(2000, 1, 1) + dt.timedelta(days=v)}'" for v in rnd.sample(range(5000, 9000), n)]
+    stamps = [f"TIMESTAMP '{dt.datetime(2020, 1, 1) + dt.timedelta(microseconds=7001 * k)}'" for k in range(n)]
+    amounts = [f"{Decimal(v) / 100}" for v in rnd.sample(range(-10**6, 10**6), n)]
+    longs = [str(v) for v in range(-5000, n - 5000)] + ["99999999999"]  # beyond int: no upper bound
+    for column, items in (("s", strings), ("d", dates), ("ts", stamps), ("amount", amounts),
+                          ("CAST(small AS BIGINT)", longs)):
+        where = f"{column} IN ({', '.join(items)})"
+        reads = query.analyze(spark, f"SELECT id FROM big_in WHERE {where}")
+        assert [(r.long_in, r.filter is not None and len(r.filter) < 200) for r in reads] == [(True, True)], reads
+        _same_as_parquet(spark, "SELECT id", where)
+        _same_as_parquet(spark, "SELECT count(*)", f"NOT ({where}) OR id < 10")
+
+
+# ------------------------------------------------------------------------ statements passed to Spark
+
+
+def test_create_temporary_view_using_carbondata_goes_to_spark(spark, twins):
+    for text in (f"CREATE TEMPORARY VIEW tv_plain USING carbondata OPTIONS (path '{twins}')",
+                 f"CREATE OR REPLACE TEMPORARY VIEW tv_replaced USING carbondata OPTIONS (path '{twins}')",
+                 f"create or replace temporary view tv_replaced using carbondata options (path '{twins}');"):
+        carbon_ds.sql(spark, text)
+    try:
+        for view in ("tv_plain", "tv_replaced"):
+            assert spark.sql(f"SELECT count(*) FROM {view}").collect()[0][0] == 3 * ROWS
+    finally:
+        spark.catalog.dropTempView("tv_plain")
+        spark.catalog.dropTempView("tv_replaced")
+
+
+# ------------------------------------------------------------------------------------------ scripts
+
+
+def test_script_runs_statement_by_statement(spark):
+    out = carbon_ds.sql(spark, """
+        DROP TABLE IF EXISTS scripted;  -- a comment; with a semicolon
+        CREATE TABLE scripted (id INT, note STRING) STORED AS carbondata;
+        INSERT INTO scripted VALUES (1, 'a;b'), (2, 'it''s; here'), (3, "x;y");
+        /* a block; comment */ DELETE FROM scripted WHERE note = 'a;b';
+        SELECT id, note FROM scripted ORDER BY id;
+    """)
+    assert [tuple(r) for r in out.collect()] == [(2, "it's; here"), (3, "x;y")]
+    out = carbon_ds.sql(spark, "DELETE FROM scripted WHERE id = 2; DROP TABLE scripted")
+    assert out.collect() == [] and not spark.catalog.tableExists("scripted")
+
+
+def test_script_error_names_the_statement(spark):
+    with pytest.raises(CarbonOptionError, match="expected TABLE") as e:
+        carbon_ds.sql(spark, "SELECT 1; SHOW SEGMENTS FOR nowhere; SELECT 2")
+    assert any("statement 2 of 3, at character 10" in n for n in e.value.__notes__)
+
+
+# ------------------------------------------------------------------------------------------ long names
+
+
+def test_table_name_longer_than_a_folder_name_is_refused(spark, tmp_path):
+    with pytest.raises(CarbonTableError, match="table name too long: at most 255 characters .*found 300"):
+        carbon_ds.sql(spark, f"CREATE TABLE {'t' * 300} (a INT) STORED AS carbondata")
+    path = str(tmp_path / ("x" * 300) / "t")
+    data = pa.table({"a": pa.array([1], pa.int32())})
+    for call in (lambda: carbon_ds.write_table(data, path), lambda: CarbonTable.create(path, data.schema),
+                 lambda: carbon_ds.read_table(f"file://{path}")):
+        with pytest.raises(CarbonOptionError, match="at most 255 bytes, found 300"):
+            call()
