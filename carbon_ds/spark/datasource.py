@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -47,7 +47,7 @@ from carbon_ds.table.meta.options import normalize, split_list
 from carbon_ds.table.ops.dml import POSITION_FIELDS, POSITION_NAMES, position_tables
 from carbon_ds.table.ops.loads import resume_load, start_load
 from carbon_ds.table.read import pruning
-from carbon_ds.table.read.scan import Source, arrow_schema_of, open_source, partition_pruned
+from carbon_ds.table.read.scan import Source, arrow_schema_of, open_source, open_table, partition_pruned
 from carbon_ds.table.read.scan import count as count_rows
 from carbon_ds.table.read.task_reader import read_pieces
 from carbon_ds.table.write.load import TaskResult
@@ -90,17 +90,26 @@ class CarbonDataSource(DataSource):
     def __init__(self, options):
         super().__init__(options)
         normalize(dict(options))  # unknown options fail here, before any work
+        # Spark pickles this object after schema() and unpickles it for reader(): the table opened there
+        # (its schema file read once) travels along instead of being opened again
+        self._handle: TableHandle | None = None
+
+    def _table(self) -> TableHandle | None:
+        if self._handle is None:
+            self._handle = open_table(_path(self.options))
+        return self._handle
 
     @short_errors
     def schema(self) -> StructType:
-        schema = arrow_schema_of(_path(self.options))
+        handle = self._table()
+        schema = handle.schema if handle is not None else arrow_schema_of(_path(self.options))
         if _positions(self.options):
             schema = pa.schema([*schema, *POSITION_FIELDS])
         return from_arrow_schema(schema, prefer_timestamp_ntz=False)
 
     @short_errors
     def reader(self, schema: StructType) -> CarbonReader:
-        return CarbonReader(_path(self.options), schema, normalize(dict(self.options)))
+        return CarbonReader(_path(self.options), schema, normalize(dict(self.options)), self._table())
 
     @short_errors
     def writer(self, schema: StructType, overwrite: bool) -> CarbonArrowWriter:
@@ -122,7 +131,7 @@ class CarbonPushdownDataSource(CarbonDataSource):
 
     @short_errors
     def reader(self, schema: StructType) -> CarbonReader:
-        return CarbonPushdownReader(_path(self.options), schema, normalize(dict(self.options)))
+        return CarbonPushdownReader(_path(self.options), schema, normalize(dict(self.options)), self._table())
 
 
 # ---------------------------------------------------------------------------------------------- reads
@@ -137,11 +146,11 @@ class CarbonPartition(InputPartition):
     the fresh plan, which still covers each current file exactly once.
     """
 
-    def __init__(self, index: int, count: int, pieces: tuple, snapshot: PlannedSnapshot | None):
+    def __init__(self, index: int, count: int, pieces: tuple[pruning.Piece, ...], snapshot: PlannedSnapshot | None):
         super().__init__(index)
         self.index = index
         self.count = count
-        self.pieces = pieces  # ((file system path, tuple of blocklets or None), ...)
+        self.pieces = pieces  # the planned files, their blocklets and segments
         self.snapshot = snapshot
 
 
@@ -161,13 +170,15 @@ class CarbonReader(DataSourceReader):
     ``pushdown_is_safe``) can never carry another query's filter. Rows are filtered exactly here.
     """
 
-    def __init__(self, path: str, schema: StructType, options: dict[str, str]):
+    def __init__(self, path: str, schema: StructType, options: dict[str, str], handle: TableHandle | None = None):
         self.path = path
         self.segments = options.get("segments")
         self.filter = options.get("filter") or None
-        self.is_table = TableHandle.exists(path)
+        handle = handle if handle is not None else open_table(path)
+        self.is_table = handle is not None
+        self.handle = handle  # planning reads this table's tablestatus: its schema file is not read again
+        self.schema_mtime = handle.storage.mtime_ns(handle.schema_path_of(handle.path)) if handle else None
         self.target = to_arrow_schema(schema, timezone="UTC")
-        handle = TableHandle.open(path) if self.is_table else None
         self.source_schema = handle.schema if handle is not None else arrow_schema_of(path)
         # the columns every task reads files through: planning checks the planned version still has them
         self.table_columns = handle.columns if handle is not None else None
@@ -210,9 +221,13 @@ class CarbonReader(DataSourceReader):
         """The predicate that decides which units are read (the pushdown reader adds Spark's filters)."""
         return self._option_expr()
 
-    def _plan(self) -> tuple[Source, list[tuple[tuple, str | None]], str | None, dict[str, int]]:
-        """(the snapshot planned against, [(piece, its segment id)], the snapshot's version digest, file sizes)."""
-        source = open_source(self.path, self.segments)  # one tablestatus read: files and deletes
+    def _plan(self) -> tuple[Source, list[pruning.Piece], str | None, dict[str, int]]:
+        """(the snapshot planned against, the pieces, the snapshot's version digest, file sizes)."""
+        handle = self.handle
+        if handle is not None and handle.storage.mtime_ns(handle.schema_path_of(handle.path)) != self.schema_mtime:
+            handle = TableHandle.open(self.path)  # ALTER TABLE since: _check_schema decides
+        # one tablestatus read: files and deletes
+        source = open_source(handle if handle is not None else self.path, self.segments)
         version = None
         if source.table is not None:
             self._check_schema(source.table)
@@ -222,19 +237,18 @@ class CarbonReader(DataSourceReader):
         expr = self._prune_expr()
         plan = pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=self.is_table,
                                   external=source.external, schema=source.schema, table_columns=source.columns)
-        pieces = [(p, piece.segment_id) for piece in plan.pieces
-                  for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
+        pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
         return source, pieces, version, sizes
 
     @staticmethod
-    def _snapshot(source: Source, version: str | None, pieces: list[tuple[tuple, str | None]], now: int
+    def _snapshot(source: Source, version: str | None, pieces: list[pruning.Piece], now: int
                   ) -> PlannedSnapshot | None:
         """What one partition's task needs of the planned version: only its own pieces' delete statuses."""
         if version is None:
             return None
         deletes = source.deletes
-        statuses = [deletes.status_of(p[0], seg) for p, seg in pieces] if deletes is not None else []
-        return PlannedSnapshot(version, now, tuple(seg for _p, seg in pieces),
+        statuses = [deletes.status_of(p.path, p.segment_id) for p in pieces] if deletes is not None else []
+        return PlannedSnapshot(version, now, tuple(p.segment_id for p in pieces),
                                tuple(st for st in statuses if st is not None))
 
     def _rows_only(self) -> bool:
@@ -248,19 +262,17 @@ class CarbonReader(DataSourceReader):
             return [CarbonCountPartition()]
         source, pieces, version, sizes = self._plan()
         # the planning worker runs beside the driver: its cores stand for the parallelism Spark has
-        groups = pack_pieces([p for p, _seg in pieces], sizes, max(2, os.cpu_count() or 1)) or [[]]
-        n, now, start, out = len(groups), ts.now_ms(), 0, []
-        for i, group in enumerate(groups):
-            mine, start = pieces[start : start + len(group)], start + len(group)
-            out.append(CarbonPartition(i, n, tuple(p for p, _seg in mine), self._snapshot(source, version, mine, now)))
-        return out
+        groups = pack_pieces(pieces, sizes, max(2, os.cpu_count() or 1)) or [[]]
+        n, now = len(groups), ts.now_ms()
+        return [CarbonPartition(i, n, tuple(group), self._snapshot(source, version, group, now))
+                for i, group in enumerate(groups)]
 
     def _task_plan(self, partition: CarbonPartition) -> tuple[list[pruning.Piece], Deletes | None]:
         """The pieces this task reads and their deletes: the partition's own snapshot, or (a plan kept by
         Spark from an earlier query) the table as it is now; see carbon_ds.spark.snapshot."""
         snap = partition.snapshot
         storage, table_path = Storage.for_path(self.path)
-        pieces, segments = partition.pieces, snap.segments if snap is not None else (None,) * len(partition.pieces)
+        pieces = list(partition.pieces)
         deletes = snap.deletes(storage, table_path) if snap is not None else None
         if snap is not None and in_task() and not self.pinned:
             started = query_started_ms()
@@ -269,13 +281,9 @@ class CarbonReader(DataSourceReader):
                 if version != snap.version:
                     if started is not None:
                         check_unchanged_since(storage, table_path, source.details, started)
-                    mine = fresh[partition.index :: partition.count]
-                    pieces, segments = tuple(p for p, _s in mine), tuple(s for _p, s in mine)
+                    pieces = fresh[partition.index :: partition.count]
                     deletes = source.deletes
-        # a third element routes a non-carbondata file to its reader (readers.external.ExternalRef)
-        planned = [pruning.Piece(p[0], p[1], seg, external=p[2] if len(p) > 2 else None)
-                   for p, seg in zip(pieces, segments, strict=True)]
-        return planned, deletes
+        return pieces, deletes
 
     def _check_schema(self, table: TableHandle) -> None:
         """The planned version is read through this reader's columns: a schema changed since the reader was
@@ -386,14 +394,15 @@ def _sizes(source: Source) -> list[tuple[str, int]]:
     return out
 
 
-def pack_pieces(pieces: list[tuple], sizes: dict[str, int], min_partitions: int = 1) -> list[list[tuple]]:
+def pack_pieces(pieces: list[pruning.Piece], sizes: dict[str, int], min_partitions: int = 1
+                ) -> list[list[pruning.Piece]]:
     """Consecutive pieces grouped, one Spark partition per group: each piece counts its file's size (a split
     piece its share, SPLIT_BYTES; at least OPEN_COST), and a group holds up to PACK_BYTES, less when that
     leaves fewer than ``min_partitions`` groups (as Spark sizes file partitions by bytes per core)."""
-    costs = [max(OPEN_COST, sizes.get(p[0], 0) if p[1] is None or len(p) > 2 else
-                 min(sizes.get(p[0], 0), SPLIT_BYTES)) for p in pieces]
+    costs = [max(OPEN_COST, sizes.get(p.path, 0) if p.blocklets is None or p.external is not None else
+                 min(sizes.get(p.path, 0), SPLIT_BYTES)) for p in pieces]
     limit = min(PACK_BYTES, max(OPEN_COST, -(-sum(costs) // max(1, min_partitions))))
-    groups: list[list[tuple]] = []
+    groups: list[list[pruning.Piece]] = []
     total = limit
     for p, cost in zip(pieces, costs, strict=True):
         if total + cost > limit:
@@ -404,12 +413,12 @@ def pack_pieces(pieces: list[tuple], sizes: dict[str, int], min_partitions: int 
     return groups
 
 
-def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[tuple[str, tuple[int, ...] | None]]:
-    """A large file's blocklets in groups of about SPLIT_BYTES, one Spark partition each."""
-    if piece.external is not None:  # an external file is one partition (its units as planned)
-        return [(piece.path, piece.blocklets, piece.external)]
-    if size <= SPLIT_BYTES:
-        return [(piece.path, piece.blocklets)]
+def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[pruning.Piece]:
+    """A large file's blocklets in groups of about SPLIT_BYTES, one Spark partition each (what a partition
+    carries: no index claim, the pieces stay small)."""
+    piece = replace(piece, claim=None, rows=None)
+    if piece.external is not None or size <= SPLIT_BYTES:  # an external file is one partition (units as planned)
+        return [piece]
     blocklets = piece.blocklets
     if blocklets is None:
         with CarbonDataFile(piece.path, storage=storage) as f:
@@ -417,7 +426,7 @@ def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[tuple[str,
     n = len(blocklets)
     groups = max(1, min(n, -(-size // SPLIT_BYTES)))
     per = -(-n // groups)
-    return [(piece.path, tuple(blocklets[i : i + per])) for i in range(0, n, per)]
+    return [replace(piece, blocklets=tuple(blocklets[i : i + per])) for i in range(0, n, per)]
 
 
 # ---------------------------------------------------------------------------------------------- writes

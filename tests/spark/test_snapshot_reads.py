@@ -21,6 +21,7 @@ import carbon_ds
 from carbon_ds.errors import CarbonMissingFileError
 from carbon_ds.spark import datasource, snapshot
 from carbon_ds.spark.datasource import CarbonDataSource, CarbonPartition, CarbonReader
+from carbon_ds.table.meta import schema_file
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops.segments import DAY_MS, clean_files
@@ -411,3 +412,34 @@ def test_direct_read_keeps_its_snapshot_through_a_commit(tmp_path, monkeypatch):
     _delete(CarbonTable.open(path), path)
     _as_task(monkeypatch, began)
     assert _run(reader, parts) == OLD
+
+
+def test_one_query_reads_schema_and_tablestatus_once_and_tasks_neither(tmp_path, monkeypatch):
+    """Spark's round trips for one query, in its order (schema(), the data source pickled, reader(),
+    partitions(), the reader and partitions pickled, read() per task): the schema file is read once and
+    tablestatus once, on the driver side; tasks read neither."""
+    path = _table(tmp_path)
+    reads = {"schema": 0, "tablestatus": 0}
+    real_schema, real_status = schema_file.read, ts.read_versioned
+
+    def count_schema(*a, **k):
+        reads["schema"] += 1
+        return real_schema(*a, **k)
+
+    def count_status(*a, **k):
+        reads["tablestatus"] += 1
+        return real_status(*a, **k)
+
+    monkeypatch.setattr(schema_file, "read", count_schema)
+    monkeypatch.setattr(ts, "read_versioned", count_status)
+    started = ts.now_ms()
+    source = CarbonDataSource({"path": path, "filter": "id >= 10"})
+    spark_schema = source.schema()
+    source = pickle.loads(pickle.dumps(source))
+    reader = source.reader(spark_schema)
+    parts = reader.partitions()
+    assert reads == {"schema": 1, "tablestatus": 1}
+    reader, parts = pickle.loads(pickle.dumps(reader)), [pickle.loads(pickle.dumps(p)) for p in parts]
+    _as_task(monkeypatch, started)
+    assert _run(reader, parts) == list(range(10, 3 * ROWS))
+    assert reads == {"schema": 1, "tablestatus": 1}  # nothing more in the tasks

@@ -25,8 +25,11 @@ from carbon_ds.table.read.task_reader import TaskReader, read_pieces
 
 
 @dataclass
-class Source:
-    """What a read plans over: a table's readable (or chosen) files, or a bare folder's."""
+class Snapshot:
+    """What a read plans over: a table's readable (or chosen) files, or a bare folder's, as of one read of
+    its tablestatus. ``Snapshot.open`` is where a path becomes a table for every read route (scans, the
+    Spark source, counts, DML); the Spark source pickles it into its plan rather than opening it again.
+"""
 
     storage: Storage
     schema: pa.Schema
@@ -38,6 +41,11 @@ class Source:
     deletes: Deletes | None = None  # committed delete deltas of the same tablestatus version as ``files``
     data_files: list[DataFile] = field(default_factory=list)  # a table's files with their formats
     details: list[LoadDetail] | None = None  # the tablestatus version a table's snapshot was taken from
+
+    @classmethod
+    def open(cls, path: str | os.PathLike | TableHandle | Snapshot, segments=None) -> Snapshot:
+        """``open_source``: a table (a path or an open handle) or a bare folder, as of now."""
+        return open_source(path, segments)
 
     @property
     def columns(self):
@@ -100,26 +108,30 @@ def no_data_error(path: str | os.PathLike) -> CarbonTableError:
 
 def arrow_schema_of(path: str | os.PathLike) -> pa.Schema:
     """The schema of a table (its schema file) or of a bare folder (its first file's header)."""
-    if TableHandle.exists(path):
-        return TableHandle.open(path).schema
+    table = open_table(path)
+    if table is not None:
+        return table.schema
     storage, _folder, files = bare_files(path)
     if not files:
         raise no_data_error(path)
     return _bare_schema(storage, files[0][0])
 
 
-def open_source(path: str | os.PathLike | TableHandle | Source, segments=None) -> Source:
+Source = Snapshot  # the name most modules know it by
+
+
+def open_table(path: str | os.PathLike) -> TableHandle | None:
+    """The table at ``path`` (its schema file read), None when ``path`` holds no table."""
+    return TableHandle.open(path) if TableHandle.exists(path) else None
+
+
+def open_source(path: str | os.PathLike | TableHandle | Snapshot, segments=None) -> Snapshot:
     """The readable files of a table (an open ``TableHandle`` or a path to one) or of a bare folder: one
-    snapshot, its files and delete deltas from one read of the tablestatus. A ``Source`` is its own
-    snapshot (reads that must see the same version as an earlier plan pass it)."""
-    if isinstance(path, Source):
+    snapshot, its files and delete deltas from one read of the tablestatus. A ``Snapshot`` is returned as
+    it is (reads that must see the same version as an earlier plan pass it)."""
+    if isinstance(path, Snapshot):
         return path
-    if isinstance(path, TableHandle):
-        table = path
-    elif TableHandle.exists(path):
-        table = TableHandle.open(path)
-    else:
-        table = None
+    table = path if isinstance(path, TableHandle) else open_table(path)
     if table is not None:
         details = table.load_details()
         found = table.files(segments, details)
@@ -314,3 +326,4 @@ def scan_estimate(path, filter=None, segments=None) -> tuple[int, int | None]:
         total += size
         total_rows = None if total_rows is None or rows is None else total_rows + rows
     return total, total_rows
+
