@@ -43,7 +43,7 @@ from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, has_unscaled_form, unscaled_decimals
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
-from carbon_ds.table.meta.options import normalize, split_list
+from carbon_ds.table.meta.options import normalize, parse_bool, split_list
 from carbon_ds.table.ops.dml import POSITION_FIELDS, POSITION_NAMES, position_tables
 from carbon_ds.table.ops.loads import resume_load, start_load
 from carbon_ds.table.read import pruning
@@ -119,10 +119,7 @@ class CarbonDataSource(DataSource):
 def _positions(options) -> bool:
     """Option with_row_positions: append dml.POSITION_FIELDS (file, blocklet, page, row in page) to every
     row, for DELETE/UPDATE evaluated by Spark (carbon_ds.spark.dml.spark_delete)."""
-    value = str(options.get("with_row_positions", "false")).strip().lower()
-    if value not in ("true", "false"):
-        raise CarbonOptionError(f"option with_row_positions must be true or false, found {value!r}")
-    return value == "true"
+    return parse_bool(options.get("with_row_positions"), "option with_row_positions", False)
 
 
 class CarbonPushdownDataSource(CarbonDataSource):

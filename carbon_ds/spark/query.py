@@ -37,7 +37,7 @@ from py4j.java_gateway import is_instance_of
 from pyspark.sql.classic.dataframe import DataFrame
 from pyspark.sql.types import StructType
 
-from carbon_ds.errors import CarbonError, CarbonOptionError
+from carbon_ds.errors import CarbonError
 from carbon_ds.spark.catalyst import field_kind, jvm_class, node_name, scala_object, to_list
 from carbon_ds.spark.datasource import UNSCALED_OPTION
 from carbon_ds.spark.direct import direct_enabled, direct_frame
@@ -45,6 +45,7 @@ from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame, local_limit
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
 from carbon_ds.spark.stats import row_width, sized
 from carbon_ds.table.meta.conform import has_unscaled_form
+from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.read.pruning import as_expr
 from carbon_ds.table.read.scan import arrow_schema_of, scan_estimate
 
@@ -111,10 +112,7 @@ class _Analysis:
 
 def rewrite_enabled(spark: Any) -> bool:
     """Whether ``carbon_ds.sql`` rewrites queries in this session (conf ``carbon_ds.sql.rewrite``)."""
-    value = str(spark.conf.get(CONF_REWRITE, "true")).strip().lower()
-    if value not in ("true", "false"):
-        raise CarbonOptionError(f"spark conf {CONF_REWRITE} must be 'true' or 'false', found {value!r}")
-    return value == "true"
+    return parse_bool(spark.conf.get(CONF_REWRITE, "true"), f"spark conf {CONF_REWRITE}", True)
 
 
 def is_query(text: str) -> bool:

@@ -41,7 +41,7 @@ from carbon_ds.spark.messages import surface
 from carbon_ds.spark.query import run as run_query
 from carbon_ds.spark.session import register
 from carbon_ds.table.meta.conform import check_schema
-from carbon_ds.table.meta.options import split_list
+from carbon_ds.table.meta.options import parse_bool, split_list
 from carbon_ds.table.meta.partition_spec import spec_from_properties
 from carbon_ds.table.meta.properties import TableProperties
 from carbon_ds.table.ops import segments as segment_ops
@@ -72,10 +72,7 @@ def _registered(spark: Any) -> None:
 
 
 def _bool(value: str, key: str) -> bool:
-    v = value.strip().lower()
-    if v not in ("true", "false"):
-        raise CarbonOptionError(f"option {key!r} must be 'true' or 'false', found {value!r}")
-    return v == "true"
+    return parse_bool(value, f"option {key!r}")
 
 
 def _create(spark: Any, stmt: CreateTable):

@@ -63,6 +63,17 @@ def split_list(text: str | None) -> list[str]:
     return [p.strip() for p in (text or "").split(",") if p.strip()]
 
 
+def parse_bool(text: Any, what: str, default: bool | None = None) -> bool:
+    """``true`` / ``false`` in any case and spacing (every boolean option, property and conf is read here);
+    empty or None gives ``default`` when there is one. ``what`` names the setting in the error."""
+    value = "" if text is None else str(text).strip().lower()
+    if not value and default is not None:
+        return default
+    if value not in ("true", "false"):
+        raise CarbonOptionError(f"{what} must be true or false, found {text!r}")
+    return value == "true"
+
+
 def _positive_int(opts: dict[str, str], key: str) -> int | None:
     if key not in opts:
         return None
@@ -76,12 +87,7 @@ def _positive_int(opts: dict[str, str], key: str) -> int | None:
 
 
 def _bool(opts: dict[str, str], key: str) -> bool | None:
-    if key not in opts:
-        return None
-    v = opts[key].strip().lower()
-    if v not in ("true", "false"):
-        raise CarbonOptionError(f"option {key!r} must be 'true' or 'false', found {opts[key]!r}")
-    return v == "true"
+    return parse_bool(opts[key], f"option {key!r}") if key in opts else None
 
 
 @dataclass

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.table.meta.options import split_list
+from carbon_ds.table.meta.options import parse_bool, split_list
 
 COMPRESSOR = "carbon.column.compressor"
 COMPRESSOR_DEFAULT = "snappy"
@@ -72,13 +72,7 @@ class TableProperties:
             ) from None
 
     def as_bool(self, name: str, default: bool) -> bool:
-        text = self.raw.get(name.lower())
-        if text is None or not str(text).strip():
-            return default
-        value = str(text).strip().lower()
-        if value not in ("true", "false"):
-            raise CarbonOptionError(f"table property {name}={text!r} of {self.where}: expected true or false")
-        return value == "true"
+        return parse_bool(self.raw.get(name.lower()), f"table property {name} of {self.where}", default)
 
     @property
     def compressor(self) -> str:

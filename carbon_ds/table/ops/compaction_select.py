@@ -25,6 +25,7 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle, parse_segment_ids
 from carbon_ds.table.meta.naming import is_columnar
+from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.meta.properties import TableProperties
 from carbon_ds.table.meta.tablestatus import LoadDetail
 
@@ -98,10 +99,7 @@ class Settings:
 
     def auto_load_merge(self) -> bool:
         text, where = self.text(AUTO_LOAD_MERGE)
-        value = (text or "false").lower()
-        if value not in ("true", "false"):
-            raise CarbonOptionError(f"{where} is {text!r}: expected true or false")
-        return value == "true"
+        return parse_bool(text, where, False)
 
 
 def parse_kind(kind: str) -> str:
