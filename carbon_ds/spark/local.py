@@ -73,7 +73,10 @@ def arrow_frame(spark: Any, table: Any, schema: StructType) -> Any:
 
 def _local_rows(df: Any) -> int | None:
     """The rows of ``df``'s plan when it is a local relation (one JVM call), else None."""
-    plan = df._jdf.queryExecution().analyzed()
+    jdf = getattr(df, "_jdf", None)  # a Spark Connect DataFrame has no JVM side here
+    if jdf is None:
+        return None
+    plan = jdf.queryExecution().analyzed()
     if plan.getClass().getSimpleName() != "LocalRelation":
         return None
     return int(plan.data().size())
