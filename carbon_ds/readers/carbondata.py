@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonSchemaError, CarbonTableError
-from carbon_ds.format import compress
+from carbon_ds.format import compress, direct_dictionary
 from carbon_ds.format.decode import (
     NULL_BITSETS_KEY,
     STATS_CHECKED,
@@ -83,6 +83,7 @@ class CarbonDataFile:
             inner = path
         self.path = str(path)
         self._storage = storage
+        self._timestamp_keys = direct_dictionary.current()  # fixed for the file's life, as Java's are per JVM
         self._inner = inner
         # global dictionaries are table-wide and read whole: load each once per file object
         self._global_dicts: dict[tuple[str, str], pa.Array] = {}
@@ -302,7 +303,7 @@ class CarbonDataFile:
             remaining -= rows
             pages.append(
                 Page(col, dc2, buf[lo : lo + plen], int(rows), self.path, start + lo, exact_nulls=self._exact_nulls,
-                     check_stats=check)
+                     check_stats=check, timestamp_keys=self._timestamp_keys)
             )
         return chunk, pages
 
