@@ -24,6 +24,8 @@ from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
 from carbon_ds.table.meta.partition_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
 from carbon_ds.table.meta.tablestatus import LoadDetail
 
+STATUS_VERSION_PROPERTY = "latestversion"  # CarbonTable.getTableStatusVersion
+
 
 @dataclass(frozen=True)
 class SegmentInfo:
@@ -121,8 +123,28 @@ class TableHandle:
         return self.schema_path_of(self.path)
 
     @property
+    def status_version(self) -> str:
+        """Table property ``latestversion`` (CarbonData 2.3.1+ with carbon.enable.multi.version.table.status):
+        the live segment list is ``Metadata/tablestatus_<version>`` (CarbonTablePath.getTableStatusFilePath)."""
+        return (self.properties.get(STATUS_VERSION_PROPERTY) or "").strip()
+
+    @property
     def tablestatus_path(self) -> str:
-        return Storage.join(self.path, "Metadata", "tablestatus")
+        version = self.status_version
+        return Storage.join(self.path, "Metadata", f"tablestatus_{version}" if version else "tablestatus")
+
+    def check_writable(self, operation: str) -> None:
+        """Refuse to change a table whose segment list is versioned: CarbonData commits there by writing a new
+        ``tablestatus_<version>`` and pointing ``latestversion`` in the schema at it, which carbon-ds does not
+        do, and an in-place edit would be missed by CarbonData sessions that cached the version."""
+        version = self.status_version
+        if version:
+            raise CarbonTableError(
+                f"{operation} refused on {self.uri}: table property {STATUS_VERSION_PROPERTY}={version!r} "
+                f"(CarbonData's versioned table status, Metadata/tablestatus_{version}) is read but not written "
+                "by carbon-ds; make the change with CarbonData, or set carbon.enable.multi.version.table.status="
+                "false there and rewrite the table's status before writing with carbon-ds"
+            )
 
     @property
     def uri(self) -> str:
@@ -131,11 +153,13 @@ class TableHandle:
 
     def lock(self, **kwargs) -> TableLock:
         """The tablestatus lock (``with table.lock(): ...`` around a read-modify-write of tablestatus)."""
+        self.check_writable("a change of the segment list")
         return TableLock(self.storage, self.path, **kwargs)
 
     def update_lock(self, operation: str, timeout: float = 0.0, pid_bound: bool = True) -> TableLock:
         """The held update lock (UPDATE, DELETE and overwrites never run at once); see meta.locks.update_lock.
         ``pid_bound=False`` for a lock another process releases (it then waits for its lease to expire)."""
+        self.check_writable(operation)
         return update_lock(self.storage, self.path, operation, timeout, pid_bound)
 
     # ------------------------------------------------------------------ construction
