@@ -83,3 +83,77 @@ def test_writes_to_a_versioned_table_refuse_naming_the_property(table: Path):
         carbon_ds.write_table(carbon_ds.read_table(str(table)), str(table), mode="append")
     assert sorted(p.name for p in (table / "Metadata").iterdir()) == before
     assert status(table, f"tablestatus_{VERSION}")[0]["loadStatus"] == "Success"
+
+
+# ------------------------------------------------------------------ file validity by name timestamp
+# CarbonUtil.isInvalidTableBlock, for a table with a table update status (CarbonTableInputFormat's isIUDTable):
+# fact = loadStartTime; start/end = updateDeltaStart/EndTimestamp; a data file whose name timestamp
+# (CarbonTablePath.DataFileUtil.getTimeStampFromFileName: after the last '-') lies in (fact, start) or past
+# end is skipped.
+FACT = 1492585716607  # the timestamp in the real data file's name (part-0-0_batchno0-0-1492585716607)
+BLOCK = "part-0-0_batchno0-0-1492585716607"
+UPDATE_START = FACT + 60_000
+UPDATE_END = FACT + 120_000
+
+
+def updated(root: Path) -> None:
+    """An UPDATE committed at UPDATE_START..UPDATE_END deleted the row of id 9 (file row 0, page 0 of
+    blocklet 0) through a delete delta (CarbonUpdateUtil / SegmentUpdateDetails fields)."""
+    seg = root / "Fact/Part0/Segment_0"
+    delta = {"blockletDetailsMap": {"0_0": {"id": "0", "pageId": 0, "deletedRows": [0]}}, "blockName": BLOCK}
+    (seg / f"{BLOCK}-{UPDATE_END}.deletedelta").write_text(json.dumps(delta))
+    name = f"tableupdatestatus-{UPDATE_END}"
+    (root / "Metadata" / name).write_text(json.dumps([{
+        "segmentName": "0", "blockName": BLOCK, "segmentStatus": "Success",
+        "deleteDeltaStartTimestamp": str(UPDATE_END), "deleteDeltaEndTimestamp": str(UPDATE_END),
+        "actualBlockName": BLOCK + ".carbondata", "deletedRowsInBlock": "1"}]))
+    entries = status(root)
+    entries[0].update(loadStartTime=str(FACT), updateDeltaStartTimestamp=str(UPDATE_START),
+                      updateDeltaEndTimestamp=str(UPDATE_END), updateStatusFileName=name)
+    (root / "Metadata" / "tablestatus").write_text(json.dumps(entries))
+
+
+def leftover(root: Path, stamp: int) -> None:
+    """A data file an aborted UPDATE left in the segment folder (a copy of the real file: 10 more rows)."""
+    seg = root / "Fact/Part0/Segment_0"
+    shutil.copy(seg / f"{BLOCK}.carbondata", seg / f"part-0-1_batchno0-0-{stamp}.carbondata")
+
+
+def ids(root: Path) -> list[int]:
+    return sorted(carbon_ds.read_table(str(root), columns=["id"]).column("id").to_pylist())
+
+
+def test_updated_table_reads_its_delete_delta(table: Path):
+    updated(table)
+    assert ids(table) == list(range(1, 9)) + [10]
+
+
+@pytest.mark.parametrize("stamp", [UPDATE_END + 1, FACT + 1])  # past end; between fact and start
+def test_aborted_update_leftover_is_skipped(table: Path, stamp: int):
+    updated(table)
+    leftover(table, stamp)
+    assert ids(table) == list(range(1, 9)) + [10]
+
+
+def test_file_of_the_committed_update_counts(table: Path):
+    # a file stamped within [start, end] is the committed UPDATE's own output
+    updated(table)
+    leftover(table, UPDATE_START)
+    assert ids(table) == sorted(list(range(1, 9)) + [10] + list(range(1, 11)))
+
+
+def test_without_update_status_names_are_not_checked(table: Path):
+    # no update status file: CarbonTableInputFormat does not call isInvalidTableBlock at all
+    leftover(table, FACT + 1)
+    assert ids(table) == sorted(list(range(1, 11)) * 2)
+
+
+def test_valid_entry_with_merged_load_name_reads_the_merged_segment(table: Path):
+    # SegmentStatusManager.getValidAndInvalidSegments: a valid entry naming mergedLoadName "0.1" stands for
+    # segment 0.1 (folder Segment_0.1); Segment_0 is not read
+    (table / "Fact/Part0/Segment_0").rename(table / "Fact/Part0/Segment_0.1")
+    entries = status(table)
+    entries[0]["mergedLoadName"] = "0.1"
+    (table / "Metadata" / "tablestatus").write_text(json.dumps(entries))
+    assert ids(table) == list(range(1, 11))
+    assert {f.segment_id for f in carbon_ds.CarbonTable.open(str(table)).files()} == {"0.1"}

@@ -17,7 +17,7 @@ from carbon_ds.format.hive import check_partition_columns
 from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
 from carbon_ds.fs import Storage
 from carbon_ds.readers.external.base import ExternalRef
-from carbon_ds.table.meta import deltas, schema_file, tablestatus
+from carbon_ds.table.meta import deltas, schema_file, tablestatus, validity
 from carbon_ds.table.meta.data_files import segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
@@ -339,8 +339,16 @@ class TableHandle:
         tablestatus version read by the caller) or of the tablestatus read now."""
         details = self.load_details() if details is None else details
         out: list[DataFile] = []
-        for detail in self.selected(segments, details):
-            out.extend(segment_files(self, detail, DataFile))
+        updated = deltas.committed_status_name(details) is not None  # Java checks names only then
+        seen: set[str] = set()
+        for detail in map(validity.as_read, self.selected(segments, details)):
+            if detail.name in seen:
+                continue
+            seen.add(detail.name)
+            files = segment_files(self, detail, DataFile)
+            if updated:
+                files = [f for f in files if not validity.stale_by_name(self.path, detail, f.path)]
+            out.extend(files)
         deletes = self.deletes(details)
         if deletes is not None:  # a block whose every row is deleted is marked, not rewritten: skip it
             out = [f for f in out if not deletes.is_marked(f.path, f.segment_id)]
