@@ -73,6 +73,27 @@ def _parse_cached(kind, data: bytes, path: str, offset: int):
     return value
 
 
+def _refuse_old_footer(footer: bytes, path: str, at: int) -> None:
+    """Name the format of a CarbonData 1.0-1.2 file instead of failing on its footer.
+
+    V1/V2 files end in a ``FileFooter`` whose field 1 is the i32 ``version``; V3's ``FileFooter3`` starts
+    with the i64 ``num_rows`` (format/src/main/thrift/carbondata.thrift). In Thrift's compact protocol the
+    first field header is then 0x15 (field 1, i32) rather than 0x16 (field 1, i64)."""
+    if len(footer) < 2 or footer[0] != 0x15:
+        return
+    raw, shift = 0, 0
+    for b in footer[1:6]:
+        raw |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            break
+    version = (raw >> 1) ^ -(raw & 1)
+    raise CarbonFormatError(
+        f"CarbonData format V{version} file (FileFooter version {version}, written by CarbonData 1.0-1.2): "
+        "carbon-ds reads format V3 only (CarbonData 1.1+ by default); rewrite the segment with CarbonData 1.3 or "
+        "later (e.g. ALTER TABLE ... COMPACT 'MAJOR') to read it", path, at)
+
+
 class CarbonDataFile:
     """One ``.carbondata`` file: header and footer on open, column chunks on demand."""
 
@@ -121,7 +142,9 @@ class CarbonDataFile:
         if not 0 < footer_at < self.size - 8:
             raise CarbonFormatError(f"footer offset {footer_at} lies outside the file body", self.path, self.size - 8)
         self._footer_at = footer_at
-        self.footer = _parse_cached(FileFooter3, self._read(footer_at, self.size - 8 - footer_at), self.path, footer_at)
+        tail = self._read(footer_at, self.size - 8 - footer_at)
+        _refuse_old_footer(tail, self.path, footer_at)
+        self.footer = _parse_cached(FileFooter3, tail, self.path, footer_at)
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
         self._exact_nulls = (self.footer.extra_info or {}).get(NULL_BITSETS_KEY) == "exact"
         starts = [o for b in self._blocklets for o in (b.column_data_chunks_offsets or [])]
