@@ -19,6 +19,7 @@ import pytest
 
 import carbon_ds
 from carbon_ds.errors import CarbonTableError
+from carbon_ds.format.structs import BucketingInfo
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta import schema_file
 
@@ -157,3 +158,72 @@ def test_valid_entry_with_merged_load_name_reads_the_merged_segment(table: Path)
     (table / "Metadata" / "tablestatus").write_text(json.dumps(entries))
     assert ids(table) == list(range(1, 11))
     assert {f.segment_id for f in carbon_ds.CarbonTable.open(str(table)).files()} == {"0.1"}
+
+
+# ------------------------------------------------------------------ streaming segments
+# SegmentStatusManager.getValidAndInvalidSegments lists Streaming and Streaming Finish segments as stream
+# segments, which CarbonData's queries read (CarbonTableInputFormat.getSplitsOfStreaming).
+
+
+@pytest.mark.parametrize("state", ["Streaming", "Streaming Finish"])
+def test_streaming_segment_is_never_skipped_silently(table: Path, state: str):
+    entries = status(table)
+    entries.append({"timestamp": "", "loadStatus": state, "loadName": "1", "isDeleted": "FALSE",
+                    "loadStartTime": str(FACT + 1000), "visibility": "true"})
+    (table / "Metadata" / "tablestatus").write_text(json.dumps(entries))
+    (table / "Fact/Part0/Segment_1").mkdir()
+    with pytest.raises(CarbonTableError, match=rf"streaming segments 1 \({state}\).*segments='0'"):
+        carbon_ds.read_table(str(table))
+    with pytest.raises(CarbonTableError, match="streaming segments"):
+        carbon_ds.CarbonTable.open(str(table)).files()
+    got = carbon_ds.read_table(str(table), columns=["id"], segments="0")
+    assert sorted(got.column("id").to_pylist()) == list(range(1, 11))
+
+
+# ------------------------------------------------------------------ tables with indexes, buckets, layouts
+def _table_id(root: Path) -> str:
+    return schema_file.read(Storage.for_path(str(root))[0], str(root / "Metadata" / "schema")).fact_table.table_id
+
+
+def _data_files(root: Path) -> list[str]:
+    return sorted(p.name for p in (root / "Fact").rglob("*.carbondata"))
+
+
+def test_bloom_indexed_table_reads_and_refuses_writes(table: Path):
+    # CarbonData 2.x keeps index metadata in the table property named by the table id (CarbonTable
+    # .deserializeIndexMetadata) and sets indexexists=true (CarbonIndexUtil.isIndexExists)
+    meta = json.dumps({"indexProviderMap": {"bloomfilter": {"idx_name": {"index_columns": "name"}}},
+                       "isIndexTable": False})
+    set_property(table, "indexexists", "true")
+    set_property(table, _table_id(table), meta)
+    assert ids(table) == list(range(1, 11))
+    before = _data_files(table)
+    data = carbon_ds.read_table(str(table))
+    with pytest.raises(CarbonTableError, match="indexexists='true'.*bloom"):
+        carbon_ds.write_table(data, str(table), mode="append")
+    with pytest.raises(CarbonTableError, match="index metadata under the table id"):
+        carbon_ds.CarbonTable.open(str(table)).compact("major")
+    assert _data_files(table) == before and [e["loadName"] for e in status(table)] == ["0"]
+
+
+@pytest.mark.parametrize("key,value", [("sort_scope", "GLOBAL_SORT"), ("spatial_index", "mygeohash"),
+                                       ("indextableexists", "true"), ("mv_related_tables", "default.t")])
+def test_features_carbon_ds_cannot_keep_refuse_by_name(table: Path, key: str, value: str):
+    set_property(table, key, value)
+    with pytest.raises(CarbonTableError, match=f"{key}={value!r}"):
+        carbon_ds.CarbonTable.open(str(table)).delete_segments(["0"])
+    assert status(table)[0]["loadStatus"] == "Success"
+
+
+def test_bucketed_table_reads_every_bucket_file_and_refuses_writes(table: Path):
+    # BucketingInfo (schema.thrift) with 2 buckets on `country`; the data file name carries its bucket
+    # number after batchno (CarbonTablePath.getCarbonDataFileName: part-0-<task>_batchno0-<bucket>-<ts>)
+    storage = Storage.for_path(str(table))[0]
+    path = str(table / "Metadata" / "schema")
+    info = schema_file.read(storage, path)
+    country = [c for c in info.fact_table.table_columns if c.column_name == "country"]
+    info.fact_table.bucketingInfo = BucketingInfo(table_columns=country, number_of_buckets=2)
+    schema_file.write(storage, path, info)
+    assert ids(table) == list(range(1, 11))
+    with pytest.raises(CarbonTableError, match="bucketingInfo with 2 buckets"):
+        carbon_ds.write_table(carbon_ds.read_table(str(table)), str(table), mode="append")

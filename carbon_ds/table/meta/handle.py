@@ -17,7 +17,7 @@ from carbon_ds.format.hive import check_partition_columns
 from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
 from carbon_ds.fs import Storage
 from carbon_ds.readers.external.base import ExternalRef
-from carbon_ds.table.meta import deltas, schema_file, tablestatus, validity
+from carbon_ds.table.meta import deltas, guards, schema_file, tablestatus, validity
 from carbon_ds.table.meta.data_files import segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
@@ -134,9 +134,16 @@ class TableHandle:
         return Storage.join(self.path, "Metadata", f"tablestatus_{version}" if version else "tablestatus")
 
     def check_writable(self, operation: str) -> None:
-        """Refuse to change a table whose segment list is versioned: CarbonData commits there by writing a new
+        """Refuse to change a table with a feature carbon-ds cannot keep (meta.guards: indexes, MV, buckets,
+        global sort, spatial index), or whose segment list is versioned: CarbonData commits there by writing a new
         ``tablestatus_<version>`` and pointing ``latestversion`` in the schema at it, which carbon-ds does not
         do, and an in-place edit would be missed by CarbonData sessions that cached the version."""
+        blockers = guards.write_blockers(self.info)
+        if blockers:
+            raise CarbonTableError(
+                f"{operation} refused on {self.uri}: " + "; ".join(blockers)
+                + ". Make this change with Apache CarbonData, or drop the feature there first"
+            )
         version = self.status_version
         if version:
             raise CarbonTableError(
@@ -324,6 +331,7 @@ class TableHandle:
         readable = [d for d in details if d.readable]
         wanted = parse_segment_ids(segment_ids)
         if wanted is None:
+            self._refuse_streaming(details)
             return readable
         by_id = {d.name: d for d in readable}
         missing = [s for s in wanted if s not in by_id]
@@ -333,6 +341,23 @@ class TableHandle:
                 f"readable segments: {', '.join(by_id) or 'none'}"
             )
         return [by_id[s] for s in dict.fromkeys(wanted)]
+
+    def _refuse_streaming(self, details: list[LoadDetail]) -> None:
+        """CarbonData's queries include Streaming and Streaming Finish segments (SegmentStatusManager lists them
+        as stream segments); their row-format (ROW_V1) files are not read here yet, so a read of every segment
+        fails rather than return fewer rows than CarbonData would."""
+        stream = [d for d in details if d.status in (tablestatus.STREAMING, tablestatus.STREAMING_FINISH)
+                  and (d.visibility or "true").lower() != "false"]
+        if not stream:
+            return
+        listed = ", ".join(f"{d.name} ({d.status})" for d in stream)
+        others = ",".join(d.name for d in details if d.readable) or "none"
+        raise CarbonTableError(
+            f"table {self.uri} has streaming segments {listed}: CarbonData's queries include their rows, but "
+            "carbon-ds does not read row-format (ROW_V1) stream files yet; run ALTER TABLE ... FINISH STREAMING "
+            "and ALTER TABLE ... COMPACT 'STREAMING' in CarbonData to turn them into columnar segments, or read "
+            f"the columnar segments alone with segments='{others}' (without the streamed rows)"
+        )
 
     def files(self, segments: str | list | None = None, details: list[LoadDetail] | None = None) -> list[DataFile]:
         """Data files of the readable (or the chosen) segments, in segment order, of ``details`` (one
