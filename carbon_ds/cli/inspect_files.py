@@ -7,8 +7,8 @@ import datetime as dt
 import struct
 from collections.abc import Iterator
 
-from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import encoder_meta
+from carbon_ds.errors import CarbonFormatError, CarbonTableError
+from carbon_ds.format import direct_dictionary, encoder_meta
 from carbon_ds.format.structs import (
     BlockIndex,
     BlockletMinMaxIndex,
@@ -23,6 +23,7 @@ from carbon_ds.format.structs import (
     MergedBlockIndexHeader,
 )
 from carbon_ds.fs import Storage, basename
+from carbon_ds.table.meta import guards
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.read.scan import bare_files
 from carbon_ds.table.read.stats import decoded_value
@@ -83,6 +84,10 @@ def _columns(cols: list[ColumnSchema]) -> Iterator[str]:
     for i, c in enumerate(cols):
         kind = "dimension" if c.dimension else "measure"
         extra = f" children={c.num_child}" if c.num_child else ""
+        if c.data_type == DataType.TIMESTAMP and Encoding.DIRECT_DICTIONARY in (c.encoders or []):
+            tk = direct_dictionary.current()
+            extra += (f" (direct-dictionary keys: (key - 2) * {tk.granularity_ms} + {tk.cutoff_ms} ms, key 1 null; "
+                      "see set_timestamp_keys)")
         yield (
             f"  [{i}] {c.column_name}: {_type(c)} {kind} ordinal={c.schemaOrdinal} "
             f"encoders={_enc(c.encoders)}{extra}"
@@ -195,10 +200,20 @@ def describe_table(path: str) -> Iterator[str]:
         yield f"  {f.name}: {f.type}" + (f"  ({', '.join(marks)})" if marks else "")
     for k, v in sorted(table.properties.items()):
         yield f"property {k} = {v}"
+    version = table.status_version
+    yield f"segment list: {table.storage.uri(table.tablestatus_path)}" + (
+        f" (versioned table status, latestversion={version})" if version else "")
+    for reason in guards.write_blockers(table.info):
+        yield f"writes refused: {reason}"
     yield "segments:"
     yield from ("  " + line for line in table.show_segments().splitlines())
+    try:
+        files = table.files()
+    except CarbonTableError as e:  # e.g. streaming segments: say why instead of failing the whole dump
+        yield f"data files: not listed: {e}"
+        return
     yield "data files of readable segments:"
-    for f in table.files():
+    for f in files:
         yield f"  segment {f.segment_id}: {f.path} ({f.size:,} bytes, {f.file_format})"
     yield f"rows: {table.count():,}"
 

@@ -18,8 +18,10 @@ from pathlib import Path
 import pytest
 
 import carbon_ds
+from carbon_ds.cli import main
+from carbon_ds.cli.inspect_files import _columns
 from carbon_ds.errors import CarbonTableError
-from carbon_ds.format.structs import BucketingInfo
+from carbon_ds.format.structs import BucketingInfo, ColumnSchema, DataType, Encoding
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta import schema_file
 
@@ -227,3 +229,24 @@ def test_bucketed_table_reads_every_bucket_file_and_refuses_writes(table: Path):
     assert ids(table) == list(range(1, 11))
     with pytest.raises(CarbonTableError, match="bucketingInfo with 2 buckets"):
         carbon_ds.write_table(carbon_ds.read_table(str(table)), str(table), mode="append")
+
+
+# ------------------------------------------------------------------ carbon-ds inspect
+def test_inspect_shows_versioned_status_streaming_and_refusals(table: Path, capsys):
+    versioned(table)
+    set_property(table, "sort_scope", "global_sort")
+    entries = status(table, f"tablestatus_{VERSION}")
+    entries.append({"loadStatus": "Streaming Finish", "loadName": "1", "visibility": "true"})
+    (table / "Metadata" / f"tablestatus_{VERSION}").write_text(json.dumps(entries))
+    assert main(["inspect", str(table)]) == 0
+    out = capsys.readouterr().out
+    assert f"tablestatus_{VERSION} (versioned table status, latestversion={VERSION})" in out
+    assert "writes refused: sort_scope='global_sort'" in out
+    assert "Streaming Finish" in out and "streaming segments 1 (Streaming Finish)" in out
+
+
+def test_inspect_names_direct_dictionary_timestamps(tmp_path: Path, capsys):
+    col = ColumnSchema(data_type=int(DataType.TIMESTAMP), column_name="ts", column_id="ts", columnar=True,
+                       encoders=[Encoding.DICTIONARY, Encoding.DIRECT_DICTIONARY], dimension=True)
+    (line,) = _columns([col])
+    assert "encoders=DICTIONARY,DIRECT_DICTIONARY" in line and "(key - 2) * 1000 + 0 ms" in line
