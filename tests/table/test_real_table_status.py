@@ -203,8 +203,10 @@ def test_bloom_indexed_table_reads_and_refuses_writes(table: Path):
     data = carbon_ds.read_table(str(table))
     with pytest.raises(CarbonTableError, match="indexexists='true'.*bloom"):
         carbon_ds.write_table(data, str(table), mode="append")
+    outside = table.parent / "outside"
+    shutil.copytree(table / "Fact/Part0/Segment_0", outside)
     with pytest.raises(CarbonTableError, match="index metadata under the table id"):
-        carbon_ds.CarbonTable.open(str(table)).compact("major")
+        carbon_ds.CarbonTable.open(str(table)).add_segment(str(outside))
     assert _data_files(table) == before and [e["loadName"] for e in status(table)] == ["0"]
 
 
@@ -212,9 +214,13 @@ def test_bloom_indexed_table_reads_and_refuses_writes(table: Path):
                                        ("indextableexists", "true"), ("mv_related_tables", "default.t")])
 def test_features_carbon_ds_cannot_keep_refuse_by_name(table: Path, key: str, value: str):
     set_property(table, key, value)
+    data = carbon_ds.read_table(str(table))
     with pytest.raises(CarbonTableError, match=f"{key}={value!r}"):
-        carbon_ds.CarbonTable.open(str(table)).delete_segments(["0"])
-    assert status(table)[0]["loadStatus"] == "Success"
+        carbon_ds.write_table(data, str(table), mode="append")
+    assert [e["loadName"] for e in status(table)] == ["0"]
+    # dropping a segment writes no data: CarbonData's own DELETE SEGMENT leaves indexes and buckets valid
+    assert carbon_ds.CarbonTable.open(str(table)).delete_segments(["0"]) is not None
+    assert status(table)[0]["loadStatus"] == "Marked for Delete"
 
 
 def test_bucketed_table_reads_every_bucket_file_and_refuses_writes(table: Path):
@@ -250,3 +256,43 @@ def test_inspect_names_direct_dictionary_timestamps(tmp_path: Path, capsys):
                        encoders=[Encoding.DICTIONARY, Encoding.DIRECT_DICTIONARY], dimension=True)
     (line,) = _columns([col])
     assert "encoders=DICTIONARY,DIRECT_DICTIONARY" in line and "(key - 2) * 1000 + 0 ms" in line
+
+
+@pytest.mark.parametrize("column,why", [("country", "global-dictionary"), (None, "direct-dictionary TIMESTAMP")])
+def test_dictionary_columns_refuse_data_writes(table: Path, column, why):
+    # the 1.1 table's strings are global-dictionary columns (DICTIONARY without DIRECT_DICTIONARY); a table
+    # created through CarbonData's Spark SQL has TIMESTAMP columns with DICTIONARY + DIRECT_DICTIONARY
+    storage = Storage.for_path(str(table))[0]
+    path = str(table / "Metadata" / "schema")
+    info = schema_file.read(storage, path)
+    if column is None:
+        date = next(c for c in info.fact_table.table_columns if c.column_name == "date")
+        date.data_type = int(DataType.TIMESTAMP)
+        for c in info.fact_table.table_columns:  # only the timestamp is left dictionary-encoded
+            if c is not date:
+                c.encoders = [e for e in c.encoders or [] if e != Encoding.DICTIONARY]
+        schema_file.write(storage, path, info)
+        column = "date"
+    data = carbon_ds.read_table(str(table))
+    with pytest.raises(CarbonTableError, match=rf"column '{column}' is a? ?{why}"):
+        carbon_ds.write_table(data, str(table), mode="append")
+    assert [e["loadName"] for e in status(table)] == ["0"]
+
+
+def test_flat_folder_table_reads_files_in_the_table_root(table: Path):
+    # FLAT_FOLDER=true (CarbonCommonConstants.FLAT_FOLDER): data and index files sit in the table folder and
+    # the segment file (SegmentFileStore.SegmentFile) maps location "/" (relative) to the index files
+    seg = table / "Fact/Part0/Segment_0"
+    for f in seg.iterdir():
+        f.rename(table / f.name)
+    shutil.rmtree(table / "Fact")
+    index = "0_batchno0-0-1492585716607.carbonindex"
+    segment_file = f"0_{FACT}.segment"
+    (table / "Metadata" / "segments").mkdir()
+    (table / "Metadata" / "segments" / segment_file).write_text(json.dumps(
+        {"locationMap": {"/": {"files": [index], "partitions": [], "status": "Success", "isRelative": True}}}))
+    entries = status(table)
+    entries[0]["segmentFile"] = segment_file
+    (table / "Metadata" / "tablestatus").write_text(json.dumps(entries))
+    set_property(table, "flat_folder", "true")
+    assert ids(table) == list(range(1, 11))

@@ -7,7 +7,7 @@ differently. Reading such tables is unaffected.
 
 from __future__ import annotations
 
-from carbon_ds.format.structs import TableInfo
+from carbon_ds.format.structs import DataType, Encoding, TableInfo
 
 # (table property, value test, why) - names as CarbonCommonConstants / CarbonIndexUtil spell them
 _PROPERTY_RULES: tuple[tuple[str, str, str], ...] = (
@@ -43,6 +43,14 @@ def write_blockers(info: TableInfo) -> list[str]:
     if table_id and table_id in props:
         out.append(f"index metadata under the table id {table_id!r} (CarbonTable.getIndexMetadata): the table has "
                    "indexes or is an index table, kept in step by CarbonData's index machinery")
+    for c in info.fact_table.table_columns or []:
+        enc = set(c.encoders or [])
+        if Encoding.DICTIONARY in enc and Encoding.DIRECT_DICTIONARY not in enc:
+            out.append(f"column {c.column_name!r} is global-dictionary encoded (CarbonData 1.x DICTIONARY_INCLUDE; "
+                       "values are keys into Metadata/<column_id>.dict, which carbon-ds does not extend)")
+        elif c.data_type == DataType.TIMESTAMP and Encoding.DIRECT_DICTIONARY in enc:
+            out.append(f"column {c.column_name!r} is a direct-dictionary TIMESTAMP (TimeStampDirectDictionaryGenerator "
+                       "keys at the writer's carbon.timegranularity, which carbon-ds does not write)")
     bucketing = info.fact_table.bucketingInfo
     if bucketing is not None and (bucketing.number_of_buckets or 0) > 0 and "bucket_number" not in props:
         out.append(f"bucketingInfo with {bucketing.number_of_buckets} buckets (schema.thrift BucketingInfo): rows "

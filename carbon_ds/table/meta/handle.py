@@ -133,17 +133,13 @@ class TableHandle:
         version = self.status_version
         return Storage.join(self.path, "Metadata", f"tablestatus_{version}" if version else "tablestatus")
 
-    def check_writable(self, operation: str) -> None:
-        """Refuse to change a table with a feature carbon-ds cannot keep (meta.guards: indexes, MV, buckets,
-        global sort, spatial index), or whose segment list is versioned: CarbonData commits there by writing a new
+    def check_writable(self, operation: str, data: bool = False) -> None:
+        """Refuse a change of a table whose segment list is versioned: CarbonData commits there by writing a new
         ``tablestatus_<version>`` and pointing ``latestversion`` in the schema at it, which carbon-ds does not
-        do, and an in-place edit would be missed by CarbonData sessions that cached the version."""
-        blockers = guards.write_blockers(self.info)
-        if blockers:
-            raise CarbonTableError(
-                f"{operation} refused on {self.uri}: " + "; ".join(blockers)
-                + ". Make this change with Apache CarbonData, or drop the feature there first"
-            )
+        do, and an in-place edit would be missed by CarbonData sessions that cached the version. With ``data``
+        (the change writes data files: load, UPDATE, compaction, ADD SEGMENT) also refuse tables with a feature
+        carbon-ds cannot keep (meta.guards: indexes, MV, buckets, global sort, spatial index, global or
+        direct-dictionary timestamp columns)."""
         version = self.status_version
         if version:
             raise CarbonTableError(
@@ -151,6 +147,12 @@ class TableHandle:
                 f"(CarbonData's versioned table status, Metadata/tablestatus_{version}) is read but not written "
                 "by carbon-ds; make the change with CarbonData, or set carbon.enable.multi.version.table.status="
                 "false there and rewrite the table's status before writing with carbon-ds"
+            )
+        blockers = guards.write_blockers(self.info) if data else []
+        if blockers:
+            raise CarbonTableError(
+                f"{operation} refused on {self.uri}: " + "; ".join(blockers)
+                + ". Make this change with Apache CarbonData, or drop the feature there first"
             )
 
     @property
