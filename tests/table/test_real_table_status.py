@@ -162,26 +162,6 @@ def test_valid_entry_with_merged_load_name_reads_the_merged_segment(table: Path)
     assert {f.segment_id for f in carbon_ds.CarbonTable.open(str(table)).files()} == {"0.1"}
 
 
-# ------------------------------------------------------------------ streaming segments
-# SegmentStatusManager.getValidAndInvalidSegments lists Streaming and Streaming Finish segments as stream
-# segments, which CarbonData's queries read (CarbonTableInputFormat.getSplitsOfStreaming).
-
-
-@pytest.mark.parametrize("state", ["Streaming", "Streaming Finish"])
-def test_streaming_segment_is_never_skipped_silently(table: Path, state: str):
-    entries = status(table)
-    entries.append({"timestamp": "", "loadStatus": state, "loadName": "1", "isDeleted": "FALSE",
-                    "loadStartTime": str(FACT + 1000), "visibility": "true"})
-    (table / "Metadata" / "tablestatus").write_text(json.dumps(entries))
-    (table / "Fact/Part0/Segment_1").mkdir()
-    with pytest.raises(CarbonTableError, match=rf"streaming segments 1 \({state}\).*segments='0'"):
-        carbon_ds.read_table(str(table))
-    with pytest.raises(CarbonTableError, match="streaming segments"):
-        carbon_ds.CarbonTable.open(str(table)).files()
-    got = carbon_ds.read_table(str(table), columns=["id"], segments="0")
-    assert sorted(got.column("id").to_pylist()) == list(range(1, 11))
-
-
 # ------------------------------------------------------------------ tables with indexes, buckets, layouts
 def _table_id(root: Path) -> str:
     return schema_file.read(Storage.for_path(str(root))[0], str(root / "Metadata" / "schema")).fact_table.table_id
@@ -248,7 +228,7 @@ def test_inspect_shows_versioned_status_streaming_and_refusals(table: Path, caps
     out = capsys.readouterr().out
     assert f"tablestatus_{VERSION} (versioned table status, latestversion={VERSION})" in out
     assert "writes refused: sort_scope='global_sort'" in out
-    assert "Streaming Finish" in out and "streaming segments 1 (Streaming Finish)" in out
+    assert "|1 |Streaming Finish|" in out
 
 
 def test_inspect_names_direct_dictionary_timestamps(tmp_path: Path, capsys):

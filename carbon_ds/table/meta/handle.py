@@ -18,7 +18,7 @@ from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType,
 from carbon_ds.fs import Storage
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import deltas, guards, schema_file, tablestatus, validity
-from carbon_ds.table.meta.data_files import segment_files
+from carbon_ds.table.meta.data_files import is_stream, segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
 from carbon_ds.table.meta.partition_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
@@ -330,10 +330,9 @@ class TableHandle:
     def selected(self, segment_ids: str | list | None, details: list[LoadDetail] | None = None) -> list[LoadDetail]:
         """The readable segments, or the chosen ones (``"0,2"``; an unreadable or unknown id is an error)."""
         details = self.load_details() if details is None else details
-        readable = [d for d in details if d.readable]
+        readable = [d for d in details if d.readable or is_stream(d)]
         wanted = parse_segment_ids(segment_ids)
         if wanted is None:
-            self._refuse_streaming(details)
             return readable
         by_id = {d.name: d for d in readable}
         missing = [s for s in wanted if s not in by_id]
@@ -343,23 +342,6 @@ class TableHandle:
                 f"readable segments: {', '.join(by_id) or 'none'}"
             )
         return [by_id[s] for s in dict.fromkeys(wanted)]
-
-    def _refuse_streaming(self, details: list[LoadDetail]) -> None:
-        """CarbonData's queries include Streaming and Streaming Finish segments (SegmentStatusManager lists them
-        as stream segments); their row-format (ROW_V1) files are not read here yet, so a read of every segment
-        fails rather than return fewer rows than CarbonData would."""
-        stream = [d for d in details if d.status in (tablestatus.STREAMING, tablestatus.STREAMING_FINISH)
-                  and (d.visibility or "true").lower() != "false"]
-        if not stream:
-            return
-        listed = ", ".join(f"{d.name} ({d.status})" for d in stream)
-        others = ",".join(d.name for d in details if d.readable) or "none"
-        raise CarbonTableError(
-            f"table {self.uri} has streaming segments {listed}: CarbonData's queries include their rows, but "
-            "carbon-ds does not read row-format (ROW_V1) stream files yet; run ALTER TABLE ... FINISH STREAMING "
-            "and ALTER TABLE ... COMPACT 'STREAMING' in CarbonData to turn them into columnar segments, or read "
-            f"the columnar segments alone with segments='{others}' (without the streamed rows)"
-        )
 
     def files(self, segments: str | list | None = None, details: list[LoadDetail] | None = None) -> list[DataFile]:
         """Data files of the readable (or the chosen) segments, in segment order, of ``details`` (one
@@ -396,6 +378,13 @@ class TableHandle:
         Raises:
             CarbonTableError: naming the foreign segments and what to do.
         """
+        stream = [d.name for d in self.load_details() if is_stream(d)]
+        if stream:
+            raise CarbonTableError(
+                f"{operation} is not allowed on table {self.uri}: segments {', '.join(stream)} are streaming "
+                "segments (row format), which CarbonData does not update either; finish and hand them off in "
+                "CarbonData (ALTER TABLE ... FINISH STREAMING, ALTER TABLE ... COMPACT 'STREAMING') first"
+            )
         foreign = self.external_segments()
         if foreign:
             listed = ", ".join(f"{d.name} ({(d.file_format or '').lower()}, {d.path})" for d in foreign)
