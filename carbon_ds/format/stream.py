@@ -128,15 +128,23 @@ def _split_rows(data, rows, kinds, starts, lengths, nulls):
     return pos
 
 
+@njit(cache=True, nogil=True)
+def _be_signed(data, starts, width, out):
+    """Big-endian signed integers of ``width`` bytes at ``starts``."""
+    shift = 64 - 8 * width
+    for i in range(starts.shape[0]):
+        p = starts[i]
+        v = np.int64(0)
+        for k in range(width):
+            v = (v << 8) | np.int64(data[p + k])
+        out[i] = (v << shift) >> shift
+
+
 def _fixed(data: np.ndarray, starts: np.ndarray, width: int) -> np.ndarray:
     """Big-endian signed integers of ``width`` bytes at ``starts`` (int64)."""
-    idx = starts[:, None] + np.arange(width)[None, :]
-    raw = data[idx].astype(np.uint64)
-    acc = np.zeros(starts.shape[0], np.uint64)
-    for k in range(width):
-        acc = (acc << np.uint64(8)) | raw[:, k]
-    shift = np.uint64(64 - 8 * width)
-    return (acc << shift).view(np.int64) >> np.int64(shift)
+    out = np.empty(starts.shape[0], np.int64)
+    _be_signed(data, np.ascontiguousarray(starts), width, out)
+    return out
 
 
 def _var(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
