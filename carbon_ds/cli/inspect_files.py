@@ -8,7 +8,7 @@ import struct
 from collections.abc import Iterator
 
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
-from carbon_ds.format import direct_dictionary, encoder_meta
+from carbon_ds.format import direct_dictionary, encoder_meta, stream
 from carbon_ds.format.structs import (
     BlockIndex,
     BlockletMinMaxIndex,
@@ -100,6 +100,9 @@ def describe_data_file(path: str, pages: bool = True) -> Iterator[str]:
     if len(data) < 8:
         raise CarbonFormatError(f"file of {len(data)} bytes is too short for a CarbonData V3 file", path, 0)
     header, hlen = FileHeader.from_bytes(data, path)
+    if stream.is_stream_header(header):
+        yield from _describe_stream(data, path, header)
+        return
     footer_at = struct.unpack(">q", data[-8:])[0]
     if not hlen <= footer_at < len(data) - 8:
         raise CarbonFormatError(f"footer offset {footer_at} outside the file body [{hlen}, {len(data) - 8})", path,
@@ -153,6 +156,21 @@ def describe_data_file(path: str, pages: bool = True) -> Iterator[str]:
                     f"codec={page.chunk_meta.compressor_name or 'snappy'} encoders={_enc(page.encoders)}{meta} "
                     f"page {_minmax(page.min_max, 0, col)}"
                 )
+
+
+def _describe_stream(data: bytes, path: str, header: FileHeader) -> Iterator[str]:
+    _h, found = stream.blocklets(data, path)
+    yield f"file: {path}"
+    yield (f"ROW_V1 stream file (a Streaming segment's row format): {len(data)} bytes, "
+           f"compressor={header.compressor_name or 'snappy'}, {len(found)} complete blocklet(s)")
+    yield f"columns ({len(header.column_schema)}, row order):"
+    yield from _columns(list(header.column_schema))
+    for i, (at, bh, _start, length) in enumerate(found):
+        yield (f"blocklet {i}: at {at} rows={bh.blocklet_info.num_rows} "
+               f"bytes={bh.blocklet_length} compressed={length}")
+    end = found[-1][2] + found[-1][3] if found else None
+    if end is not None and end < len(data):
+        yield f"trailing {len(data) - end} bytes: an unfinished append (not read)"
 
 
 def describe_index_file(path: str) -> Iterator[str]:

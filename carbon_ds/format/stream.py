@@ -207,24 +207,27 @@ def _decimals(data: np.ndarray, starts: np.ndarray, lengths: np.ndarray, nulls: 
     return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(out.tobytes())])
 
 
-def read_stream_file(data: bytes | memoryview, path: str, keys: TimestampKeys) -> pa.Table:
-    """Every row of a stream file's complete blocklets (a blocklet cut off by an unfinished write is left
-    out, as StreamBlockletReader stops at the length the segment's index records)."""
+def is_stream_header(header: FileHeader) -> bool:
+    return not header.is_footer_present and bytes(header.sync_marker or b"") == SYNC_MARKER
+
+
+def blocklets(data: bytes | memoryview, path: str) -> tuple[FileHeader, list[tuple[int, BlockletHeader, int, int]]]:
+    """The file header and each complete blocklet as (offset, header, compressed start, compressed length);
+    a blocklet cut off by an unfinished append ends the list, as StreamBlockletReader stops at the length the
+    segment's index records."""
     buf = memoryview(data)
     header, pos = FileHeader.from_bytes(buf, path, 0)
-    if header.is_footer_present or bytes(header.sync_marker or b"") != SYNC_MARKER:
+    if not is_stream_header(header):
         raise CarbonFormatError("not a ROW_V1 stream file (no sync marker in the file header)", path, 0)
-    columns = [c for c in header.column_schema if c.column_name and "." not in c.column_name]
-    kinds = np.array([_kind(c, path) for c in columns], np.int64)
-    compressor = compress.normalize(header.compressor_name or "snappy")
-    parts: list[pa.Table] = []
+    out = []
     while pos + len(SYNC_MARKER) + 4 <= len(buf):
+        at = pos
         if bytes(buf[pos : pos + len(SYNC_MARKER)]) != SYNC_MARKER:
             raise CarbonFormatError("blocklet does not start with the sync marker", path, pos)
         pos += len(SYNC_MARKER)
         (hlen,) = struct.unpack(">i", buf[pos : pos + 4])
         if hlen <= 0 or pos + 4 + hlen + 4 > len(buf):
-            break  # an unfinished append
+            break
         bh, _ = BlockletHeader.from_bytes(buf[pos + 4 : pos + 4 + hlen], path, pos + 4)
         pos += 4 + hlen
         (dlen,) = struct.unpack(">i", buf[pos : pos + 4])
@@ -232,9 +235,22 @@ def read_stream_file(data: bytes | memoryview, path: str, keys: TimestampKeys) -
             break
         if not 0 <= bh.blocklet_length <= MAX_BLOCKLET:
             raise CarbonFormatError(f"blocklet length {bh.blocklet_length} out of range", path, pos)
-        rows_bytes = compress.decompress(compressor, buf[pos + 4 : pos + 4 + dlen], bh.blocklet_length + 64)
-        parts.append(_rows_table(rows_bytes, bh.blocklet_info.num_rows, columns, kinds, path, pos, keys))
+        out.append((at, bh, pos + 4, dlen))
         pos += 4 + dlen
+    return header, out
+
+
+def read_stream_file(data: bytes | memoryview, path: str, keys: TimestampKeys) -> pa.Table:
+    """Every row of a stream file's complete blocklets."""
+    buf = memoryview(data)
+    header, found = blocklets(buf, path)
+    columns = [c for c in header.column_schema if c.column_name and "." not in c.column_name]
+    kinds = np.array([_kind(c, path) for c in columns], np.int64)
+    compressor = compress.normalize(header.compressor_name or "snappy")
+    parts = []
+    for at, bh, start, length in found:
+        rows_bytes = compress.decompress(compressor, buf[start : start + length], bh.blocklet_length + 64)
+        parts.append(_rows_table(rows_bytes, bh.blocklet_info.num_rows, columns, kinds, path, at, keys))
     if not parts:
         return pa.table({c.column_name: pa.array([], arrow_type_of(c)) for c in columns})
     return pa.concat_tables(parts)

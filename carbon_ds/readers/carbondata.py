@@ -33,6 +33,7 @@ from carbon_ds.format.decode import (
 )
 from carbon_ds.format.dictionary import dictionary_path, is_global_dictionary, read_global_dictionary, table_root
 from carbon_ds.format.schema import ColumnNode, arrow_type, in_schema_order, nest
+from carbon_ds.format.stream import SYNC_MARKER
 from carbon_ds.format.structs import (
     BlockletInfo3,
     ColumnSchema,
@@ -140,6 +141,9 @@ class CarbonDataFile:
             raise CarbonFormatError(f"file of {self.size} bytes is too short for CarbonData V3", self.path, 0)
         (footer_at,) = struct.unpack(">q", self._read(self.size - 8, 8))
         if not 0 < footer_at < self.size - 8:
+            if SYNC_MARKER in self._read(0, min(self.size, 4096)):
+                raise CarbonFormatError("a ROW_V1 stream file (CarbonData Streaming segment): it has no footer and "
+                                        "is read through its table", self.path, 0)
             raise CarbonFormatError(f"footer offset {footer_at} lies outside the file body", self.path, self.size - 8)
         self._footer_at = footer_at
         tail = self._read(footer_at, self.size - 8 - footer_at)

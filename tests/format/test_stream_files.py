@@ -17,11 +17,13 @@ from decimal import Decimal
 
 import pytest
 
+from carbon_ds.cli import main
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format import compress
 from carbon_ds.format.direct_dictionary import DEFAULT
 from carbon_ds.format.stream import BlockletHeader, StreamBlockletInfo, read_stream_file
 from carbon_ds.format.structs import ColumnSchema, DataType, Encoding, FileHeader
+from carbon_ds.readers.carbondata import CarbonDataFile
 
 E = Encoding
 UTC = dt.UTC
@@ -114,3 +116,20 @@ def test_rows_not_filling_the_blocklet_raise():
     bad = data.replace(struct.pack(">h", 5) + b"alice", struct.pack(">h", 9) + b"alice")
     with pytest.raises(CarbonFormatError, match="s.carbondata"):
         read_stream_file(bad, "s.carbondata", DEFAULT)
+
+
+def test_inspect_describes_a_stream_file(tmp_path, capsys):
+    path = tmp_path / "part-0-0_batchno0-0-1-0.snappy.carbondata"
+    path.write_bytes(header() + blocklet(ROWS[:2]) + blocklet(ROWS[2:]) + MARKER + b"\x00\x00")
+    assert main(["inspect", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "ROW_V1 stream file" in out and "2 complete blocklet(s)" in out
+    assert "blocklet 0: at" in out and "rows=2" in out and "trailing 18 bytes" in out
+    assert "[1] ts: TIMESTAMP dimension" in out and "encoders=DICTIONARY,DIRECT_DICTIONARY" in out
+
+
+def test_stream_file_opened_as_a_columnar_file_says_what_it_is(tmp_path):
+    path = tmp_path / "part-0-0_batchno0-0-1-0.snappy.carbondata"
+    path.write_bytes(header() + blocklet(ROWS))
+    with pytest.raises(CarbonFormatError, match="ROW_V1 stream file"):
+        CarbonDataFile(str(path))
