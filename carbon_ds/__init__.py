@@ -36,6 +36,7 @@ _LAZY = {
     "read_table": "carbon_ds.api",
     "scan": "carbon_ds.api",
     "write_table": "carbon_ds.api",
+    "set_timestamp_keys": "carbon_ds.api",
     "CarbonTable": "carbon_ds.table.table",
     "HashPartition": "carbon_ds.table.table",
     "RangePartition": "carbon_ds.table.table",

@@ -11,6 +11,7 @@ import pyarrow.fs as pafs
 
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import bind, filter_table, parse
+from carbon_ds.format import direct_dictionary
 from carbon_ds.fs import resolve
 from carbon_ds.progress import row_progress
 from carbon_ds.table.meta.handle import TableHandle
@@ -84,6 +85,17 @@ def scan(
         use_threads: decode blocklets and files on a thread pool (results keep their order).
     """
     return Scan(resolve(path, storage_options, filesystem), columns, filter, segments, limit, batch_size, use_threads)
+
+
+def set_timestamp_keys(granularity: str = "SECOND", cutoff: str | int | None = None) -> None:
+    """Read direct-dictionary TIMESTAMP columns (tables created through CarbonData's Spark SQL) of a table
+    written under another ``carbon.timegranularity`` (SECOND, MINUTE, HOUR, DAY) or ``carbon.cutOffTimestamp``
+    (``yyyy-MM-dd HH:mm:ss``, UTC unless it names an offset, or epoch milliseconds). Like CarbonData's
+    carbon.properties, the setting holds for every file this process opens afterwards; the defaults are
+    CarbonData's (SECOND, no cut-off). Spark reads take the read options ``timestamp_granularity`` and
+    ``cutoff_timestamp`` instead."""
+    direct_dictionary.use(direct_dictionary.TimestampKeys.from_options(
+        {direct_dictionary.GRANULARITY_OPTION: granularity, direct_dictionary.CUTOFF_OPTION: cutoff}))
 
 
 def explain(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None) -> dict:

@@ -7,8 +7,8 @@ import datetime as dt
 import struct
 from collections.abc import Iterator
 
-from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import encoder_meta
+from carbon_ds.errors import CarbonFormatError, CarbonTableError
+from carbon_ds.format import direct_dictionary, encoder_meta, stream
 from carbon_ds.format.structs import (
     BlockIndex,
     BlockletMinMaxIndex,
@@ -24,6 +24,7 @@ from carbon_ds.format.structs import (
 )
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.stats import decoded_value
+from carbon_ds.table.meta import guards
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.read.scan import bare_files
 from carbon_ds.table.table import CarbonTable
@@ -83,6 +84,10 @@ def _columns(cols: list[ColumnSchema]) -> Iterator[str]:
     for i, c in enumerate(cols):
         kind = "dimension" if c.dimension else "measure"
         extra = f" children={c.num_child}" if c.num_child else ""
+        if c.data_type == DataType.TIMESTAMP and Encoding.DIRECT_DICTIONARY in (c.encoders or []):
+            tk = direct_dictionary.current()
+            extra += (f" (direct-dictionary keys: (key - 2) * {tk.granularity_ms} + {tk.cutoff_ms} ms, key 1 null; "
+                      "see set_timestamp_keys)")
         yield (
             f"  [{i}] {c.column_name}: {_type(c)} {kind} ordinal={c.schemaOrdinal} "
             f"encoders={_enc(c.encoders)}{extra}"
@@ -95,6 +100,9 @@ def describe_data_file(path: str, pages: bool = True) -> Iterator[str]:
     if len(data) < 8:
         raise CarbonFormatError(f"file of {len(data)} bytes is too short for a CarbonData V3 file", path, 0)
     header, hlen = FileHeader.from_bytes(data, path)
+    if stream.is_stream_header(header):
+        yield from _describe_stream(data, path, header)
+        return
     footer_at = struct.unpack(">q", data[-8:])[0]
     if not hlen <= footer_at < len(data) - 8:
         raise CarbonFormatError(f"footer offset {footer_at} outside the file body [{hlen}, {len(data) - 8})", path,
@@ -150,6 +158,21 @@ def describe_data_file(path: str, pages: bool = True) -> Iterator[str]:
                 )
 
 
+def _describe_stream(data: bytes, path: str, header: FileHeader) -> Iterator[str]:
+    _h, found = stream.blocklets(data, path)
+    yield f"file: {path}"
+    yield (f"ROW_V1 stream file (a Streaming segment's row format): {len(data)} bytes, "
+           f"compressor={header.compressor_name or 'snappy'}, {len(found)} complete blocklet(s)")
+    yield f"columns ({len(header.column_schema)}, row order):"
+    yield from _columns(list(header.column_schema))
+    for i, (at, bh, _start, length) in enumerate(found):
+        yield (f"blocklet {i}: at {at} rows={bh.blocklet_info.num_rows} "
+               f"bytes={bh.blocklet_length} compressed={length}")
+    end = found[-1][2] + found[-1][3] if found else None
+    if end is not None and end < len(data):
+        yield f"trailing {len(data) - end} bytes: an unfinished append (not read)"
+
+
 def describe_index_file(path: str) -> Iterator[str]:
     storage, p = Storage.for_path(path)
     data = storage.read_bytes(p)
@@ -195,10 +218,20 @@ def describe_table(path: str) -> Iterator[str]:
         yield f"  {f.name}: {f.type}" + (f"  ({', '.join(marks)})" if marks else "")
     for k, v in sorted(table.properties.items()):
         yield f"property {k} = {v}"
+    version = table.status_version
+    yield f"segment list: {table.storage.uri(table.tablestatus_path)}" + (
+        f" (versioned table status, latestversion={version})" if version else "")
+    for reason in guards.write_blockers(table.info):
+        yield f"writes refused: {reason}"
     yield "segments:"
     yield from ("  " + line for line in table.show_segments().splitlines())
+    try:
+        files = table.files()
+    except CarbonTableError as e:  # e.g. streaming segments: say why instead of failing the whole dump
+        yield f"data files: not listed: {e}"
+        return
     yield "data files of readable segments:"
-    for f in table.files():
+    for f in files:
         yield f"  segment {f.segment_id}: {f.path} ({f.size:,} bytes, {f.file_format})"
     yield f"rows: {table.count():,}"
 

@@ -22,6 +22,8 @@ import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format import compress, encoder_meta, kernels, page_checks
+from carbon_ds.format.direct_dictionary import DEFAULT as DEFAULT_TIMESTAMP_KEYS
+from carbon_ds.format.direct_dictionary import NULL_KEY, TimestampKeys
 from carbon_ds.format.encoder_meta import STORE_WIDTH, ColumnType, MetaType
 from carbon_ds.format.schema import TIMESTAMP_TYPE
 from carbon_ds.format.structs import ColumnSchema, DataChunk2, DataType, Encoding
@@ -68,6 +70,8 @@ class Page:
     # set by the reader for top-level plain columns: the decoded values must lie within the page's stored
     # min/max (CarbonData pages carry no checksum; this catches much corruption at the cost of a min/max)
     check_stats: bool = False
+    # how direct-dictionary TIMESTAMP keys map to time (the writer's carbon.timegranularity / cutOffTimestamp)
+    timestamp_keys: TimestampKeys = DEFAULT_TIMESTAMP_KEYS
 
     def fail(self, what: str, at: int = 0) -> CarbonFormatError:
         return CarbonFormatError(f"column {self.column.column_name!r}: {what}", self.path, self.offset + at)
@@ -693,6 +697,8 @@ def decode_legacy_page(
                 kernels.date_nulls(data, width, valid)
                 validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
             arr = pa.Array.from_buffers(pa.date32(), page.rows, [validity, pa.py_buffer(days)])
+        elif dt == DataType.TIMESTAMP and E.DIRECT_DICTIONARY in encs | set(col.encoders or []):
+            arr = _direct_timestamps(page, data, width)
         else:
             raise page.fail(
                 "values are global dictionary surrogate keys (encoding DICTIONARY); "
@@ -708,6 +714,21 @@ def decode_legacy_page(
         reverse[ids] = np.arange(page.rows)
         arr = arr.take(pa.array(reverse))
     return arr
+
+
+def _direct_timestamps(page: Page, data: np.ndarray, width: int) -> pa.Array:
+    """Direct-dictionary TIMESTAMP keys (Java ints, big-endian) to microseconds: ``(key - 2) * granularity +
+    cutOff`` ms, key 1 null (TimeStampDirectDictionaryGenerator.getValueFromSurrogate)."""
+    keys = be_uint(data, width)
+    if width == 4:
+        keys = keys.astype(np.uint32).view(np.int32).astype(np.int64)  # a Java int: the high bit is the sign
+    tk = page.timestamp_keys
+    out = _values_buffer(page, np.dtype(np.int64))
+    np.multiply(keys - 2, tk.granularity_ms * 1000, out=out)
+    out += tk.cutoff_ms * 1000
+    nulls = keys == NULL_KEY
+    validity = pa.py_buffer(np.packbits(~nulls, bitorder="little")) if nulls.any() else None
+    return pa.Array.from_buffers(TIMESTAMP_TYPE, page.rows, [validity, pa.py_buffer(out)])
 
 
 def _sign_flipped(page: Page, data: np.ndarray) -> pa.Array:

@@ -20,7 +20,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonSchemaError, CarbonTableError
-from carbon_ds.format import compress
+from carbon_ds.format import compress, direct_dictionary
 from carbon_ds.format.decode import (
     NULL_BITSETS_KEY,
     Page,
@@ -33,6 +33,7 @@ from carbon_ds.format.decode import (
 from carbon_ds.format.dictionary import dictionary_path, is_global_dictionary, read_global_dictionary, table_root
 from carbon_ds.format.page_checks import STATS_CHECKED
 from carbon_ds.format.schema import ColumnNode, arrow_type, in_schema_order, nest
+from carbon_ds.format.stream import SYNC_MARKER
 from carbon_ds.format.structs import (
     BlockletInfo3,
     ColumnSchema,
@@ -73,6 +74,27 @@ def _parse_cached(kind, data: bytes, path: str, offset: int):
     return value
 
 
+def _refuse_old_footer(footer: bytes, path: str, at: int) -> None:
+    """Name the format of a CarbonData 1.0-1.2 file instead of failing on its footer.
+
+    V1/V2 files end in a ``FileFooter`` whose field 1 is the i32 ``version``; V3's ``FileFooter3`` starts
+    with the i64 ``num_rows`` (format/src/main/thrift/carbondata.thrift). In Thrift's compact protocol the
+    first field header is then 0x15 (field 1, i32) rather than 0x16 (field 1, i64)."""
+    if len(footer) < 2 or footer[0] != 0x15:
+        return
+    raw, shift = 0, 0
+    for b in footer[1:6]:
+        raw |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            break
+    version = (raw >> 1) ^ -(raw & 1)
+    raise CarbonFormatError(
+        f"CarbonData format V{version} file (FileFooter version {version}, written by CarbonData 1.0-1.2): "
+        "carbon-ds reads format V3 only (CarbonData 1.1+ by default); rewrite the segment with CarbonData 1.3 or "
+        "later (e.g. ALTER TABLE ... COMPACT 'MAJOR') to read it", path, at)
+
+
 class CarbonDataFile:
     """One ``.carbondata`` file: header and footer on open, column chunks on demand."""
 
@@ -83,6 +105,7 @@ class CarbonDataFile:
             inner = path
         self.path = str(path)
         self._storage = storage
+        self._timestamp_keys = direct_dictionary.current()  # fixed for the file's life, as Java's are per JVM
         self._inner = inner
         # global dictionaries are table-wide and read whole: load each once per file object
         self._global_dicts: dict[tuple[str, str], pa.Array] = {}
@@ -118,6 +141,9 @@ class CarbonDataFile:
             raise CarbonFormatError(f"file of {self.size} bytes is too short for CarbonData V3", self.path, 0)
         (footer_at,) = struct.unpack(">q", self._read(self.size - 8, 8))
         if not 0 < footer_at < self.size - 8:
+            if SYNC_MARKER in self._read(0, min(self.size, 4096)):
+                raise CarbonFormatError("a ROW_V1 stream file (CarbonData Streaming segment): it has no footer and "
+                                        "is read through its table", self.path, 0)
             # the last 8 bytes of a whole file give where its footer starts: anything else means they are not
             # the end the writer wrote, the usual cause being a copy or upload cut short
             raise CarbonFormatError(
@@ -125,7 +151,9 @@ class CarbonDataFile:
                 f"(between 1 and {self.size - 9}), found {footer_at}; the file is {self.size} bytes",
                 self.path, self.size - 8)
         self._footer_at = footer_at
-        self.footer = _parse_cached(FileFooter3, self._read(footer_at, self.size - 8 - footer_at), self.path, footer_at)
+        tail = self._read(footer_at, self.size - 8 - footer_at)
+        _refuse_old_footer(tail, self.path, footer_at)
+        self.footer = _parse_cached(FileFooter3, tail, self.path, footer_at)
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
         self._exact_nulls = (self.footer.extra_info or {}).get(NULL_BITSETS_KEY) == "exact"
         starts = [o for b in self._blocklets for o in (b.column_data_chunks_offsets or [])]
@@ -309,7 +337,7 @@ class CarbonDataFile:
             remaining -= rows
             pages.append(
                 Page(col, dc2, buf[lo : lo + plen], int(rows), self.path, start + lo, exact_nulls=self._exact_nulls,
-                     check_stats=check)
+                     check_stats=check, timestamp_keys=self._timestamp_keys)
             )
         return chunk, pages
 

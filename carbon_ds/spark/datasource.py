@@ -35,6 +35,7 @@ from pyspark.sql.types import StructType
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, and_, bind
 from carbon_ds.expressions.spark import from_spark_filter
+from carbon_ds.format import direct_dictionary
 from carbon_ds.fs import Storage
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.spark.messages import short_errors
@@ -180,6 +181,7 @@ class CarbonReader(DataSourceReader):
         # the columns every task reads files through: planning checks the planned version still has them
         self.table_columns = handle.columns if handle is not None else None
         self.positions = _positions(options)
+        self.timestamp_keys = direct_dictionary.TimestampKeys.from_options(options)  # a bad value fails here
         # True when the plan is made for one query only (carbon_ds.spark.direct): its tasks read the planned
         # snapshot as it is, whatever commits land meanwhile, instead of re-planning as a kept plan must
         self.pinned = False
@@ -297,6 +299,7 @@ class CarbonReader(DataSourceReader):
             # index row counts less deleted rows (CarbonTable.count): no data page is opened
             yield from _column_less(count_rows(self.path, None, self.segments))
             return
+        direct_dictionary.use(self.timestamp_keys)  # a Python worker runs one task at a time
         storage, table_path = Storage.for_path(self.path)
         planned, deletes = self._task_plan(partition)
         columns = self.table_columns

@@ -16,6 +16,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from carbon_ds.format.hive import DEFAULT_PARTITION as HIVE_DEFAULT_PARTITION
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta.column_map import default_scalar, external_names
+from carbon_ds.table.meta.data_files import STREAM_FORMAT
 from carbon_ds.table.meta.handle import TableHandle
 
 _SPARK_OPTIONS = {
@@ -76,10 +77,12 @@ def read(spark: Any, path: str, table: TableHandle, names: list[str] | None, fil
     target = pa.schema([schema.field(n) for n in names]) if names is not None else schema
     # the filter may name columns outside the projection: read those too, select at the end
     files = table.files(segments)
-    carbon_ids = list(dict.fromkeys(f.segment_id for f in files if f.external is None))
+    # stream segments' row files have no Spark reader: the carbondata source reads them with the rest
+    ours = [f for f in files if f.external is None or f.external.format == STREAM_FORMAT]
+    carbon_ids = list(dict.fromkeys(f.segment_id for f in ours))
     groups: dict[tuple, list[str]] = {}
     for f in files:
-        if f.external is not None:
+        if f.external is not None and f.external.format != STREAM_FORMAT:
             groups.setdefault((f.external.format, f.external), []).append(table.storage.uri(f.path))
     frames = [_external_frame(spark, fmt, paths, ref, schema, table.columns) for (fmt, ref), paths in groups.items()]
     if carbon_ids or not frames:

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from carbon_ds.errors import CarbonMissingFileError, CarbonTableError
+from carbon_ds.format.index import parse_index
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT, INDEX_EXT, is_data_file, owned_by_index
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.tablestatus import STREAMING, STREAMING_FINISH, LoadDetail
+
+STREAM_FORMAT = "row_v1"  # carbon_ds.readers.external.row_v1
 
 if TYPE_CHECKING:
     from carbon_ds.table.meta.handle import DataFile, TableHandle
@@ -37,8 +40,39 @@ def _data_files_in_folder(
     return owned
 
 
+def is_stream(detail: LoadDetail) -> bool:
+    """A Streaming / Streaming Finish segment: CarbonData's queries read its row-format files."""
+    return detail.status in (STREAMING, STREAMING_FINISH) and (detail.visibility or "true").lower() != "false"
+
+
+def _stream_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFile]) -> list[DataFile]:
+    """The row-format files of a stream segment, each bounded by the size its stream index records
+    (StreamSegment.updateIndexFile; CarbonData's readers stop there too)."""
+    storage = table.storage
+    folder = segfiles.segment_dir(table.path, detail.name)
+    if not storage.is_dir(folder):
+        return []
+    listing = storage.list(folder)
+    committed: dict[str, int] = {}
+    for f in listing:
+        if f.path.endswith(INDEX_EXT):
+            _header, entries = parse_index(storage.read_bytes(f.path), storage.uri(f.path))
+            committed.update({e.file_name: int(e.file_size) for e in entries if e.file_size is not None})
+    out = []
+    for f in sorted(listing, key=lambda f: f.path):
+        if not f.path.endswith(DATA_EXT):
+            continue
+        size = committed.get(basename(f.path), f.size if not committed else 0)
+        if size:
+            ref = ExternalRef(STREAM_FORMAT, (), (("length", str(size)),))
+            out.append(data_file(f.path, size, detail.name, STREAM_FORMAT, ref))
+    return out
+
+
 def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFile]) -> list[DataFile]:
     """The data files of one segment, as ``data_file`` values (path, size, segment, format, external ref)."""
+    if is_stream(detail):
+        return _stream_files(table, detail, data_file)
     storage = table.storage
     fmt = (detail.file_format or COLUMNAR).lower()
     found: list[tuple[str, int]] = []

@@ -19,14 +19,16 @@ from carbon_ds.format.hive import check_partition_columns
 from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
 from carbon_ds.fs import Storage, dirname, resolve
 from carbon_ds.readers.external.base import ExternalRef
-from carbon_ds.table.meta import deltas, schema_file, tablestatus
-from carbon_ds.table.meta.data_files import segment_files
+from carbon_ds.table.meta import deltas, guards, schema_file, tablestatus, validity
+from carbon_ds.table.meta.data_files import is_stream, segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
 from carbon_ds.table.meta.partition_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
 from carbon_ds.table.meta.properties import check_names
 from carbon_ds.table.meta.status_edit import StatusEdit
 from carbon_ds.table.meta.tablestatus import LoadDetail
+
+STATUS_VERSION_PROPERTY = "latestversion"  # CarbonTable.getTableStatusVersion
 
 
 @dataclass(frozen=True)
@@ -125,8 +127,37 @@ class TableHandle:
         return self.schema_path_of(self.path)
 
     @property
+    def status_version(self) -> str:
+        """Table property ``latestversion`` (CarbonData 2.3.1+ with carbon.enable.multi.version.table.status):
+        the live segment list is ``Metadata/tablestatus_<version>`` (CarbonTablePath.getTableStatusFilePath)."""
+        return (self.properties.get(STATUS_VERSION_PROPERTY) or "").strip()
+
+    @property
     def tablestatus_path(self) -> str:
-        return Storage.join(self.path, "Metadata", "tablestatus")
+        version = self.status_version
+        return Storage.join(self.path, "Metadata", f"tablestatus_{version}" if version else "tablestatus")
+
+    def check_writable(self, operation: str, data: bool = False) -> None:
+        """Refuse a change of a table whose segment list is versioned: CarbonData commits there by writing a new
+        ``tablestatus_<version>`` and pointing ``latestversion`` in the schema at it, which carbon-ds does not
+        do, and an in-place edit would be missed by CarbonData sessions that cached the version. With ``data``
+        (the change writes data files: load, UPDATE, compaction, ADD SEGMENT) also refuse tables with a feature
+        carbon-ds cannot keep (meta.guards: indexes, MV, buckets, global sort, spatial index, global or
+        direct-dictionary timestamp columns)."""
+        version = self.status_version
+        if version:
+            raise CarbonTableError(
+                f"{operation} refused on {self.uri}: table property {STATUS_VERSION_PROPERTY}={version!r} "
+                f"(CarbonData's versioned table status, Metadata/tablestatus_{version}) is read but not written "
+                "by carbon-ds; make the change with CarbonData, or set carbon.enable.multi.version.table.status="
+                "false there and rewrite the table's status before writing with carbon-ds"
+            )
+        blockers = guards.write_blockers(self.info) if data else []
+        if blockers:
+            raise CarbonTableError(
+                f"{operation} refused on {self.uri}: " + "; ".join(blockers)
+                + ". Make this change with Apache CarbonData, or drop the feature there first"
+            )
 
     @property
     def uri(self) -> str:
@@ -135,6 +166,7 @@ class TableHandle:
 
     def lock(self, **kwargs) -> TableLock:
         """The tablestatus lock (``with table.lock(): ...`` around a read-modify-write of tablestatus)."""
+        self.check_writable("a change of the segment list")
         return TableLock(self.storage, self.path, **kwargs)
 
     def edit_status(self, operation: str, **lock_options) -> StatusEdit:
@@ -145,6 +177,7 @@ class TableHandle:
     def update_lock(self, operation: str, timeout: float = 0.0, pid_bound: bool = True) -> TableLock:
         """The held update lock (UPDATE, DELETE and overwrites never run at once); see meta.locks.update_lock.
         ``pid_bound=False`` for a lock another process releases (it then waits for its lease to expire)."""
+        self.check_writable(operation)
         return update_lock(self.storage, self.path, operation, timeout, pid_bound)
 
     # ------------------------------------------------------------------ construction
@@ -315,7 +348,7 @@ class TableHandle:
     def selected(self, segment_ids: str | list | None, details: list[LoadDetail] | None = None) -> list[LoadDetail]:
         """The readable segments, or the chosen ones (``"0,2"``; an unreadable or unknown id is an error)."""
         details = self.load_details() if details is None else details
-        readable = [d for d in details if d.readable]
+        readable = [d for d in details if d.readable or is_stream(d)]
         wanted = parse_segment_ids(segment_ids)
         if wanted is None:
             return readable
@@ -333,8 +366,16 @@ class TableHandle:
         tablestatus version read by the caller) or of the tablestatus read now."""
         details = self.load_details() if details is None else details
         out: list[DataFile] = []
-        for detail in self.selected(segments, details):
-            out.extend(segment_files(self, detail, DataFile))
+        updated = deltas.committed_status_name(details) is not None  # Java checks names only then
+        seen: set[str] = set()
+        for detail in map(validity.as_read, self.selected(segments, details)):
+            if detail.name in seen:
+                continue
+            seen.add(detail.name)
+            files = segment_files(self, detail, DataFile)
+            if updated:
+                files = [f for f in files if not validity.stale_by_name(self.path, detail, f.path)]
+            out.extend(files)
         deletes = self.deletes(details)
         if deletes is not None:  # a block whose every row is deleted is marked, not rewritten: skip it
             out = [f for f in out if not deletes.is_marked(f.path, f.segment_id)]
@@ -355,6 +396,13 @@ class TableHandle:
         Raises:
             CarbonTableError: naming the foreign segments and what to do.
         """
+        stream = [d.name for d in self.load_details() if is_stream(d)]
+        if stream:
+            raise CarbonTableError(
+                f"{operation} is not allowed on table {self.uri}: segments {', '.join(stream)} are streaming "
+                "segments (row format), which CarbonData does not update either; finish and hand them off in "
+                "CarbonData (ALTER TABLE ... FINISH STREAMING, ALTER TABLE ... COMPACT 'STREAMING') first"
+            )
         foreign = self.external_segments()
         if foreign:
             listed = ", ".join(f"{d.name} ({(d.file_format or '').lower()}, {d.path})" for d in foreign)

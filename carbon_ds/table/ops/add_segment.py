@@ -389,6 +389,7 @@ def add_segment(table: TableHandle, path: str, format: str | None = "carbondata"
 
 
 def _commit(table: TableHandle, report: ValidationReport, fmt: str, given: dict[str, str]) -> list[str]:
+    table.check_writable("ADD SEGMENT", data=True)
     start = ts.now_ms()
     storage = table.storage
     seg_options = {k: v for k, v in given.items()}

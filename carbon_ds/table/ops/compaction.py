@@ -142,6 +142,7 @@ def plan_tasks(table: TableHandle, reservation: Reservation, files: list[DataFil
 
 
 def _merge_group(table: TableHandle, group: list[LoadDetail], kind: str, runner: Runner) -> Merged:
+    table.check_writable("compaction", data=True)
     start = ts.now_ms()
     ids = [e.name for e in group]
     with table.edit_status("COMPACTION (reserve)") as edit:

@@ -82,6 +82,7 @@ def reserve(table: TableHandle, overwrite: bool = False, partition: dict | None 
     Raises:
         CarbonTableError: a partition spec or dynamic overwrite for an unpartitioned table.
     """
+    table.check_writable("a load", data=True)
     pcols = table.partition_columns
     spec: tuple = ()
     if partition:
