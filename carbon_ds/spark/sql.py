@@ -421,44 +421,54 @@ def _statement(spark: Any, text: str):
         # queries and INSERT ... SELECT read only the columns and rows they need (docs/sql.md)
         return run_query(spark, text)
     _registered(spark)
-    if isinstance(stmt, CreateTable):
-        return _create(spark, stmt)
-    if isinstance(stmt, DropTable):
-        out = _drop(spark, stmt)
-        return spark.sql(text) if out is None else out
-    if isinstance(stmt, AddSegment):
-        return _add_segment(spark, stmt)
-    if isinstance(stmt, ShowSegments):
-        return _show(spark, stmt)
-    if isinstance(stmt, DeleteSegments):
-        return _delete(spark, stmt)
-    if isinstance(stmt, CleanFiles):
-        return _clean(spark, stmt)
-    if isinstance(stmt, ShowPartitions):
-        return _show_partitions(spark, stmt)
-    if isinstance(stmt, AlterPartition):
-        return _alter_partition(spark, stmt)
-    if isinstance(stmt, AlterSchema):
-        return _alter_schema(spark, stmt, text)
-    if isinstance(stmt, Compact):
-        return _compact(spark, stmt)
-    if isinstance(stmt, AlterCarbonPartition):
-        return _alter_carbon_partition(spark, stmt)
-    if isinstance(stmt, Unsupported):
-        if catalog.lookup(spark, stmt.table) is None:
-            return spark.sql(text)  # not a carbondata table: Spark's statement
-        raise CarbonOptionError(
-            f"ALTER TABLE ... {stmt.what} is a CarbonData statement carbon-ds does not support yet "
-            f"(table {stmt.table}); supported: CREATE/DROP TABLE, INSERT, DELETE, UPDATE, ADD SEGMENT, "
-            "SHOW SEGMENTS, DELETE FROM TABLE ... WHERE SEGMENT, CLEAN FILES, SHOW/ADD/DROP PARTITION, "
-            "ADD/DROP COLUMNS, CHANGE, SET/UNSET TBLPROPERTIES, COMPACT, SPLIT PARTITION")
+    handler = _HANDLERS.get(type(stmt))
+    if handler is None:
+        raise AssertionError(f"unhandled statement {stmt!r}")  # pragma: no cover
+    return handler(spark, stmt, text)
 
-    if isinstance(stmt, (DeleteRows, UpdateRows)):
-        # the WHERE (and SET) are Spark's: any Spark SQL predicate; the deltas are written here (docs/dml.md)
-        n = run_row_dml(spark, CarbonTable.open(catalog.ensure(spark, stmt.table).path), stmt)
-        return spark.createDataFrame([(n,)], "num_affected_rows long")
-    if isinstance(stmt, Insert):
-        out = _insert(spark, stmt, text)
-        return run_query(spark, text) if out is None else out
-    raise AssertionError(f"unhandled statement {stmt!r}")  # pragma: no cover
+
+def _drop_statement(spark: Any, stmt: DropTable, text: str):
+    out = _drop(spark, stmt)
+    return spark.sql(text) if out is None else out
+
+
+def _unsupported(spark: Any, stmt: Unsupported, text: str):
+    if catalog.lookup(spark, stmt.table) is None:
+        return spark.sql(text)  # not a carbondata table: Spark's statement
+    raise CarbonOptionError(
+        f"ALTER TABLE ... {stmt.what} is a CarbonData statement carbon-ds does not support yet "
+        f"(table {stmt.table}); supported: CREATE/DROP TABLE, INSERT, DELETE, UPDATE, ADD SEGMENT, "
+        "SHOW SEGMENTS, DELETE FROM TABLE ... WHERE SEGMENT, CLEAN FILES, SHOW/ADD/DROP PARTITION, "
+        "ADD/DROP COLUMNS, CHANGE, SET/UNSET TBLPROPERTIES, COMPACT, SPLIT PARTITION")
+
+
+def _row_dml(spark: Any, stmt: DeleteRows | UpdateRows, text: str):
+    # the WHERE (and SET) are Spark's: any Spark SQL predicate; the deltas are written here (docs/dml.md)
+    n = run_row_dml(spark, CarbonTable.open(catalog.ensure(spark, stmt.table).path), stmt)
+    return spark.createDataFrame([(n,)], "num_affected_rows long")
+
+
+def _insert_statement(spark: Any, stmt: Insert, text: str):
+    out = _insert(spark, stmt, text)
+    return run_query(spark, text) if out is None else out
+
+
+# Every statement carbon-ds runs itself: its parsed type -> handler(spark, statement, text)
+_HANDLERS: dict[type, Any] = {
+    CreateTable: lambda spark, stmt, _text: _create(spark, stmt),
+    DropTable: _drop_statement,
+    AddSegment: lambda spark, stmt, _text: _add_segment(spark, stmt),
+    ShowSegments: lambda spark, stmt, _text: _show(spark, stmt),
+    DeleteSegments: lambda spark, stmt, _text: _delete(spark, stmt),
+    CleanFiles: lambda spark, stmt, _text: _clean(spark, stmt),
+    ShowPartitions: lambda spark, stmt, _text: _show_partitions(spark, stmt),
+    AlterPartition: lambda spark, stmt, _text: _alter_partition(spark, stmt),
+    AlterSchema: _alter_schema,
+    Compact: lambda spark, stmt, _text: _compact(spark, stmt),
+    AlterCarbonPartition: lambda spark, stmt, _text: _alter_carbon_partition(spark, stmt),
+    Unsupported: _unsupported,
+    DeleteRows: _row_dml,
+    UpdateRows: _row_dml,
+    Insert: _insert_statement,
+}
 
