@@ -10,7 +10,6 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.expressions import bind, filter_table, parse
 from carbon_ds.format import direct_dictionary
 from carbon_ds.fs import resolve
 from carbon_ds.progress import row_progress
@@ -25,11 +24,6 @@ from carbon_ds.table.write.prepare import prepare_table
 MODES = ("append", "overwrite")
 
 
-def apply_filter(data: pa.Table, filter: str | None, columns: list[str] | None) -> pa.Table:
-    """Keep the rows where the SQL predicate ``filter`` is true, then project ``columns``."""
-    if filter is not None and filter.strip():
-        data = filter_table(data, bind(parse(filter), data.schema))
-    return data.select(columns) if columns is not None else data
 
 
 def read_table(

@@ -408,8 +408,6 @@ def _local() -> Storage:
     return Storage(pafs.LocalFileSystem(), "file")
 
 
-def storage_for(path: str | os.PathLike) -> tuple[Storage, str]:
-    return Storage.for_path(path)
 
 
 # ------------------------------------------------------------------ storage_options / filesystem

@@ -63,13 +63,6 @@ def index_bytes(header: IndexHeader, entries: list[BlockIndex]) -> bytes:
     return header.to_bytes() + b"".join(e.to_bytes() for e in entries)
 
 
-def write_index(path: str, header: IndexHeader, entries: list[BlockIndex], storage: Storage | None = None) -> bytes:
-    """Write a ``.carbonindex``; returns the bytes written."""
-    if storage is None:
-        storage, path = Storage.for_path(path)
-    data = index_bytes(header, entries)
-    storage.write_bytes(path, data)
-    return data
 
 
 def merge_index_bytes(files: list[tuple[str, bytes]]) -> bytes:

@@ -28,7 +28,6 @@ NULL_DATE_KEY = 1
 EPOCH = dt.date(1970, 1, 1)
 
 _XOR_WIDTH = {DataType.SHORT: 2, DataType.INT: 4, DataType.LONG: 8, DataType.TIMESTAMP: 8}
-_STRINGS = (DataType.STRING, DataType.VARCHAR, DataType.BINARY)
 
 
 def date_key(days: int) -> int:
@@ -123,6 +122,3 @@ def value_from_bytes(data_type: DataType, is_dimension: bool, b: bytes, scale: i
         return struct.unpack(">b", b[:1])[0]
     raise ValueError(f"no statistic decoding for {data_type!r}")
 
-
-def is_string_type(data_type: DataType) -> bool:
-    return data_type in _STRINGS

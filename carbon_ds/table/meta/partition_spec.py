@@ -169,8 +169,6 @@ def parse_value(text: str, typ: pa.DataType, props: dict[str, str], where: str):
 
 
 # ------------------------------------------------------------------ Java hash codes, vectorised
-def _int32(a: np.ndarray) -> np.ndarray:
-    return a.astype(np.int64).astype(np.uint32).astype(np.int32) if a.dtype != np.int32 else a
 
 
 def _long_hash(v: np.ndarray) -> np.ndarray:

@@ -276,9 +276,3 @@ def split(data: pa.Table, partition_columns: list[str], schema: pa.Schema) -> li
     out.sort(key=lambda x: x[0])
     return out
 
-
-def group_batches(batches: Iterable[pa.RecordBatch | pa.Table], partition_columns: list[str],
-                  schema: pa.Schema) -> Iterable[tuple[list[str], pa.Table]]:
-    for b in batches:
-        t = pa.Table.from_batches([b]) if isinstance(b, pa.RecordBatch) else b
-        yield from split(t, partition_columns, schema)
