@@ -12,7 +12,7 @@ import pyarrow.fs as pafs
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import bind, filter_table, parse
 from carbon_ds.fs import resolve
-from carbon_ds.progress import row_progress
+from carbon_ds.progress import rows_written
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
 from carbon_ds.table.ops.loads import start_load
@@ -139,5 +139,7 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", schema
     overwrite = mode == "overwrite"
     with start_load(table, load, overwrite=overwrite, partition=load.partition,
                     dynamic=overwrite and load.partition_overwrite_mode == "dynamic") as job:
-        job.write(row_progress(batches, f"writing {os.fspath(path)}"))
+        total = data.num_rows if isinstance(data, pa.Table | pa.RecordBatch) else None
+        with rows_written(f"writing {os.fspath(path)}", total):
+            job.write(batches)
     return job.segment_id
