@@ -86,9 +86,11 @@ def scan(
     return Scan(resolve(path, storage_options, filesystem), columns, filter, segments, limit, batch_size, use_threads)
 
 
-def explain(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None) -> dict:
-    """Segments, files, blocklets, pages and rows a filtered read would read and skip (reads no data page)."""
-    return pruned.explain(path, filter, segments)
+def explain(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None, *,
+            storage_options: dict[str, Any] | None = None, filesystem: pafs.FileSystem | None = None) -> dict:
+    """Segments, files, blocklets, pages and rows a filtered read would read and skip (reads no data page);
+    ``storage_options`` / ``filesystem`` as for :func:`read_table`."""
+    return pruned.explain(resolve(path, storage_options, filesystem), filter, segments)
 
 
 def _as_reader(data: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch | pa.Table]]:

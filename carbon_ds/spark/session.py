@@ -13,8 +13,15 @@ import pyspark
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.fs import resolve
 from carbon_ds.spark import native_read
-from carbon_ds.spark.datasource import PUSHDOWN_CONF, CarbonDataSource, CarbonPushdownDataSource, pushdown_is_safe
+from carbon_ds.spark.datasource import (
+    PUSHDOWN_CONF,
+    STORAGE_PREFIX,
+    CarbonDataSource,
+    CarbonPushdownDataSource,
+    pushdown_is_safe,
+)
 from carbon_ds.spark.local import local_frame
 from carbon_ds.spark.workers import check_workers
 from carbon_ds.table.meta.handle import resolve_columns
@@ -76,7 +83,8 @@ def _active(spark: Any) -> Iterator[None]:
 
 
 def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, filter: str | None = None,
-         segments: str | list | None = None, native: bool | None = None) -> Any:
+         segments: str | list | None = None, native: bool | None = None,
+         storage_options: dict[str, Any] | None = None) -> Any:
     """A Spark DataFrame of ``columns`` of the table at ``path``, holding only rows where ``filter`` is TRUE.
 
     The projection becomes the relation's schema and the filter its ``filter`` option, so Spark's Python
@@ -89,8 +97,10 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
         filter: a SQL predicate (see docs/pruning.md); it prunes and filters exactly.
         segments: read only these segments ("0,2").
         native: read external (Parquet/ORC/CSV/JSON) segments with Spark's own readers.
+        storage_options: the store's settings (as for carbon_ds.read_table); they reach Spark's Python
+            workers as the options ``storage.<name>``.
     """
-    text = os.fspath(path)
+    text = resolve(os.fspath(path), storage_options)
     source = open_source(text, segments)
     names = resolve_columns(source.schema, columns, source.uri)
     if filter is not None and not isinstance(filter, str):
@@ -117,4 +127,6 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
         reader = reader.option("filter", filter)
     if segment_text is not None:
         reader = reader.option("segments", segment_text)
+    for key, value in (storage_options or {}).items():
+        reader = reader.option(STORAGE_PREFIX + key, str(value))
     return reader.load(text)
