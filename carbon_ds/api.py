@@ -12,7 +12,7 @@ import pyarrow.fs as pafs
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.format import direct_dictionary
 from carbon_ds.fs import resolve
-from carbon_ds.progress import row_progress
+from carbon_ds.progress import rows_written
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
 from carbon_ds.table.ops.loads import start_load
@@ -92,9 +92,11 @@ def set_timestamp_keys(granularity: str = "SECOND", cutoff: str | int | None = N
         {direct_dictionary.GRANULARITY_OPTION: granularity, direct_dictionary.CUTOFF_OPTION: cutoff}))
 
 
-def explain(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None) -> dict:
-    """Segments, files, blocklets, pages and rows a filtered read would read and skip (reads no data page)."""
-    return pruned.explain(path, filter, segments)
+def explain(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None, *,
+            storage_options: dict[str, Any] | None = None, filesystem: pafs.FileSystem | None = None) -> dict:
+    """Segments, files, blocklets, pages and rows a filtered read would read and skip (reads no data page);
+    ``storage_options`` / ``filesystem`` as for :func:`read_table`."""
+    return pruned.explain(resolve(path, storage_options, filesystem), filter, segments)
 
 
 def _as_reader(data: Any) -> tuple[pa.Schema, Iterable[pa.RecordBatch | pa.Table]]:
@@ -145,5 +147,7 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", schema
     overwrite = mode == "overwrite"
     with start_load(table, load, overwrite=overwrite, partition=load.partition,
                     dynamic=overwrite and load.partition_overwrite_mode == "dynamic") as job:
-        job.write(row_progress(batches, f"writing {os.fspath(path)}"))
+        total = data.num_rows if isinstance(data, pa.Table | pa.RecordBatch) else None
+        with rows_written(f"writing {os.fspath(path)}", total):
+            job.write(batches)
     return job.segment_id

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import TypeVar
 
 from tqdm.auto import tqdm
@@ -15,6 +17,10 @@ from tqdm.auto import tqdm
 T = TypeVar("T")
 
 enabled: bool | None = None  # None: on a terminal only
+
+# the bar of the write running in this context: the writers' inner loop advances it page by page, so one
+# large batch moves the bar too (a bar counting batches would jump once, at the end)
+_rows_bar: ContextVar[tqdm | None] = ContextVar("carbon_ds_rows_bar", default=None)
 
 
 def _disable() -> bool | None:
@@ -45,3 +51,23 @@ def row_progress(batches: Iterable[T], desc: str) -> Iterator[T]:
         for b in batches:
             yield b
             bar.update(getattr(b, "num_rows", 0))
+
+
+@contextmanager
+def rows_written(desc: str, total: int | None = None) -> Iterator[None]:
+    """A bar counting the rows the writers encode inside the block (``advance``); ``total``: rows expected."""
+    disable = _disable()
+    with tqdm(desc=desc, total=total, unit=" rows", unit_scale=True, disable=disable, leave=False,
+              dynamic_ncols=True) as bar:
+        token = _rows_bar.set(None if bar.disable else bar)
+        try:
+            yield
+        finally:
+            _rows_bar.reset(token)
+
+
+def advance(rows: int) -> None:
+    """``rows`` more rows written, on the bar of the enclosing ``rows_written`` (if any)."""
+    bar = _rows_bar.get()
+    if bar is not None:
+        bar.update(rows)

@@ -34,10 +34,10 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo ">> installing carbon-ds and its dependencies into .venv (first run takes a minute or two)"
     log=.venv/install.log
     # the build backend is chatty about editable installs: keep its output for when something fails
-    # compat mode puts the project folder itself on sys.path (a plain .pth entry): Spark's Python workers
-    # find the top-level pyspark_carbondata module by scanning sys.path, which an import hook would hide
+    # (a plain editable install puts the project folder on sys.path, where Spark finds pyspark_carbondata:
+    # see [tool.setuptools] in pyproject.toml)
     if ! { .venv/bin/python -m pip install --upgrade pip &&
-           .venv/bin/python -m pip install -e ".[spark,test]" --config-settings editable_mode=compat; } >"$log" 2>&1; then
+           .venv/bin/python -m pip install -e ".[spark,test]"; } >"$log" 2>&1; then
         tail -n 40 "$log" >&2
         echo "installing carbon-ds failed; the full log is $root/$log" >&2
         exit 1

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import os
 import shutil
+import socket
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -58,3 +61,37 @@ def spark(tmp_path_factory):
     assert pyspark.__version__
     yield session
     session.stop()
+
+
+AWS_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
+            "AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")
+
+
+@pytest.fixture(scope="session")
+def moto_s3():
+    """A local S3 API (moto's server on 127.0.0.1) holding the bucket ``opts``: its http:// endpoint. It
+    accepts any credentials; nothing reaches it unless a test gives that endpoint."""
+    moto_server = shutil.which("moto_server", path=os.path.dirname(sys.executable))
+    if moto_server is None:
+        pytest.skip("moto[server] not installed")
+    import pyarrow.fs as pafs
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    env = {k: v for k, v in os.environ.items() if k not in AWS_VARS}
+    proc = subprocess.Popen([moto_server, "-H", "127.0.0.1", "-p", str(port)], env=env,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        admin = pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{port}", scheme="http", access_key="k",
+                                  secret_key="s", region="us-east-1", allow_bucket_creation=True)
+        for _ in range(50):
+            try:
+                admin.create_dir("opts")
+                break
+            except OSError:
+                time.sleep(0.2)
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        proc.terminate()
+        proc.wait(timeout=30)

@@ -19,8 +19,6 @@ A failure is reported at the block's line in the document.
 from __future__ import annotations
 
 import ast
-import datetime as dt
-import json
 import re
 import textwrap
 from dataclasses import dataclass, field
@@ -122,20 +120,8 @@ def _table(folder: Path, segments: int, seed: int) -> None:
         carbon_ds.write_table(_telemetry(ROWS, seed + i), str(folder), sort_columns="vin,ts")
 
 
-def _backdate_first_segment(folder: Path) -> None:
-    """Segment 0 loaded at 2021-11-29 16:00 local time, so ``delete_segments_before('2021-11-29 16:30:00')``
-    has a segment to mark (tablestatus is CarbonData's JSON; times are epoch milliseconds)."""
-    status = folder / "Metadata" / "tablestatus"
-    entries = json.loads(status.read_text())
-    start = int(dt.datetime(2021, 11, 29, 16, 0).timestamp() * 1000)  # naive = local, as CarbonData prints it
-    entries[0]["loadStartTime"] = str(start)
-    entries[0]["timestamp"] = str(start + 1000)
-    status.write_text(json.dumps(entries))
-
-
 def _warehouse_t(folder: Path) -> None:  # three segments, so that segments="0,2" and deleting "1","3" work
     _table(folder, 3, seed=10)
-    _backdate_first_segment(folder)
 
 
 def _sdk_output(folder: Path) -> None:  # a bare folder of .carbondata files, as the CarbonData SDK writes

@@ -36,7 +36,7 @@ from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, and_, bind
 from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.format import direct_dictionary
-from carbon_ds.fs import Storage
+from carbon_ds.fs import Storage, resolve
 from carbon_ds.readers.carbondata import CarbonDataFile
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.spark.snapshot import PlannedSnapshot, check_unchanged_since, in_task, query_started_ms, version_of
@@ -66,9 +66,30 @@ COUNT_BATCH_ROWS = 1 << 20  # rows per column-less batch of a rows-only read
 SPARK_BATCH_ROWS = 1 << 16
 PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
+# Options naming the store's settings (carbon_ds.fs.resolve's storage_options): storage.<name>
+STORAGE_PREFIX = "storage."
 # Read option: decimal columns delivered as their unscaled bigint (carbon_ds.spark.query declares them so
 # and rebuilds the decimals in the JVM, which is much cheaper than Spark converting Arrow decimals)
 UNSCALED_OPTION = "unscaled_decimals"
+
+
+def storage_options(options) -> dict[str, str] | None:
+    """The options ``storage.<name>`` (``storage.endpoint_url``, ``storage.access_key``, ...) as the
+    ``storage_options`` of carbon_ds.fs.resolve, or None when there are none."""
+    found = {k[len(STORAGE_PREFIX):].lower(): str(v) for k, v in options.items()
+             if k.lower().startswith(STORAGE_PREFIX) and v is not None}
+    return found or None
+
+
+def table_options(options) -> dict[str, str]:
+    """The options without ``storage.*`` (those are the file system's, not the table's or the read's)."""
+    return {k: v for k, v in options.items() if not k.lower().startswith(STORAGE_PREFIX)}
+
+
+def _resolved(path: str, settings: dict[str, str] | None) -> str:
+    """``path`` after handing the store's settings to the file-system layer of *this* process: Spark runs
+    the source's planning, tasks and commit in different Python workers, so each of them calls this."""
+    return resolve(path, settings) if settings else path
 
 
 def _path(options) -> str:
@@ -90,31 +111,34 @@ class CarbonDataSource(DataSource):
     @short_errors
     def __init__(self, options):
         super().__init__(options)
-        normalize(dict(options))  # unknown options fail here, before any work
+        normalize(table_options(options))  # unknown options fail here, before any work
+        self.storage = storage_options(options)
+        _resolved(_path(options), self.storage)  # a bad storage option fails here too
         # Spark pickles this object after schema() and unpickles it for reader(): the table opened there
         # (its schema file read once) travels along instead of being opened again
         self._handle: TableHandle | None = None
 
     def _table(self) -> TableHandle | None:
         if self._handle is None:
-            self._handle = open_table(_path(self.options))
+            self._handle = open_table(_resolved(_path(self.options), self.storage))
         return self._handle
 
     @short_errors
     def schema(self) -> StructType:
         handle = self._table()
-        schema = handle.schema if handle is not None else arrow_schema_of(_path(self.options))
+        schema = handle.schema if handle is not None else arrow_schema_of(_resolved(_path(self.options), self.storage))
         if _positions(self.options):
             schema = pa.schema([*schema, *POSITION_FIELDS])
         return from_arrow_schema(schema, prefer_timestamp_ntz=False)
 
     @short_errors
     def reader(self, schema: StructType) -> CarbonReader:
-        return CarbonReader(_path(self.options), schema, normalize(dict(self.options)), self._table())
+        return CarbonReader(_path(self.options), schema, normalize(table_options(self.options)), self.storage,
+                            self._table())
 
     @short_errors
     def writer(self, schema: StructType, overwrite: bool) -> CarbonArrowWriter:
-        return CarbonArrowWriter(_path(self.options), schema, overwrite, dict(self.options))
+        return CarbonArrowWriter(_path(self.options), schema, overwrite, table_options(self.options), self.storage)
 
 
 def _positions(options) -> bool:
@@ -129,7 +153,8 @@ class CarbonPushdownDataSource(CarbonDataSource):
 
     @short_errors
     def reader(self, schema: StructType) -> CarbonReader:
-        return CarbonPushdownReader(_path(self.options), schema, normalize(dict(self.options)), self._table())
+        return CarbonPushdownReader(_path(self.options), schema, normalize(table_options(self.options)),
+                                    self.storage, self._table())
 
 
 # ---------------------------------------------------------------------------------------------- reads
@@ -168,8 +193,10 @@ class CarbonReader(DataSourceReader):
     ``pushdown_is_safe``) can never carry another query's filter. Rows are filtered exactly here.
     """
 
-    def __init__(self, path: str, schema: StructType, options: dict[str, str], handle: TableHandle | None = None):
-        self.path = path
+    def __init__(self, path: str, schema: StructType, options: dict[str, str],
+                 storage: dict[str, str] | None = None, handle: TableHandle | None = None):
+        self.storage = storage  # the store's settings, applied again in every worker (see _resolved)
+        self.path = path = _resolved(path, storage)
         self.segments = options.get("segments")
         self.filter = options.get("filter") or None
         handle = handle if handle is not None else open_table(path)
@@ -257,6 +284,7 @@ class CarbonReader(DataSourceReader):
 
     @short_errors
     def partitions(self) -> list[InputPartition]:
+        _resolved(self.path, self.storage)
         if self._rows_only():
             return [CarbonCountPartition()]
         source, pieces, version, sizes = self._plan()
@@ -295,6 +323,7 @@ class CarbonReader(DataSourceReader):
 
     @short_errors
     def read(self, partition: CarbonPartition | CarbonCountPartition) -> Iterator[pa.RecordBatch]:
+        _resolved(self.path, self.storage)
         if isinstance(partition, CarbonCountPartition):
             # index row counts less deleted rows (CarbonTable.count): no data page is opened
             yield from _column_less(count_rows(self.path, None, self.segments))
@@ -338,8 +367,9 @@ class CarbonPushdownReader(CarbonReader):
     ever prune by min/max (never drop rows themselves).
     """
 
-    def __init__(self, path: str, schema: StructType, options: dict[str, str]):
-        super().__init__(path, schema, options)
+    def __init__(self, path: str, schema: StructType, options: dict[str, str],
+                 storage: dict[str, str] | None = None):
+        super().__init__(path, schema, options, storage)
         self.pushed = AlwaysTrue()
 
     @short_errors
@@ -441,7 +471,10 @@ class CarbonArrowWriter(DataSourceArrowWriter):
     """``writer()`` runs on the driver: the table is created if needed and the segment reserved there; the
     pickled writer carries the load (reservation and options) to every task and to commit/abort."""
 
-    def __init__(self, path: str, schema: StructType, overwrite: bool, options: dict[str, str]):
+    def __init__(self, path: str, schema: StructType, overwrite: bool, options: dict[str, str],
+                 storage: dict[str, str] | None = None):
+        self.storage = storage
+        path = _resolved(path, storage)
         incoming = to_arrow_schema(schema, timezone="UTC")
         table, load_options = prepare_table(path, incoming, options)
         self.table_path = path
@@ -455,6 +488,7 @@ class CarbonArrowWriter(DataSourceArrowWriter):
         self.load_options = load_options
 
     def _load(self):
+        _resolved(self.table_path, self.storage)  # tasks and commit run in other workers
         return resume_load(TableHandle.open(self.table_path), self.reservation, self.load_options)
 
     @short_errors

@@ -7,7 +7,8 @@ message at the very end. Two measures keep the message in front of the user:
   itself, so the traceback Spark ships is one frame long instead of the whole call chain;
 - ``surface`` (around ``carbon_ds.sql`` and ``carbon_ds.read``) finds a carbon-ds error inside a Spark
   error and raises it again as the same carbon-ds type, with our message as its first line and Spark's
-  error kept as the cause.
+  error kept as the cause; a Python worker that cannot import carbon-ds at all (``PYSPARK_PYTHON`` not the
+  Python carbon-ds is installed in) becomes one CarbonDependencyError line (``missing_in_workers``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 # "carbon_ds.errors.CarbonTableError: <message>" up to Spark's own trailer (SQLSTATE, JVM frames)
 _OURS = re.compile(r"carbon_ds\.errors\.(?P<kind>Carbon\w*Error): (?P<message>.*?)"
                    r"(?=\n\s*SQLSTATE:|\n\s*at |\n\s*JVM stacktrace:|\n\n|\Z)", re.DOTALL)
+_NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 
 
 def short_errors(fn: F) -> F:
@@ -62,6 +64,18 @@ def ours(exc: BaseException) -> CarbonError | None:
     return kind(found[-1].group("message").strip())
 
 
+def missing_in_workers(exc: BaseException) -> CarbonError | None:
+    """A Python worker that could not import carbon-ds (or what it needs) as one line, or None."""
+    text = str(exc)
+    found = _NO_MODULE.search(text)
+    if found is None or "carbon_ds" not in text and "pyspark_carbondata" not in text:
+        return None
+    return errors.CarbonDependencyError(
+        f"Spark's Python workers cannot import carbon-ds (No module named {found.group(1)!r}); expected them to "
+        "run the Python carbon-ds is installed in: set PYSPARK_PYTHON to it (on every worker) before creating "
+        "the SparkSession")
+
+
 @contextmanager
 def surface() -> Iterator[None]:
     """Raise a carbon-ds error that Spark wrapped as that error (Spark's error becomes its cause)."""
@@ -70,7 +84,7 @@ def surface() -> Iterator[None]:
     except CarbonError:
         raise
     except Exception as exc:
-        mine = ours(exc)
+        mine = ours(exc) or missing_in_workers(exc)
         if mine is None:
             raise
         raise mine from exc

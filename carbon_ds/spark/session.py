@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import pyarrow as pa
@@ -10,31 +13,78 @@ import pyspark
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.fs import resolve
 from carbon_ds.spark import native_read
-from carbon_ds.spark.datasource import PUSHDOWN_CONF, CarbonDataSource, CarbonPushdownDataSource, pushdown_is_safe
+from carbon_ds.spark.datasource import (
+    PUSHDOWN_CONF,
+    STORAGE_PREFIX,
+    CarbonDataSource,
+    CarbonPushdownDataSource,
+    pushdown_is_safe,
+)
 from carbon_ds.spark.local import local_frame
+from carbon_ds.spark.workers import check_workers
 from carbon_ds.table.meta.handle import resolve_columns
 from carbon_ds.table.read.pruning import as_expr
 from carbon_ds.table.read.scan import open_source
 
 
 def register(spark: Any) -> None:
-    """Register the ``carbondata`` data source in ``spark`` (a SparkSession).
+    """Register the ``carbondata`` data source in ``spark`` (a SparkSession); calling it again is a no-op.
+
+    Any session of a SparkContext may be registered, in any order (``spark.newSession()`` too): Spark
+    refuses a name that resolves through the JVM's *active* session, so the registration runs with
+    ``spark`` made active. On a local master the workers' Python is checked first (carbon_ds.spark.workers).
 
     Spark's pushed filters drive pruning only on a PySpark where that is safe (``pushdown_is_safe``: no
     release yet); there this also turns ``spark.sql.python.filterPushdown.enabled`` on, which such a reader
     needs. Everywhere else the registered reader does not implement pushFilters, so it works whatever that
     setting is, and the ``filter`` option is the way to prune.
     """
+    if spark in _registered:
+        return
+    check_workers(spark)
     if pushdown_is_safe(pyspark.__version__):
         spark.conf.set(PUSHDOWN_CONF, "true")
-        spark.dataSource.register(CarbonPushdownDataSource)
+        source: type = CarbonPushdownDataSource
     else:
-        spark.dataSource.register(CarbonDataSource)
+        source = CarbonDataSource
+    with _active(spark):
+        spark.dataSource.register(source)
+    _registered.add(spark)
+
+
+# sessions registered in this process (weak: a stopped session's entry goes with it)
+_registered: weakref.WeakSet = weakref.WeakSet()
+
+
+@contextmanager
+def _active(spark: Any) -> Iterator[None]:
+    """``spark`` as the JVM's active session for the block, the previous one restored after.
+
+    Spark's DataSourceRegistration refuses (DATA_SOURCE_ALREADY_EXISTS) a name that is unknown to the
+    registering session but that ``DataSource.lookupDataSource`` finds, and that lookup asks the *active*
+    session: the first session registered hides the name from every later one (``newSession()``).
+    """
+    jsession = getattr(spark, "_jsparkSession", None)
+    if jsession is None:  # Spark Connect: the server keeps its sessions apart
+        yield
+        return
+    owner = spark._jvm.org.apache.spark.sql.classic.SparkSession
+    before = owner.getActiveSession()
+    owner.setActiveSession(jsession)
+    try:
+        yield
+    finally:
+        if before.isDefined():
+            owner.setActiveSession(before.get())
+        else:
+            owner.clearActiveSession()
 
 
 def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, filter: str | None = None,
-         segments: str | list | None = None, native: bool | None = None) -> Any:
+         segments: str | list | None = None, native: bool | None = None,
+         storage_options: dict[str, Any] | None = None) -> Any:
     """A Spark DataFrame of ``columns`` of the table at ``path``, holding only rows where ``filter`` is TRUE.
 
     The projection becomes the relation's schema and the filter its ``filter`` option, so Spark's Python
@@ -47,8 +97,10 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
         filter: a SQL predicate (see docs/pruning.md); it prunes and filters exactly.
         segments: read only these segments ("0,2").
         native: read external (Parquet/ORC/CSV/JSON) segments with Spark's own readers.
+        storage_options: the store's settings (as for carbon_ds.read_table); they reach Spark's Python
+            workers as the options ``storage.<name>``.
     """
-    text = os.fspath(path)
+    text = resolve(os.fspath(path), storage_options)
     source = open_source(text, segments)
     names = resolve_columns(source.schema, columns, source.uri)
     if filter is not None and not isinstance(filter, str):
@@ -75,4 +127,6 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
         reader = reader.option("filter", filter)
     if segment_text is not None:
         reader = reader.option("segments", segment_text)
+    for key, value in (storage_options or {}).items():
+        reader = reader.option(STORAGE_PREFIX + key, str(value))
     return reader.load(text)

@@ -65,10 +65,7 @@ def _strings(spark: Any, columns: list[str], rows: list[tuple]):
 
 def _registered(spark: Any) -> None:
     # The views are `USING carbondata`: the data source must be known to this session first.
-    marker = "carbon_ds.registered"
-    if spark.conf.get(marker, None) != "true":
-        register(spark)
-        spark.conf.set(marker, "true")
+    register(spark)
 
 
 def _bool(value: str, key: str) -> bool:

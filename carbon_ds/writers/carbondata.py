@@ -38,6 +38,7 @@ from carbon_ds.format.structs import (
     SegmentInfo,
 )
 from carbon_ds.fs import Storage
+from carbon_ds.progress import advance
 from carbon_ds.writers.columns import ColumnEncoder
 
 FORMAT_VERSION = 3
@@ -217,6 +218,7 @@ class CarbonWriter:
         for enc, col in zip(self._encoders, page.columns, strict=True):
             enc.add(col.combine_chunks())
         self._blocklet_rows.append(page.num_rows)
+        advance(page.num_rows)
         if sum(e.nbytes for e in self._encoders) >= self.options.blocklet_size_mb * MB:
             self._flush_blocklet()
 

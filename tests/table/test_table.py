@@ -9,6 +9,7 @@ import pyarrow.compute as pc
 import pytest
 
 import carbon_ds.api as api
+from carbon_ds import progress
 from carbon_ds.errors import CarbonOptionError, CarbonSchemaError, CarbonTableError
 from carbon_ds.table import CarbonTable
 from carbon_ds.table.meta.options import parse_write
@@ -285,3 +286,21 @@ def test_repr_segment_times_and_explain_text_are_readable(tmp_path):
     report = api.explain(path, "id = 3")
     assert report["rows"]["total"] == 10 and str(report).splitlines()[0] == f"table: {path}"
     assert "blocklets  read" in str(report)
+
+
+def test_the_write_bar_moves_while_one_large_batch_is_written(tmp_path, monkeypatch):
+    """One Arrow table is one batch: the bar counts rows as the writer encodes its pages (32,000 rows each,
+    CarbonData's default page size), not once when the whole batch is done."""
+    seen: list[tuple[int, int | None]] = []
+
+    class Recording(progress.tqdm):
+        def update(self, n=1):
+            seen.append((n, self.total))
+            return super().update(n)
+
+    monkeypatch.setattr(progress, "tqdm", Recording)
+    monkeypatch.setenv("CARBON_DS_PROGRESS", "1")
+    rows = 100_000
+    api.write_table(pa.table({"id": pa.array(range(rows), pa.int64())}), tmp_path / "t")
+    assert [n for n, _t in seen] == [32_000, 32_000, 32_000, 4_000]
+    assert {t for _n, t in seen} == {rows}  # the bar knows the total: a percentage, not just a count

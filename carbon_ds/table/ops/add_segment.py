@@ -35,6 +35,7 @@ from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.naming import is_columnar
 from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.ops import add_segment_hints as hints
 
 _SPEC_ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([A-Za-z]+(?:\s*\(\s*\d+\s*(?:,\s*\d+\s*)?\))?)\s*$")
 
@@ -65,6 +66,7 @@ def _same_kind(a: pa.DataType, b: pa.DataType) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ the report
+SHOWN_FILES = 5  # failing files an error lists; the report (dry run) keeps them all
 @dataclass
 class FileCheck:
     path: str  # URI of the file
@@ -97,6 +99,7 @@ class ValidationReport:
     table_schema: pa.Schema
     segments: list[PlannedSegment] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # about the folder layout, not one file
+    causes: list[str] = field(default_factory=list)  # what most likely explains the failing files, said first
 
     @property
     def files(self) -> list[FileCheck]:
@@ -111,19 +114,25 @@ class ValidationReport:
         return not self.problems and not self.bad_files and bool(self.files)
 
     def message(self) -> str:
+        """The error text: the likely cause first (``causes``), then at most ``SHOWN_FILES`` failing files
+        (``dry_run=True`` / ``--dry-run`` lists every file)."""
         schema = ", ".join(f"{f.name}:{f.type}" for f in self.table_schema)
-        lines = [
-            f"Schema is not same. Table schema is : {schema}; {len(self.bad_files)} of {len(self.files)} "
+        bad = self.bad_files
+        lines = list(self.causes)
+        lines += [
+            f"Schema is not same. Table schema is : {schema}; {len(bad)} of {len(self.files)} "
             f"{self.format} file(s) under {self.path} do not match:"
-        ] if self.bad_files else [f"cannot add {self.path} ({self.format}) to {self.table}:"]
+        ] if bad else [f"cannot add {self.path} ({self.format}) to {self.table}:"]
         lines += [f"  {p}" for p in self.problems]
-        lines += [f"  {f.path}: {'; '.join(f.problems)}" for f in self.bad_files]
+        lines += [f"  {f.path}: {'; '.join(f.problems)}" for f in bad[:SHOWN_FILES]]
+        if len(bad) > SHOWN_FILES:
+            lines.append(f"  ... and {len(bad) - SHOWN_FILES} more file(s) (a dry run lists every file)")
         return "\n".join(lines)
 
     def __str__(self) -> str:
         head = (f"add segment {'ok' if self.ok else 'REFUSED'}: {self.path} ({self.format}) -> {self.table}, "
                 f"{len(self.segments)} segment(s), {len(self.files)} file(s)")
-        lines = [head] + [f"  problem: {p}" for p in self.problems]
+        lines = [head] + [f"  cause: {c}" for c in self.causes] + [f"  problem: {p}" for p in self.problems]
         for s in self.segments:
             part = ",".join(f"{k}={v}" for k, v in s.partitions)
             lines.append(f"  segment {'{' + part + '}' if part else ''} {s.folder}")
@@ -150,9 +159,12 @@ def find_data_files(storage: Storage, folder: str, fmt: str, seen: set[str] | No
     links is listed once (``seen``: real paths already taken, shared across a call's folders)."""
     seen = set() if seen is None else seen
     out = []
+    carbon_table = is_carbon_table(storage, folder)
     for f in storage.list(folder, recursive=True):
         parts = _rel_parts(f.path, folder)
         if any(_hidden(p) for p in parts):
+            continue
+        if carbon_table and parts[0] == "Metadata":  # schema, tablestatus, segment files: never data
             continue
         if fmt == "carbondata" and not f.path.endswith(".carbondata"):
             continue
@@ -162,6 +174,11 @@ def find_data_files(storage: Storage, folder: str, fmt: str, seen: set[str] | No
         seen.add(real)
         out.append((f.path, f.size))
     return out
+
+
+def is_carbon_table(storage: Storage, folder: str) -> bool:
+    """Whether ``folder`` is a CarbonData table's own folder (it holds ``Metadata/schema``)."""
+    return storage.exists(Storage.join(folder, "Metadata", "schema"))
 
 
 def check_outside(storage: Storage, root: str, table: TableHandle) -> None:
@@ -381,11 +398,24 @@ def add_segment(table: TableHandle, path: str, format: str | None = "carbondata"
         report.segments.append(PlannedSegment(folder, parts, checks))
     if not report.files:
         report.problems.append(f"no {fmt} data files found under {storage.uri(root)}")
+    _explain(report, storage, root, fmt, pcols)
     if dry_run:
         return report
     if not report.ok:
         raise CarbonSchemaError(report.message())
     return _commit(table, report, fmt, given)
+
+
+def _explain(report: ValidationReport, storage: Storage, root: str, fmt: str, pcols: list[str]) -> None:
+    """The likely cause of failing files, put before them (carbon_ds.table.ops.add_segment_hints)."""
+    bad = [(f.path, f.problems) for f in report.bad_files]
+    if not bad:
+        return
+    cause = hints.format_cause(bad, len(report.files), fmt, report.path, is_carbon_table(storage, root))
+    if cause is None and not pcols:
+        cause = hints.hive_cause(bad, report.path, report.table_schema)
+    if cause is not None:
+        report.causes.append(cause)
 
 
 def _commit(table: TableHandle, report: ValidationReport, fmt: str, given: dict[str, str]) -> list[str]:
