@@ -17,6 +17,7 @@ min/max of 0.0 and -0.0 returns whichever it meets first), Decimals compare by v
 from __future__ import annotations
 
 import datetime as dt
+import logging
 import math
 import time
 from collections import Counter
@@ -26,6 +27,7 @@ from decimal import Decimal
 import pyarrow.compute as pc
 from diff_queries import Query, evaluate, render
 from diff_tables import FLOAT, Table
+from pyspark.logger import PySparkLogger
 
 import carbon_ds
 
@@ -44,6 +46,13 @@ def carbon_names(tables: dict[str, Table]) -> dict[str, str]:
 
 def parquet_names(tables: dict[str, Table]) -> dict[str, str]:
     return {n: f"p_{n}" for n in tables}
+
+
+def quiet() -> None:
+    """PySpark logs every refused query with its whole Java stack; the raising queries refuse on purpose."""
+    # through PySpark's own class: these loggers are called with extra keywords
+    for name in ("SQLQueryContextLogger", "DataFrameQueryContextLogger"):
+        PySparkLogger.getLogger(name).setLevel(logging.CRITICAL)
 
 
 def create_views(spark, tables: dict[str, Table]) -> None:

@@ -39,6 +39,7 @@ def test_generated_queries_agree_on_every_route(spark, tables):
     report = diff_routes.Report()
     level = spark.sparkContext.getConf().get("spark.log.level", "ERROR")
     spark.sparkContext.setLogLevel("OFF")  # the raising queries would print Spark's task failures
+    diff_routes.quiet()
     try:
         for q in queries:
             diff_routes.run_query(spark, tables, q, report)
