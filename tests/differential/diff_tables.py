@@ -130,14 +130,16 @@ def _build_all(root: str, rng: random.Random, twins: str) -> Table:
 
 
 def _build_big(root: str, rng: random.Random, twins: str, per_segment: int) -> Table:
-    """Six appends sorted by tag: unfiltered reads pass the local relation's row cap, lookups do not."""
+    """Eight appends sorted by tag. Six small ones each bracket 'hit' with their tag min/max, only segments
+    1 and 4 hold it; two large ones hold tags above it. A lookup of 'hit' keeps the six small segments
+    (under the local relation's 100,000-row cap: a local relation), a full read keeps all (over it)."""
     path = os.path.join(root, "big_t")
-    parts = []
-    for seg in range(6):
-        n = per_segment
-        ids = pa.array(range(seg * n, (seg + 1) * n), pa.int64())
-        # segments 1 and 4 hold 'hit'; every segment's tag min/max brackets it
-        pool = ["aa", "ab", "zz", "zy"] + (["hit"] if seg in (1, 4) else [])
+    parts, start = [], 0
+    for seg in range(8):
+        n = per_segment // 4 if seg < 6 else int(per_segment * 2.5)
+        ids = pa.array(range(start, start + n), pa.int64())
+        start += n
+        pool = (["aa", "ab", "zz", "zy"] + (["hit"] if seg in (1, 4) else [])) if seg < 6 else ["zzz", "zzy"]
         tags = [pool[rng.randrange(len(pool))] for _ in range(n)]
         part = pa.table({"id": ids, "tag": pa.array(tags), "v": pa.array([rng.randint(0, 999) for _ in range(n)],
                                                                        pa.int32()),

@@ -35,7 +35,8 @@ def test_generated_queries_agree_on_every_route(spark, tables):
     print(f"differential check: seed {SEED}, {QUERIES} queries")
     queries = diff_queries.generate(tables, SEED, QUERIES)
     kinds = Counter(q.kind for q in queries)
-    assert set(kinds) == {k for k, _ in diff_queries.KINDS}, kinds
+    if QUERIES >= 100:  # a smaller sample may miss a rare kind
+        assert set(kinds) == {k for k, _ in diff_queries.KINDS}, kinds
     report = diff_routes.Report()
     level = spark.sparkContext.getConf().get("spark.log.level", "ERROR")
     spark.sparkContext.setLogLevel("OFF")  # the raising queries would print Spark's task failures
@@ -57,7 +58,7 @@ def test_tables_hold_what_the_generator_needs(tables):
     """The check is only as good as its tables: several segments, deletes and updates applied, an added
     Parquet segment, the edge values; and the twin holds exactly the rows carbon-ds reads back."""
     segments = {n: len(carbon_ds.CarbonTable.open(t.path).segments()) for n, t in tables.items()}
-    assert min(segments.values()) >= 3 and segments["big_t"] == 6, segments
+    assert min(segments.values()) >= 3 and segments["big_t"] == 8, segments
     a = tables["all_t"].rows
     assert "updated" in a["s"].to_pylist() and not any(10 <= (v or 0) <= 20 for v in a["i32"].to_pylist())
     d = a["d"].to_pylist()
@@ -72,11 +73,15 @@ def test_tables_hold_what_the_generator_needs(tables):
 
 
 def test_point_lookup_on_sort_column_across_appends(spark, tables):
-    """The issue's simplest form: 'hit' lives in segments 1 and 4 of big_t, every segment's min/max
-    brackets it; the lookup is small enough to be a local relation and must keep both segments' rows."""
+    """The issue's simplest form: 'hit' lives in segments 1 and 4 of big_t, six segments' min/max bracket
+    it; the lookup is small enough to be a local relation and must keep both segments' rows."""
     t = tables["big_t"]
     expected = sorted(r["id"] for r in t.rows.filter(pa.compute.equal(t.rows["tag"], "hit")).to_pylist())
-    assert expected and {i // 17_000 for i in expected} == {1, 4}
+    assert expected and {i // (17_000 // 4) for i in expected} == {1, 4}
+    plan = carbon_ds.sql(spark, "SELECT id FROM c_big_t WHERE tag = 'hit'")._jdf.queryExecution().optimizedPlan()
+    assert "LocalRelation" in plan.toString()  # the route under test: the driver-side read
+    full = carbon_ds.sql(spark, "SELECT id FROM c_big_t")._jdf.queryExecution().optimizedPlan()
+    assert "LocalRelation" not in full.toString()  # over the row cap: the generator meets both kinds
     got = sorted(r.id for r in carbon_ds.sql(spark, "SELECT id FROM c_big_t WHERE tag = 'hit'").collect())
     assert got == expected
     got = sorted(r.id for r in carbon_ds.read(spark, t.path, ["id"], filter="tag = 'hit'").collect())
