@@ -142,6 +142,7 @@ def next_offset(entries: list[LoadDetail], start: Offset, limit: Limit | None = 
 
 
 def segments_between(start: Offset, end: Offset) -> list[int]:
-    """The load segments ``end`` delivers that ``start`` did not."""
+    """The load segment ids ``end`` passes that ``start`` did not (failed ones too: the reader keeps only the
+    segments still readable)."""
     low = min([start.next, *start.pending])
     return [i for i in range(low, end.next) if end.delivered(i) and not start.delivered(i)]
