@@ -1,10 +1,12 @@
 """Offsets of a streaming read of a table: which committed segments a stream has delivered.
 
-An offset is ``{"next": N, "pending": [ids], "updated": T}``: every load segment with a numeric id below N
-is delivered, except ``pending`` ones (reserved but not committed when the offset was taken; a later batch
-delivers them once they commit, or forgets them when they fail). Segment ids are reserved in order but may
-commit out of order, so a single "last segment" would skip a slow load. ``updated`` is the newest delete
-delta end time among delivered segments: a later one means rows already delivered were deleted or updated.
+An offset is ``{"next": N, "pending": [ids], "updated": T, "at": A}``: every load segment with a numeric
+id below N is passed (delivered, or skipped as failed, deleted or before the start), except ``pending``
+ones (reserved but not committed when the offset was taken; a later batch delivers them once they commit,
+or forgets them when they fail). Segment ids are reserved in order but may commit out of order, so a single
+"last segment" would skip a slow load. ``updated`` is the newest delete delta end time among passed
+segments: a later one means rows already delivered were deleted or updated. ``at`` is when the offset was
+taken: a passed segment deleted after it had been readable then, so its rows went out.
 
 Segments made by compaction (``0.1``) hold rows already counted under their sources and are never
 delivered. What happens to delivered rows later is checked on every offset (``changes``):
@@ -35,14 +37,16 @@ class Offset:
     next: int
     pending: tuple[int, ...] = ()
     updated: int = 0
+    at: int = 0
 
     def to_json(self) -> dict:
-        return {"next": self.next, "pending": list(self.pending), "updated": self.updated}
+        return {"next": self.next, "pending": list(self.pending), "updated": self.updated, "at": self.at}
 
     @classmethod
     def from_json(cls, data: dict) -> Offset:
         try:
-            return cls(int(data["next"]), tuple(int(p) for p in data.get("pending", [])), int(data.get("updated", 0)))
+            return cls(int(data["next"]), tuple(int(p) for p in data.get("pending", [])), int(data.get("updated", 0)),
+                       int(data.get("at", 0)))
         except (KeyError, TypeError, ValueError) as e:
             raise CarbonTableError(f"carbondata stream offset {data!r} is not one this source wrote: {e}") from None
 
@@ -65,18 +69,19 @@ def load_id(entry: LoadDetail) -> int | None:
     return int(entry.name) if entry.name.isdigit() else None
 
 
-def initial_offset(entries: list[LoadDetail], starting: str | None) -> Offset:
+def initial_offset(entries: list[LoadDetail], starting: str | None, now: int | None = None) -> Offset:
     """Where a new stream starts: ``latest`` (default: segments committed from now on), ``earliest`` (every
-    segment), or a segment id (that segment and later ones)."""
+    segment), or a segment id (that segment and later ones). Deltas already there are not changes."""
     value = (starting or "latest").strip().lower()
     ids = [i for e in entries if (i := load_id(e)) is not None]
+    at = ts.now_ms() if now is None else now
     if value == "earliest":
-        return Offset(0)
+        return Offset(0, at=at)
     if value == "latest":
         pending = tuple(sorted(load_id(e) for e in entries if load_id(e) is not None and e.status in OPEN))
-        return Offset(max(ids) + 1 if ids else 0, pending, _updated(entries, lambda _i: True))
+        return Offset(max(ids) + 1 if ids else 0, pending, _updated(entries, lambda _i: True), at)
     if value.isdigit():
-        return Offset(int(value))
+        return Offset(int(value), (), _updated(entries, lambda _i: True), at)
     raise CarbonOptionError(f"option starting_segment must be 'latest', 'earliest' or a segment id (a whole "
                             f"number), found {starting!r}")
 
@@ -94,7 +99,7 @@ def changes(entries: list[LoadDetail], start: Offset) -> list[str]:
         i = load_id(e)
         if i is None or not start.delivered(i):
             continue
-        if e.status == ts.MARKED_FOR_DELETE:
+        if e.status == ts.MARKED_FOR_DELETE and (ts.parse_time(e.modification_time) or start.at + 1) > start.at:
             out.append(f"segment {e.name} was deleted or overwritten after it was streamed")
         elif e.update_delta_end and e.update_delta_end.isdigit() and int(e.update_delta_end) > start.updated:
             out.append(f"rows of segment {e.name} were deleted or updated after they were streamed")
@@ -102,7 +107,7 @@ def changes(entries: list[LoadDetail], start: Offset) -> list[str]:
 
 
 def next_offset(entries: list[LoadDetail], start: Offset, limit: Limit | None = None,
-                ignore_changes: bool = False) -> tuple[Offset, list[str]]:
+                ignore_changes: bool = False, now: int | None = None) -> tuple[Offset, list[str]]:
     """(the end offset of the next batch, notes on segments skipped). Raises CarbonTableError for a change
     to delivered rows or an undelivered segment that can no longer be read alone, unless ``ignore_changes``."""
     problems = changes(entries, start)
@@ -138,7 +143,8 @@ def next_offset(entries: list[LoadDetail], start: Offset, limit: Limit | None = 
     pending = tuple(i for i in candidates if i < nxt and i not in done and i in by_id
                     and (by_id[i].status in OPEN or by_id[i].readable))
     end = Offset(nxt, pending)
-    return Offset(nxt, pending, max(start.updated, _updated(entries, end.delivered))), problems
+    at = ts.now_ms() if now is None else now
+    return Offset(nxt, pending, max(start.updated, _updated(entries, end.delivered)), at), problems
 
 
 def segments_between(start: Offset, end: Offset) -> list[int]:
