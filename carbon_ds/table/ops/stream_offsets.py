@@ -143,8 +143,10 @@ def next_offset(entries: list[LoadDetail], start: Offset, limit: Limit | None = 
     pending = tuple(i for i in candidates if i < nxt and i not in done and i in by_id
                     and (by_id[i].status in OPEN or by_id[i].readable))
     end = Offset(nxt, pending)
-    at = ts.now_ms() if now is None else now
-    return Offset(nxt, pending, max(start.updated, _updated(entries, end.delivered)), at), problems
+    end = Offset(nxt, pending, max(start.updated, _updated(entries, end.delivered)), ts.now_ms() if now is None else now)
+    if not problems and (end.next, end.pending, end.updated) == (start.next, start.pending, start.updated):
+        return start, problems  # nothing new: Spark compares offsets to know (and AvailableNow ends on it)
+    return end, problems
 
 
 def segments_between(start: Offset, end: Offset) -> list[int]:
