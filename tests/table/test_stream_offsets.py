@@ -53,6 +53,14 @@ def test_failed_and_compaction_segments_are_not_delivered():
     assert pos(next_offset(entries, end)[0]) == (4, ())
 
 
+def test_carbondata_streaming_segments_wait_for_their_handoff():
+    # CarbonData's own row-format streaming segments are still being appended to: pending, not read
+    entries = [entry("0"), entry("1", ts.STREAMING), entry("2", ts.STREAMING_FINISH), entry("3")]
+    end, _ = next_offset(entries, Offset(0))
+    assert pos(end) == (4, (1, 2))
+    assert segments_between(Offset(0), end) == [0, 3]
+
+
 def test_limits_by_files_and_rows_take_at_least_one_segment():
     entries = [entry(str(i)) for i in range(5)]
     sizes = {"0": (3, 30), "1": (1, 10), "2": (1, 10), "3": (5, 50), "4": (1, 10)}
