@@ -12,7 +12,7 @@ from carbon_ds.errors import CarbonTableError
 from carbon_ds.spark.stream_sink import StreamCommitMessage, abort_batch, commit_batch
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.ops.loads import resume_load, start_load
+from carbon_ds.table.ops.loads import PostCommit, resume_load, start_load
 from carbon_ds.table.ops.stream_commit import BATCH_KEY, StreamBatch, committed_segment, reserve_batch
 from carbon_ds.table.table import CarbonTable
 
@@ -30,7 +30,7 @@ def run_tasks(path, batch: StreamBatch, parts: list[pa.RecordBatch]) -> list[Str
     out = []
     for task_no, part in enumerate(parts):
         table = TableHandle.open(path)
-        reservation = reserve_batch(table, batch)
+        reservation = reserve_batch(table, batch, PostCommit().names())  # as the sink: automatic compaction
         if reservation is None:
             out.append(StreamCommitMessage(batch, None, None))
             continue
@@ -154,3 +154,15 @@ def test_mark_outlives_compaction_and_clean_files(table):
     assert committed_segment(handle, StreamBatch(QUERY, 1)) == "1"
     assert run_tasks(table, StreamBatch(QUERY, 1, "run-9"), [rows(10, 10)])[0].reservation is None
     assert ids(table) == list(range(30))
+
+
+def test_small_batch_segments_merge_when_the_table_asks(tmp_path):
+    path = str(tmp_path / "t")
+    CarbonTable.create(path, SCHEMA, properties={"auto_load_merge": "true"})
+    for b in range(4):  # MINOR's default threshold merges 4 segments
+        commit_batch(TableHandle.open(path), run_tasks(path, StreamBatch(QUERY, b, "run-1"), [rows(b * 5, 5)]), b)
+    statuses = {e.name: e.status for e in TableHandle.open(path).load_details()}
+    assert statuses == {"0": ts.COMPACTED, "1": ts.COMPACTED, "2": ts.COMPACTED, "3": ts.COMPACTED,
+                        "0.1": ts.SUCCESS}
+    assert run_tasks(path, StreamBatch(QUERY, 2, "run-2"), [rows(10, 5)])[0].reservation is None  # still known
+    assert ids(path) == list(range(20))
