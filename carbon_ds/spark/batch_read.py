@@ -55,7 +55,6 @@ PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 UNSCALED_OPTION = "unscaled_decimals"
 
 
-
 def positions_option(options) -> bool:
     """Option with_row_positions: append dml.POSITION_FIELDS (file, blocklet, page, row in page) to every
     row, for DELETE/UPDATE evaluated by Spark (carbon_ds.spark.dml.spark_delete)."""
@@ -63,7 +62,6 @@ def positions_option(options) -> bool:
     if value not in ("true", "false"):
         raise CarbonOptionError(f"option with_row_positions must be true or false, found {value!r}")
     return value == "true"
-
 
 
 # ---------------------------------------------------------------------------------------------- reads

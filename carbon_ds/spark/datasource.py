@@ -84,8 +84,6 @@ class CarbonDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> CarbonArrowWriter:
         return CarbonArrowWriter(_path(self.options), schema, overwrite, dict(self.options))
 
-
-
     @short_errors
     def streamWriter(self, schema: StructType, overwrite: bool) -> CarbonStreamWriter:  # noqa: N802 - Spark's name
         return CarbonStreamWriter(_path(self.options), schema, overwrite, dict(self.options))
@@ -94,6 +92,7 @@ class CarbonDataSource(DataSource):
     def streamReader(self, schema: StructType) -> CarbonStreamReader:  # noqa: N802 - Spark's name
         return CarbonStreamReader(_path(self.options), schema, normalize(dict(self.options)))
 
+
 class CarbonPushdownDataSource(CarbonDataSource):
     """Registered by ``carbon_ds.register`` only where ``pushdown_is_safe`` (which also sets
     ``spark.sql.python.filterPushdown.enabled``, without which a pushFilters reader fails every read)."""
@@ -101,7 +100,6 @@ class CarbonPushdownDataSource(CarbonDataSource):
     @short_errors
     def reader(self, schema: StructType) -> CarbonReader:
         return CarbonPushdownReader(_path(self.options), schema, normalize(dict(self.options)))
-
 
 
 # ---------------------------------------------------------------------------------------------- writes
