@@ -77,6 +77,7 @@ class CarbonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                                         "streaming DataFrame instead")
         initial_offset(self._entries(), self.starting)  # a bad starting_segment fails before the query starts
         self.target: Offset | None = None  # Trigger.AvailableNow: nothing committed after this is read
+        self.last: Offset | None = None
 
     def _entries(self) -> list[LoadDetail]:
         return TableHandle.open(self.path).load_details()
@@ -114,10 +115,14 @@ class CarbonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     @short_errors
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:  # noqa: N802 - Spark's name
         entries = self._within_target(self._entries())
-        begin = Offset.from_json(start) if start else initial_offset(entries, self.starting)
+        if start:
+            begin = Offset.from_json(start)
+        else:  # PySpark 4.1 passes no start: this reader's previous answer (it lives as long as the query run)
+            begin = self.last if self.last is not None else initial_offset(entries, self.starting)
         end, notes = next_offset(entries, begin, self._limit(limit), self.ignore_changes)
         for note in notes:
             log.warning("carbondata stream over %s (ignore_changes): %s", self.path, note)
+        self.last = end
         return end.to_json()
 
     def getDefaultReadLimit(self):  # noqa: N802 - Spark's name

@@ -261,3 +261,25 @@ def test_stream_read_needs_a_table(spark, tmp_path):
          .option("checkpointLocation", str(tmp_path / "ck")).trigger(availableNow=True).start())
     with pytest.raises(StreamingQueryException, match="streaming reads need a carbondata table"):
         q.awaitTermination(WAIT)
+
+
+def test_source_offsets_and_reads_in_process(tmp_path):
+    """The reader Spark drives, called as PySpark 4.1 does (latestOffset without a start) and as 4.2+ does."""
+    path = str(tmp_path / "t")
+    first = append(path, 0, 3)
+    source = CarbonDataSource({"path": path, "starting_segment": "earliest"})
+    reader = source.streamReader(source.schema())
+    initial = reader.initialOffset()
+    o1 = reader.latestOffset()
+    later = append(path, 10, 4)
+    o2 = reader.latestOffset()
+    assert reader.latestOffset() == o2  # nothing new: the same offset
+    assert reader.latestOffset(o2, None) == o2
+
+    def rows_between(start, end):
+        return sorted(v for p in reader.partitions(start, end) for b in reader.read(p)
+                      for v in b.column(0).to_pylist())
+
+    assert rows_between(initial, o1) == first
+    assert rows_between(o1, o2) == later
+    assert reader.partitions(o2, o2) == []
