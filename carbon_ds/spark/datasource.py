@@ -1,11 +1,7 @@
 """The Spark data source ``carbondata`` (Spark 4 Python Data Source API, Arrow in and out).
 
-Reads: the data files of every readable segment, large files split into groups of blocklets and small
-ones packed several to an input partition (each partition is a Python task). Spark never pushes a
-projection to Python sources, so columns are only pruned when the relation declares them with
-``.schema(...)`` (the user, or carbon_ds.spark.query for them); batches are cast to exactly the declared
-schema, as Spark requires. A relation declaring no column yields column-less
-batches that carry the row count (``count(*)``), taken from the index files when it has no filter.
+Reads: carbon_ds.spark.batch_read plans and reads them. Streaming: carbon_ds.spark.stream_sink (each
+micro-batch one segment, exactly once) and carbon_ds.spark.stream_source (new segments as a stream).
 
 Writes: ``writer()`` runs once per write, before any task: it creates the table if needed and reserves the
 new segment ("In Progress"); the reservation travels to the tasks inside the pickled writer. Each task
@@ -16,80 +12,44 @@ writes its own files into the segment folder and returns their names; ``commit()
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import pyarrow as pa
 from pyspark import TaskContext
-from pyspark.sql.datasource import (
-    DataSource,
-    DataSourceArrowWriter,
-    DataSourceReader,
-    InputPartition,
-    WriterCommitMessage,
-)
+from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
 from pyspark.sql.types import StructType
 
-from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
-from carbon_ds.expressions import AlwaysTrue, and_, bind
-from carbon_ds.expressions.spark import from_spark_filter
-from carbon_ds.format import direct_dictionary
-from carbon_ds.fs import Storage, resolve
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.errors import CarbonOptionError
+from carbon_ds.spark.batch_read import (  # noqa: F401 - re-exported: the reader's public names
+    OPEN_COST,
+    PACK_BYTES,
+    PUSHDOWN_CONF,
+    SPLIT_BYTES,
+    STORAGE_PREFIX,
+    UNSCALED_OPTION,
+    CarbonCountPartition,
+    CarbonPartition,
+    CarbonPushdownReader,
+    CarbonReader,
+    pack_pieces,
+    positions_option,
+    pushdown_is_safe,
+    resolved_path,
+    storage_options,
+    table_options,
+)
 from carbon_ds.spark.messages import short_errors
-from carbon_ds.spark.snapshot import PlannedSnapshot, check_unchanged_since, in_task, query_started_ms, version_of
-from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, has_unscaled_form, unscaled_decimals
-from carbon_ds.table.meta.deltas import Deletes
-from carbon_ds.table.meta.handle import TableHandle, resolve_columns
-from carbon_ds.table.meta.options import normalize, parse_bool, split_list
-from carbon_ds.table.ops.dml import POSITION_FIELDS, POSITION_NAMES, position_tables
+from carbon_ds.spark.stream_sink import CarbonStreamWriter
+from carbon_ds.spark.stream_source import CarbonStreamReader
+from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.options import normalize
+from carbon_ds.table.ops.dml import POSITION_FIELDS
 from carbon_ds.table.ops.loads import resume_load, start_load
-from carbon_ds.table.read import pruning
-from carbon_ds.table.read.scan import Source, arrow_schema_of, open_source, open_table, partition_pruned
-from carbon_ds.table.read.scan import count as count_rows
-from carbon_ds.table.read.task_reader import read_pieces
+from carbon_ds.table.read.scan import arrow_schema_of, open_table
 from carbon_ds.table.write.load import TaskResult
 from carbon_ds.table.write.prepare import prepare_table
-
-SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several partitions
-# Small files (a partitioned table's, many small loads') are read several to a partition up to PACK_BYTES,
-# each counted at least OPEN_COST, as Spark packs small files: every partition costs a Python task.
-PACK_BYTES = 32 * 1024 * 1024
-OPEN_COST = 4 * 1024 * 1024
-COUNT_BATCH_ROWS = 1 << 20  # rows per column-less batch of a rows-only read
-# Rows per batch handed to Spark. A blocklet decodes to one batch of up to ~2M rows; Spark converts each
-# batch whole before passing any row on, so smaller slices overlap our decoding with the JVM's work and
-# keep both sides' buffers small (count/sum over a wide read measured 21-33% faster at 64K rows).
-SPARK_BATCH_ROWS = 1 << 16
-PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-# Options naming the store's settings (carbon_ds.fs.resolve's storage_options): storage.<name>
-STORAGE_PREFIX = "storage."
-# Read option: decimal columns delivered as their unscaled bigint (carbon_ds.spark.query declares them so
-# and rebuilds the decimals in the JVM, which is much cheaper than Spark converting Arrow decimals)
-UNSCALED_OPTION = "unscaled_decimals"
-
-
-def storage_options(options) -> dict[str, str] | None:
-    """The options ``storage.<name>`` (``storage.endpoint_url``, ``storage.access_key``, ...) as the
-    ``storage_options`` of carbon_ds.fs.resolve, or None when there are none."""
-    found = {k[len(STORAGE_PREFIX):].lower(): str(v) for k, v in options.items()
-             if k.lower().startswith(STORAGE_PREFIX) and v is not None}
-    return found or None
-
-
-def table_options(options) -> dict[str, str]:
-    """The options without ``storage.*`` (those are the file system's, not the table's or the read's)."""
-    return {k: v for k, v in options.items() if not k.lower().startswith(STORAGE_PREFIX)}
-
-
-def _resolved(path: str, settings: dict[str, str] | None) -> str:
-    """``path`` after handing the store's settings to the file-system layer of *this* process: Spark runs
-    the source's planning, tasks and commit in different Python workers, so each of them calls this."""
-    return resolve(path, settings) if settings else path
 
 
 def _path(options) -> str:
@@ -113,21 +73,21 @@ class CarbonDataSource(DataSource):
         super().__init__(options)
         normalize(table_options(options))  # unknown options fail here, before any work
         self.storage = storage_options(options)
-        _resolved(_path(options), self.storage)  # a bad storage option fails here too
+        resolved_path(_path(options), self.storage)  # a bad storage option fails here too
         # Spark pickles this object after schema() and unpickles it for reader(): the table opened there
         # (its schema file read once) travels along instead of being opened again
         self._handle: TableHandle | None = None
 
     def _table(self) -> TableHandle | None:
         if self._handle is None:
-            self._handle = open_table(_resolved(_path(self.options), self.storage))
+            self._handle = open_table(resolved_path(_path(self.options), self.storage))
         return self._handle
 
     @short_errors
     def schema(self) -> StructType:
         handle = self._table()
-        schema = handle.schema if handle is not None else arrow_schema_of(_resolved(_path(self.options), self.storage))
-        if _positions(self.options):
+        schema = handle.schema if handle is not None else arrow_schema_of(resolved_path(_path(self.options), self.storage))
+        if positions_option(self.options):
             schema = pa.schema([*schema, *POSITION_FIELDS])
         return from_arrow_schema(schema, prefer_timestamp_ntz=False)
 
@@ -140,11 +100,13 @@ class CarbonDataSource(DataSource):
     def writer(self, schema: StructType, overwrite: bool) -> CarbonArrowWriter:
         return CarbonArrowWriter(_path(self.options), schema, overwrite, table_options(self.options), self.storage)
 
+    @short_errors
+    def streamWriter(self, schema: StructType, overwrite: bool) -> CarbonStreamWriter:  # noqa: N802 - Spark's name
+        return CarbonStreamWriter(_path(self.options), schema, overwrite, dict(self.options))
 
-def _positions(options) -> bool:
-    """Option with_row_positions: append dml.POSITION_FIELDS (file, blocklet, page, row in page) to every
-    row, for DELETE/UPDATE evaluated by Spark (carbon_ds.spark.dml.spark_delete)."""
-    return parse_bool(options.get("with_row_positions"), "option with_row_positions", False)
+    @short_errors
+    def streamReader(self, schema: StructType) -> CarbonStreamReader:  # noqa: N802 - Spark's name
+        return CarbonStreamReader(_path(self.options), schema, normalize(dict(self.options)))
 
 
 class CarbonPushdownDataSource(CarbonDataSource):
@@ -155,308 +117,6 @@ class CarbonPushdownDataSource(CarbonDataSource):
     def reader(self, schema: StructType) -> CarbonReader:
         return CarbonPushdownReader(_path(self.options), schema, normalize(table_options(self.options)),
                                     self.storage, self._table())
-
-
-# ---------------------------------------------------------------------------------------------- reads
-
-
-class CarbonPartition(InputPartition):
-    """Slot ``index`` of ``count``: the planned (path, blocklets) pieces and the table version they belong
-    to (``snapshot``: segment ids, delete statuses, version; None for a bare folder), see carbon_ds.spark.snapshot.
-
-    Spark keeps planned partitions on a DataFrame's or temporary view's relation and reuses them in later
-    queries, so a plan can be stale. A task of a later query re-plans and reads every ``count``-th piece of
-    the fresh plan, which still covers each current file exactly once.
-    """
-
-    def __init__(self, index: int, count: int, pieces: tuple[pruning.Piece, ...], snapshot: PlannedSnapshot | None):
-        super().__init__(index)
-        self.index = index
-        self.count = count
-        self.pieces = pieces  # the planned files, their blocklets and segments
-        self.snapshot = snapshot
-
-
-class CarbonCountPartition(InputPartition):
-    """The one partition of a rows-only read (no column, no filter): the row count is taken when the task
-    runs, from the index files, so a kept DataFrame or a reused plan still counts the current table."""
-
-    def __init__(self) -> None:
-        super().__init__(0)
-
-
-class CarbonReader(DataSourceReader):
-    """The reader Spark gets on every PySpark release so far: it does NOT implement ``pushFilters``.
-
-    Pruning comes only from the relation's own ``filter`` option, which is fixed for the relation, so a
-    reused reader or partition list (the stale-reuse defect of PySpark 4.1-4.3, see
-    ``pushdown_is_safe``) can never carry another query's filter. Rows are filtered exactly here.
-    """
-
-    def __init__(self, path: str, schema: StructType, options: dict[str, str],
-                 storage: dict[str, str] | None = None, handle: TableHandle | None = None):
-        self.storage = storage  # the store's settings, applied again in every worker (see _resolved)
-        self.path = path = _resolved(path, storage)
-        self.segments = options.get("segments")
-        self.filter = options.get("filter") or None
-        handle = handle if handle is not None else open_table(path)
-        self.is_table = handle is not None
-        self.handle = handle  # planning reads this table's tablestatus: its schema file is not read again
-        self.schema_mtime = handle.storage.mtime_ns(handle.schema_path_of(handle.path)) if handle else None
-        self.target = to_arrow_schema(schema, timezone="UTC")
-        self.source_schema = handle.schema if handle is not None else arrow_schema_of(path)
-        # the columns every task reads files through: planning checks the planned version still has them
-        self.table_columns = handle.columns if handle is not None else None
-        self.positions = _positions(options)
-        self.timestamp_keys = direct_dictionary.TimestampKeys.from_options(options)  # a bad value fails here
-        # True when the plan is made for one query only (carbon_ds.spark.direct): its tasks read the planned
-        # snapshot as it is, whatever commits land meanwhile, instead of re-planning as a kept plan must
-        self.pinned = False
-
-        # Names in the source's spelling; a user-given schema may be any subset, any case.
-        data_names = [n for n in self.target.names if not (self.positions and n in POSITION_NAMES)]
-        self.columns = resolve_columns(self.source_schema, data_names, f"carbondata source {path}")
-        self.unscaled = self._unscaled(options.get(UNSCALED_OPTION))
-        if self.segments and not self.is_table:
-            raise CarbonOptionError(f"option segments={self.segments!r} needs a table, {path} has no Metadata/schema")
-        self._option_expr()  # a bad filter fails at planning time, naming the option
-
-    def _unscaled(self, text: str | None) -> list[str]:
-        """The columns of option ``unscaled_decimals``: decimals of at most 18 digits that this relation
-        declares as bigint and that reach Spark as their unscaled values (see conform.unscaled_decimals)."""
-        names = split_list(text)
-        declared = {f.name.lower(): f.type for f in self.target}
-        out = resolve_columns(self.source_schema, names, f"option {UNSCALED_OPTION}") if names else []
-        for name in out:
-            t = self.source_schema.field(name).type
-            if not has_unscaled_form(t):
-                raise CarbonOptionError(f"option {UNSCALED_OPTION}: column {name!r} is {t}; expected a decimal of "
-                                        f"at most {UNSCALED_MAX_PRECISION} digits")
-            if declared.get(name.lower()) != pa.int64():
-                raise CarbonOptionError(f"option {UNSCALED_OPTION}: column {name!r} must be declared bigint in the "
-                                        f"schema, found {declared.get(name.lower(), 'no such declared column')}")
-        return out
-
-    def _option_expr(self):
-        try:
-            return pruning.as_expr(self.filter, self.source_schema)
-        except CarbonOptionError as e:
-            raise CarbonOptionError(f"option filter={self.filter!r}: {e}") from None
-
-    def _prune_expr(self):
-        """The predicate that decides which units are read (the pushdown reader adds Spark's filters)."""
-        return self._option_expr()
-
-    def _plan(self) -> tuple[Source, list[pruning.Piece], str | None, dict[str, int]]:
-        """(the snapshot planned against, the pieces, the snapshot's version digest, file sizes)."""
-        handle = self.handle
-        if handle is not None and handle.storage.mtime_ns(handle.schema_path_of(handle.path)) != self.schema_mtime:
-            handle = TableHandle.open(self.path)  # ALTER TABLE since: _check_schema decides
-        # one tablestatus read: files and deletes
-        source = open_source(handle if handle is not None else self.path, self.segments)
-        version = None
-        if source.table is not None:
-            self._check_schema(source.table)
-            version = version_of(source.details)
-        sizes = dict(_sizes(source))
-
-        expr = self._prune_expr()
-        plan = pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=self.is_table,
-                                  external=source.external, schema=source.schema, table_columns=source.columns)
-        pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
-        return source, pieces, version, sizes
-
-    @staticmethod
-    def _snapshot(source: Source, version: str | None, pieces: list[pruning.Piece], now: int
-                  ) -> PlannedSnapshot | None:
-        """What one partition's task needs of the planned version: only its own pieces' delete statuses."""
-        if version is None:
-            return None
-        deletes = source.deletes
-        statuses = [deletes.status_of(p.path, p.segment_id) for p in pieces] if deletes is not None else []
-        return PlannedSnapshot(version, now, tuple(p.segment_id for p in pieces),
-                               tuple(st for st in statuses if st is not None))
-
-    def _rows_only(self) -> bool:
-        """A relation declared with no column at all (``.schema(StructType([]))``, e.g. the rewrite of
-        ``count(*)`` in carbon_ds.spark.query): Spark needs only how many rows there are."""
-        return not self.target.names and not self.filter and not self.positions
-
-    @short_errors
-    def partitions(self) -> list[InputPartition]:
-        _resolved(self.path, self.storage)
-        if self._rows_only():
-            return [CarbonCountPartition()]
-        source, pieces, version, sizes = self._plan()
-        # the planning worker runs beside the driver: its cores stand for the parallelism Spark has
-        groups = pack_pieces(pieces, sizes, max(2, os.cpu_count() or 1)) or [[]]
-        n, now = len(groups), ts.now_ms()
-        return [CarbonPartition(i, n, tuple(group), self._snapshot(source, version, group, now))
-                for i, group in enumerate(groups)]
-
-    def _task_plan(self, partition: CarbonPartition) -> tuple[list[pruning.Piece], Deletes | None]:
-        """The pieces this task reads and their deletes: the partition's own snapshot, or (a plan kept by
-        Spark from an earlier query) the table as it is now; see carbon_ds.spark.snapshot."""
-        snap = partition.snapshot
-        storage, table_path = Storage.for_path(self.path)
-        pieces = list(partition.pieces)
-        deletes = snap.deletes(storage, table_path) if snap is not None else None
-        if snap is not None and in_task() and not self.pinned:
-            started = query_started_ms()
-            if started is None or snap.planned_ms < started:  # not planned for this query
-                source, fresh, version, _ = self._plan()
-                if version != snap.version:
-                    if started is not None:
-                        check_unchanged_since(storage, table_path, source.details, started)
-                    pieces = fresh[partition.index :: partition.count]
-                    deletes = source.deletes
-        return pieces, deletes
-
-    def _check_schema(self, table: TableHandle) -> None:
-        """The planned version is read through this reader's columns: a schema changed since the reader was
-        made (ALTER TABLE) is refused rather than read as a mix of the old and new columns."""
-        now = table.schema
-        if not now.equals(self.source_schema):
-            raise CarbonTableError(
-                f"the schema of table {table.uri} changed after this DataFrame was planned (planned columns: "
-                f"{_columns_text(self.source_schema)}; now: {_columns_text(now)}); read the table again")
-
-    @short_errors
-    def read(self, partition: CarbonPartition | CarbonCountPartition) -> Iterator[pa.RecordBatch]:
-        _resolved(self.path, self.storage)
-        if isinstance(partition, CarbonCountPartition):
-            # index row counts less deleted rows (CarbonTable.count): no data page is opened
-            yield from _column_less(count_rows(self.path, None, self.segments))
-            return
-        direct_dictionary.use(self.timestamp_keys)  # a Python worker runs one task at a time
-        storage, table_path = Storage.for_path(self.path)
-        planned, deletes = self._task_plan(partition)
-        columns = self.table_columns
-        table_path = table_path if self.is_table else None  # a planned file CLEAN FILES moved: from the trash
-        if self.positions:
-            # every live row with where it lives; the DELETE/UPDATE predicate is Spark's to evaluate
-            for table in position_tables(storage, planned, self.columns or [], self.source_schema, deletes,
-                                         columns):
-                table = unscaled_decimals(table, self.unscaled)
-                for b in table.to_batches(max_chunksize=SPARK_BATCH_ROWS):
-                    yield conform(b, self.target)
-            return
-        # exact filtering by the option only: pushed filters are Spark's to evaluate
-        tables = read_pieces(
-            storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
-            deletes=deletes, table_columns=columns, table_path=table_path,
-        )
-        for table in tables:
-            if self.target.names:
-                # once per unit, before slicing: casts run on whole columns
-                table = conform(unscaled_decimals(table, self.unscaled), self.target)
-            if table.num_columns and table.column(0).num_chunks > 1:
-                table = table.combine_chunks()  # a filtered unit comes in many small pieces
-            for b in table.to_batches(max_chunksize=SPARK_BATCH_ROWS):
-                # no declared column: keep the row count (conform would rebuild a batch of 0 rows)
-                yield b if self.target.names else b.select([])
-
-def _columns_text(schema: pa.Schema) -> str:
-    return ", ".join(f"{f.name} {f.type}" for f in schema)
-
-
-class CarbonPushdownReader(CarbonReader):
-    """Adds ``pushFilters`` for PySpark releases without the stale-reuse defect (none released yet).
-
-    Every pushed filter is handed back to Spark, which evaluates it on every row, so Spark's filters only
-    ever prune by min/max (never drop rows themselves).
-    """
-
-    def __init__(self, path: str, schema: StructType, options: dict[str, str],
-                 storage: dict[str, str] | None = None):
-        super().__init__(path, schema, options, storage)
-        self.pushed = AlwaysTrue()
-
-    @short_errors
-    def pushFilters(self, filters):  # noqa: N802 - Spark's name
-
-        parts = []
-        for f in filters:
-            e = from_spark_filter(f)
-            if e is not None:
-                try:
-                    parts.append(bind(e, self.source_schema))
-                except CarbonOptionError:
-                    pass  # a filter we cannot type: Spark still applies it
-            yield f  # always returned: Spark re-evaluates every filter
-        self.pushed = and_(*parts)
-
-    def _prune_expr(self):
-        return and_(self._option_expr(), self.pushed)
-
-
-def pushdown_is_safe(version: str) -> bool:
-    """Whether Spark's pushed filters may drive pruning on this PySpark.
-
-    PySpark 4.1-4.3 cache the pushed reader and its partitions on the relation and reuse them for a later
-    query on the same DataFrame or temporary view that pushes nothing (measured: 10 rows, then 5). Any
-    pruning driven by ``pushFilters`` would then lose rows, and returning the filters to Spark does not
-    help. The fix (per-scan read info) is targeted at Spark 5.0.
-    """
-    nums = []
-    for part in version.split(".")[:2]:
-        digits = "".join(ch for ch in part if ch.isdigit())
-        nums.append(int(digits) if digits else 0)
-    return tuple(nums) >= PUSHDOWN_SAFE_FROM
-
-
-def _column_less(rows: int) -> Iterator[pa.RecordBatch]:
-    """Batches with no column holding ``rows`` rows in all: Spark counts their rows. A batch built from
-    no arrays has 0 rows, so each one is a null column's batch with that column dropped."""
-    while rows > 0:
-        n = min(rows, COUNT_BATCH_ROWS)
-        yield pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([])
-        rows -= n
-
-
-def _sizes(source: Source) -> list[tuple[str, int]]:
-    out = []
-    for path, _seg in source.files:
-        try:
-            out.append((path, source.storage.size(path)))
-        except (OSError, CarbonError):  # a file gone since planning: not split; its read reports it
-            out.append((path, 0))
-    return out
-
-
-def pack_pieces(pieces: list[pruning.Piece], sizes: dict[str, int], min_partitions: int = 1
-                ) -> list[list[pruning.Piece]]:
-    """Consecutive pieces grouped, one Spark partition per group: each piece counts its file's size (a split
-    piece its share, SPLIT_BYTES; at least OPEN_COST), and a group holds up to PACK_BYTES, less when that
-    leaves fewer than ``min_partitions`` groups (as Spark sizes file partitions by bytes per core)."""
-    costs = [max(OPEN_COST, sizes.get(p.path, 0) if p.blocklets is None or p.external is not None else
-                 min(sizes.get(p.path, 0), SPLIT_BYTES)) for p in pieces]
-    limit = min(PACK_BYTES, max(OPEN_COST, -(-sum(costs) // max(1, min_partitions))))
-    groups: list[list[pruning.Piece]] = []
-    total = limit
-    for p, cost in zip(pieces, costs, strict=True):
-        if total + cost > limit:
-            groups.append([])
-            total = 0
-        groups[-1].append(p)
-        total += cost
-    return groups
-
-
-def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[pruning.Piece]:
-    """A large file's blocklets in groups of about SPLIT_BYTES, one Spark partition each (what a partition
-    carries: no index claim, the pieces stay small)."""
-    piece = replace(piece, claim=None, rows=None)
-    if piece.external is not None or size <= SPLIT_BYTES:  # an external file is one partition (units as planned)
-        return [piece]
-    blocklets = piece.blocklets
-    if blocklets is None:
-        with CarbonDataFile(piece.path, storage=storage) as f:
-            blocklets = tuple(range(f.num_blocklets))
-    n = len(blocklets)
-    groups = max(1, min(n, -(-size // SPLIT_BYTES)))
-    per = -(-n // groups)
-    return [replace(piece, blocklets=tuple(blocklets[i : i + per])) for i in range(0, n, per)]
 
 
 # ---------------------------------------------------------------------------------------------- writes
@@ -474,7 +134,7 @@ class CarbonArrowWriter(DataSourceArrowWriter):
     def __init__(self, path: str, schema: StructType, overwrite: bool, options: dict[str, str],
                  storage: dict[str, str] | None = None):
         self.storage = storage
-        path = _resolved(path, storage)
+        path = resolved_path(path, storage)
         incoming = to_arrow_schema(schema, timezone="UTC")
         table, load_options = prepare_table(path, incoming, options)
         self.table_path = path
@@ -488,7 +148,7 @@ class CarbonArrowWriter(DataSourceArrowWriter):
         self.load_options = load_options
 
     def _load(self):
-        _resolved(self.table_path, self.storage)  # tasks and commit run in other workers
+        resolved_path(self.table_path, self.storage)  # tasks and commit run in other workers
         return resume_load(TableHandle.open(self.table_path), self.reservation, self.load_options)
 
     @short_errors

@@ -19,7 +19,7 @@ from pyspark import cloudpickle
 
 import carbon_ds
 from carbon_ds.errors import CarbonMissingFileError
-from carbon_ds.spark import datasource, snapshot
+from carbon_ds.spark import batch_read, snapshot
 from carbon_ds.spark.datasource import CarbonDataSource, CarbonPartition, CarbonReader
 from carbon_ds.table.meta import schema_file
 from carbon_ds.table.meta import tablestatus as ts
@@ -311,8 +311,8 @@ def test_reads_are_protected_for_the_retention_only(tmp_path):
 
 def _as_task(monkeypatch, started):
     """Run read() as inside a Spark task of a query built at ``started`` (ms; None: Spark did not say)."""
-    monkeypatch.setattr(datasource, "in_task", lambda: True)
-    monkeypatch.setattr(datasource, "query_started_ms", lambda: started)
+    monkeypatch.setattr(batch_read, "in_task", lambda: True)
+    monkeypatch.setattr(batch_read, "query_started_ms", lambda: started)
 
 
 def test_task_of_the_planning_query_reads_the_plan(tmp_path, monkeypatch):

@@ -31,7 +31,10 @@ READ_OPTIONS = ("segments", "filter", "with_row_positions", "unscaled_decimals",
 # Spark adds these itself; a temporary view passes one option set to both its reader and its writer,
 # so either side accepts the other's keys.
 SPARK_OPTIONS = ("path", "paths")
-VALID = (*READ_OPTIONS, *WRITE_OPTIONS)
+# Structured Streaming: the sink's checkpoint (Spark passes it on), the source's start, limits and policy
+STREAM_OPTIONS = ("checkpointlocation", "starting_segment", "max_files_per_trigger", "max_rows_per_trigger",
+                  "ignore_changes")
+VALID = (*READ_OPTIONS, *WRITE_OPTIONS, *STREAM_OPTIONS)
 
 
 def _text(value: Any) -> str:
@@ -75,7 +78,7 @@ def parse_bool(text: Any, what: str, default: bool | None = None) -> bool:
     return value == "true"
 
 
-def _positive_int(opts: dict[str, str], key: str) -> int | None:
+def positive_int(opts: dict[str, str], key: str) -> int | None:
     if key not in opts:
         return None
     try:
@@ -87,7 +90,8 @@ def _positive_int(opts: dict[str, str], key: str) -> int | None:
     return value
 
 
-def _bool(opts: dict[str, str], key: str) -> bool | None:
+def true_or_false(opts: dict[str, str], key: str) -> bool | None:
+    """Option ``key`` of ``opts`` as a boolean (None when absent)."""
     return parse_bool(opts[key], f"option {key!r}") if key in opts else None
 
 
@@ -139,18 +143,18 @@ def parse_write(options: Mapping[str, Any] | None) -> LoadOptions:
             raise CarbonOptionError(
                 f"option 'sort_scope' must be one of {', '.join(SORT_SCOPES)} (any case), found {opts['sort_scope']!r}"
             )
-    blocklet = _positive_int(opts, "blocklet_size")
+    blocklet = positive_int(opts, "blocklet_size")
     if blocklet is None:
-        blocklet = _positive_int(opts, "table_blocklet_size")
+        blocklet = positive_int(opts, "table_blocklet_size")
     return LoadOptions(
         sort_columns=split_list(opts["sort_columns"]) if "sort_columns" in opts else None,
         sort_scope=sort_scope,
         long_string_columns=split_list(opts["long_string_columns"]) if "long_string_columns" in opts else None,
         compressor=compressor,
-        table_blocksize_mb=_positive_int(opts, "table_blocksize"),
+        table_blocksize_mb=positive_int(opts, "table_blocksize"),
         blocklet_size_mb=blocklet,
-        local_dictionary_enable=_bool(opts, "local_dictionary_enable"),
-        local_dictionary_threshold=_positive_int(opts, "local_dictionary_threshold"),
+        local_dictionary_enable=true_or_false(opts, "local_dictionary_enable"),
+        local_dictionary_threshold=positive_int(opts, "local_dictionary_threshold"),
         partition_by=split_list(opts["partition_by"]) if "partition_by" in opts else None,
         partition=_partition_spec(opts.get("partition")),
         partition_overwrite_mode=_overwrite_mode(opts.get("partition_overwrite_mode")),

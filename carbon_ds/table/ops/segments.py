@@ -328,7 +328,8 @@ def _internal_files(table: TableHandle, detail: LoadDetail) -> list[str]:
     return [f for f in files if is_inside(f, table.path) and not is_inside(f, trash_dir(table))]
 
 
-def _read_history(table: TableHandle) -> list[LoadDetail]:
+def read_history(table: TableHandle) -> list[LoadDetail]:
+    """The entries CLEAN FILES moved out of tablestatus (``Metadata/tablestatus.history``)."""
     return ts.read(table.storage, Storage.join(table.path, "Metadata", HISTORY_FILE))
 
 
@@ -381,7 +382,7 @@ def clean_files(
                 e.visibility = "false"
         if victims:
             history_path = Storage.join(table.path, "Metadata", HISTORY_FILE)
-            history = _read_history(table)
+            history = read_history(table)
             seen = {(h.name, h.load_start_time) for h in history}
             history += [e for e in removed if (e.name, e.load_start_time) not in seen]
             ts.write_history(storage, history_path, history)
