@@ -25,8 +25,9 @@ TABLE_OPTIONS = (
 # partition: a static partition spec ("day=1,hour=2" or JSON); partition_overwrite_mode: static|dynamic.
 PARTITION_OPTIONS = ("partition_by", "partition", "partition_overwrite_mode")
 WRITE_OPTIONS = ("compressor", "blocklet_size", *TABLE_OPTIONS, *PARTITION_OPTIONS)
-READ_OPTIONS = ("segments", "filter", "with_row_positions", "unscaled_decimals")  # the last two: for DELETE/UPDATE
-# on Spark (dml.py) and decimals rebuilt by Spark (carbon_ds.spark.query)
+READ_OPTIONS = ("segments", "filter", "with_row_positions", "unscaled_decimals", "carbon_ds.pruned")
+# with_row_positions: for DELETE/UPDATE on Spark (dml.py); unscaled_decimals: decimals rebuilt by Spark
+# (carbon_ds.spark.query); carbon_ds.pruned: set by the Spark extension (jvm/src) on relations it made
 # Spark adds these itself; a temporary view passes one option set to both its reader and its writer,
 # so either side accepts the other's keys.
 SPARK_OPTIONS = ("path", "paths")
