@@ -8,6 +8,7 @@ predicate itself, and row counts computed with pyarrow from the data written."""
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import random
 
@@ -177,3 +178,32 @@ def test_writes_and_deletes_keep_their_relations(spark, emp, tmp_path):
         assert spark.sql("SELECT count(*), min(id) FROM ext_copy").first() == (90, 10)
     finally:
         spark.catalog.dropTempView("ext_copy")
+
+
+def test_small_side_is_broadcast(spark, emp, tmp_path):
+    """Without a size, Spark sizes a Python source at Long.MaxValue and sort-merge joins even 8 rows; the
+    extension sizes each scan from tablestatus (data + index bytes, scaled to the columns read)."""
+    path = str(tmp_path / "dept")
+    carbon_ds.write_table(pa.table({"dept": [f"d{i}" for i in range(8)], "region": ["n", "s"] * 4}), path)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ext_dept USING carbondata OPTIONS (path '{path}')")
+    q = "SELECT e.id, d.region FROM ext_emp e JOIN ext_dept d ON e.dept = d.dept WHERE e.salary > 9000"
+    try:
+        plan = spark.sql(q)._jdf.queryExecution().executedPlan().toString()
+        assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan, plan
+        with _rule_off(spark):
+            plan = spark.sql(q)._jdf.queryExecution().executedPlan().toString()
+        assert "SortMergeJoin" in plan and "BroadcastHashJoin" not in plan, plan
+        _same(spark, lambda: spark.sql(q))
+    finally:
+        spark.catalog.dropTempView("ext_dept")
+
+
+def test_size_estimate_follows_tablestatus(spark, emp):
+    path, _data = emp
+    stored = sum(int(d["dataSize"]) + int(d["indexSize"]) for d in json.load(
+        open(os.path.join(path, "Metadata", "tablestatus"))))
+    # Spark's default widths: 8 a row + bigint 8, string 20, double 8, string 20, double 8
+    full, narrow = 8 + 8 + 20 + 8 + 20 + 8, 8 + 8
+    df = spark.sql("SELECT id FROM ext_emp")
+    size = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    assert size == stored * narrow // full

@@ -22,7 +22,7 @@ public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtens
         extensions.injectPreCBORule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
             @Override
             public Rule<LogicalPlan> apply(SparkSession session) {
-                return new PruneCarbonRelations();
+                return new PruneCarbonRelations(session);
             }
         });
         return BoxedUnit.UNIT;

@@ -8,6 +8,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
@@ -42,8 +43,15 @@ import scala.jdk.javaapi.CollectionConverters;
  */
 public final class PruneCarbonRelations extends Rule<LogicalPlan> {
     static final String SOURCE = "carbondata";
-    /** Option set on relations this rule made: they are final, the rule never touches them again. */
+    /** Option set on relations this rule (or carbon_ds.sql's rewrite) made: they are final. */
     static final String MARK = "carbon_ds.pruned";
+    static final String CONF_STATISTICS = "carbon_ds.extension.statistics";
+
+    private final SparkSession session;
+
+    PruneCarbonRelations(SparkSession session) {
+        this.session = session;
+    }
     static final String CONF_ENABLED = "carbon_ds.extension.enabled";
 
     // Nodes whose output is child attributes passed through by exprId plus attributes computed from their
@@ -59,10 +67,20 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
             "RepartitionByExpression", "Repartition", "RebalancePartitions", "ResolvedHint", "SubqueryAlias",
             "View", "Sort");
 
+    static boolean enabled() {
+        return "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_ENABLED, "true").trim());
+    }
+
+    /** A plan node's constructor arguments, for makeCopy (whose arity changes between Spark releases). */
+    static Object[] args(LogicalPlan node) {
+        List<Object> out = new ArrayList<>();
+        CollectionConverters.asJava(node.productIterator()).forEachRemaining(out::add);
+        return out.toArray();
+    }
+
     @Override
     public LogicalPlan apply(LogicalPlan plan) {
-        if (!"true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_ENABLED, "true").trim())
-                || !hasCandidate(plan)) {
+        if (!enabled() || !hasCandidate(plan)) {
             return plan;
         }
         Set<Long> referenced = new HashSet<>();
@@ -177,9 +195,6 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         if (needed.isEmpty() && !deterministic && !output.isEmpty()) {
             needed.add(output.get(0));  // a rows-only read is one partition: rand() and the like must see the same
         }
-        if (needed.size() == output.size() && predicate == null) {
-            return mark(rel, rel.table(), rel.output(), null);  // nothing to prune: keep the relation's reader
-        }
         StructField[] fields = new StructField[needed.size()];
         for (int i = 0; i < fields.length; i++) {
             AttributeReference a = needed.get(i);
@@ -189,7 +204,15 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         // a new instance: the old one caches the Python data source made with the old options and schema
         PythonDataSourceV2 source = new PythonDataSourceV2();
         source.setShortName(old.name());
-        PythonTable table = new PythonTable(source, old.name(), new StructType(fields));
+        StructType schema = new StructType(fields);
+        long size = -1;
+        if ("true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_STATISTICS, "true").trim())) {
+            long stored = TableSize.storedBytes(session.sparkContext().hadoopConfiguration(),
+                    rel.options().get("path"), rel.options().get("segments"));
+            long full = TableSize.rowWidth(rel.schema().fields());
+            size = stored < 0 ? -1 : Math.max(1, (long) ((double) stored * TableSize.rowWidth(fields) / full));
+        }
+        PythonTable table = new SizedPythonTable(source, old.name(), schema, size);
         return mark(rel, table, seq(needed), predicate);
     }
 
@@ -208,8 +231,16 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
             options.put("filter", hasOriginal ? "(" + original + ") AND (" + predicate + ")" : predicate);
         }
         options.put(MARK, "true");
-        return rel.copy(table, output, rel.catalog(), rel.identifier(), new CaseInsensitiveStringMap(options),
-                rel.timeTravelSpec());
+        Object[] args = args(rel);  // (table, output, catalog, identifier, options, ...)
+        for (int i = 0; i < args.length; i++) {
+            if (args[i] instanceof org.apache.spark.sql.connector.catalog.Table) {
+                args[i] = table;
+            } else if (args[i] instanceof CaseInsensitiveStringMap) {
+                args[i] = new CaseInsensitiveStringMap(options);
+            }
+        }
+        args[1] = output;
+        return (DataSourceV2Relation) rel.makeCopy(args);
     }
 
     /** The AND of the translated conjuncts of the Filters that see exactly the relation's rows: those right
