@@ -11,12 +11,14 @@ import contextlib
 import json
 import os
 import random
+import warnings
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
 
 import carbon_ds
+from carbon_ds.spark import extension
 from carbon_ds.spark.catalyst import carbon_relation, node_name, relation_options, to_list
 from carbon_ds.spark.extension import extension_active, jar_path
 
@@ -207,3 +209,36 @@ def test_size_estimate_follows_tablestatus(spark, emp):
     df = spark.sql("SELECT id FROM ext_emp")
     size = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
     assert size == stored * narrow // full
+
+
+class _Builder:
+    """The part of SparkSession.Builder configure_spark uses."""
+
+    def __init__(self, **options):
+        self._options = dict(options)
+
+    def config(self, key, value):
+        self._options[key] = value
+        return self
+
+
+def test_configure_spark_appends_jar_and_extension(monkeypatch, tmp_path):
+    jar = tmp_path / "carbon-ds-spark.jar"
+    jar.write_bytes(b"PK")
+    monkeypatch.setattr(extension, "JAR", jar)
+    b = carbon_ds.configure_spark(_Builder(**{"spark.jars": "/x/delta.jar",
+                                              "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension"}))
+    assert b._options["spark.jars"] == f"/x/delta.jar,{jar}"
+    assert b._options["spark.sql.extensions"] == f"io.delta.sql.DeltaSparkSessionExtension,{extension.EXTENSION_CLASS}"
+    assert carbon_ds.configure_spark(b)._options == b._options  # twice: nothing added twice
+
+
+def test_configure_spark_without_jar_warns_once(monkeypatch, tmp_path):
+    monkeypatch.setattr(extension, "JAR", tmp_path / "missing.jar")
+    monkeypatch.setattr(extension, "_warned", False)
+    with pytest.warns(UserWarning, match="extension jar .* is missing .*javac"):
+        b = carbon_ds.configure_spark(_Builder())
+    assert b._options == {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        carbon_ds.configure_spark(_Builder())
