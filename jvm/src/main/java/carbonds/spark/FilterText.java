@@ -295,7 +295,8 @@ final class FilterText {
             return (Boolean) value ? "TRUE" : "FALSE";
         }
         if (col instanceof DateType) {
-            return "DATE '" + LocalDate.ofEpochDay(((Number) value).longValue()) + "'";
+            LocalDate d = LocalDate.ofEpochDay(((Number) value).longValue());
+            return d.getYear() < 1 || d.getYear() > 9999 ? null : "DATE '" + d + "'";  // SQL's year range
         }
         if (col instanceof TimestampType) {
             long micros = ((Number) value).longValue();
@@ -303,7 +304,8 @@ final class FilterText {
                 return null;  // CarbonData keeps milliseconds
             }
             Instant t = Instant.ofEpochSecond(Math.floorDiv(micros, 1_000_000L), Math.floorMod(micros, 1_000_000L) * 1000);
-            return "TIMESTAMP '" + TIMESTAMP.format(t) + "+00:00'";
+            int year = t.atOffset(ZoneOffset.UTC).getYear();
+            return year < 1 || year > 9999 ? null : "TIMESTAMP '" + TIMESTAMP.format(t) + "+00:00'";
         }
         return null;
     }
