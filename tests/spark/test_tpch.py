@@ -1,5 +1,6 @@
-"""The 22 TPC-H queries through ``carbon_ds.sql`` over carbondata tables give the rows Spark gives over
-Parquet copies of the same data (SF 0.01 from DuckDB's dbgen; queries in benchmarks/tpch_queries.py).
+"""The 22 TPC-H queries through ``carbon_ds.sql`` over carbondata tables, and through plain ``spark.sql``
+over ``USING carbondata`` views with the Catalyst extension on, give the rows Spark gives over Parquet copies
+of the same data (SF 0.01 from DuckDB's dbgen; queries in benchmarks/tpch_queries.py).
 
 The two sides run in two sessions of the shared SparkContext (``spark.newSession()``): each has its own
 temporary views, so the same query text finds the carbondata tables on one side and the Parquet ones on
