@@ -37,8 +37,9 @@ def save(out_dir: str, name: str, payload: dict) -> str:
     return path
 
 
-def spark_session(memory: str = "6g", master: str = "local[2]"):
-    """A local SparkSession with the carbondata source registered, workers on this interpreter."""
+def spark_session(memory: str = "6g", master: str = "local[2]", extension: bool = False):
+    """A local SparkSession with the carbondata source registered, workers on this interpreter
+    (``extension``: with the carbon-ds Catalyst extension, carbon_ds.configure_spark)."""
     import sys
 
     from pyspark.sql import SparkSession
@@ -46,8 +47,9 @@ def spark_session(memory: str = "6g", master: str = "local[2]"):
     import carbon_ds
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this interpreter's packages
+    builder = carbon_ds.configure_spark(SparkSession.builder) if extension else SparkSession.builder
     spark = (
-        SparkSession.builder.master(master)
+        builder.master(master)
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", memory)
         .config("spark.sql.shuffle.partitions", "2")

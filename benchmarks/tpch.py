@@ -10,6 +10,13 @@ SparkContext (``spark.newSession()``), each with its own temporary views under t
   parquet     ``spark.read.parquet(...)`` temporary views; queries run through ``spark.sql(q).collect()``
   load        (``--load-queries``, default Q1 and Q6) temporary views over
               ``spark.read.format("carbondata").load(path)``; queries through ``spark.sql(q).collect()``
+  sql         (``--sql-queries``, default all) ``CREATE TEMPORARY VIEW t USING carbondata OPTIONS (path
+              '...')`` views; queries through plain ``spark.sql(q).collect()``
+  dataframe   (``--dataframe-queries``, default Q1, Q6, Q14) ``spark.read.format("carbondata").load(path)``
+              and the query written as DataFrame calls (DATAFRAME_QUERIES below)
+
+The session is started with the carbon-ds Catalyst extension (``carbon_ds.configure_spark``) unless
+``--no-extension`` is given: on the load, sql and dataframe sides it is the only thing that prunes.
 
 Per query the sides run interleaved: one warm-up each (whose rows are compared), then ``--repeat`` rounds
 of carbondata, parquet[, load]; the median is kept. Results must agree: carbondata = Parquet = DuckDB
@@ -37,6 +44,7 @@ import time
 import traceback
 
 from common import save, spark_session
+from pyspark.sql import functions as F  # noqa: N812 - the usual spelling
 from tpch_queries import (
     TABLES,
     carbon_create_sql,
@@ -50,7 +58,42 @@ from tpch_queries import (
 
 import carbon_ds
 
-SIDES = ("carbondata", "parquet", "load")
+SIDES = ("carbondata", "parquet", "load", "sql", "dataframe")
+# side -> (its column title, what the ratio key is called)
+EXTRA_SIDES = {"load": ("load()", "load_ratio"), "sql": ("spark.sql", "sql_ratio"),
+               "dataframe": ("DataFrame", "dataframe_ratio")}
+
+
+def _q1(t):
+    disc = F.expr("l_extendedprice * (1 - l_discount)")
+    return (t["lineitem"].where(F.expr("l_shipdate <= date '1998-12-01' - interval 90 days"))
+            .groupBy("l_returnflag", "l_linestatus")
+            .agg(F.sum("l_quantity").alias("sum_qty"), F.sum("l_extendedprice").alias("sum_base_price"),
+                 F.sum(disc).alias("sum_disc_price"), F.sum(disc * F.expr("(1 + l_tax)")).alias("sum_charge"),
+                 F.avg("l_quantity").alias("avg_qty"), F.avg("l_extendedprice").alias("avg_price"),
+                 F.avg("l_discount").alias("avg_disc"), F.count(F.lit(1)).alias("count_order"))
+            .orderBy("l_returnflag", "l_linestatus"))
+
+
+def _q6(t):
+    return (t["lineitem"].where((F.col("l_shipdate") >= F.expr("date '1994-01-01'"))
+                                & (F.col("l_shipdate") < F.expr("date '1994-01-01' + interval 1 year"))
+                                & F.col("l_discount").between(F.expr("0.06 - 0.01"), F.expr("0.06 + 0.01"))
+                                & (F.col("l_quantity") < 24))
+            .agg(F.sum(F.expr("l_extendedprice * l_discount")).alias("revenue")))
+
+
+def _q14(t):
+    li = t["lineitem"].where((F.col("l_shipdate") >= F.expr("date '1995-09-01'"))
+                             & (F.col("l_shipdate") < F.expr("date '1995-09-01' + interval 1 month")))
+    joined = li.join(t["part"], li.l_partkey == t["part"].p_partkey)
+    disc = F.expr("l_extendedprice * (1 - l_discount)")
+    promo = F.sum(F.when(F.col("p_type").startswith("PROMO"), disc).otherwise(0))
+    return joined.agg((F.lit(100.00) * promo / F.sum(disc)).alias("promo_revenue"))
+
+
+# TPC-H queries as DataFrame calls over spark.read.format("carbondata").load(path) (same text semantics)
+DATAFRAME_QUERIES = {1: _q1, 6: _q6, 14: _q14}
 
 
 def arguments() -> argparse.Namespace:
@@ -62,6 +105,12 @@ def arguments() -> argparse.Namespace:
     ap.add_argument("--queries", default="all", help="subset, e.g. 1,6,14-16 (default all 22)")
     ap.add_argument("--load-queries", default="1,6",
                     help="queries also timed over spark.read.format('carbondata').load() views: list, all or none")
+    ap.add_argument("--sql-queries", default="all",
+                    help="queries also run through plain spark.sql over USING carbondata views (default all; none)")
+    ap.add_argument("--dataframe-queries", default="1,6,14",
+                    help=f"queries also run as DataFrame calls over load() (of {sorted(DATAFRAME_QUERIES)}; none)")
+    ap.add_argument("--no-extension", action="store_true",
+                    help="start Spark without the carbon-ds Catalyst extension (carbon_ds.configure_spark)")
     ap.add_argument("--reuse-tables", action="store_true",
                     help="keep the carbondata and Parquet tables a previous run wrote at this scale factor")
     ap.add_argument("--results", default="benchmarks/results", help="where tpch.json/.md/.png go")
@@ -125,19 +174,25 @@ def write_tables(spark, stage: dict[str, str], root: str, reuse: bool) -> dict[s
     return info
 
 
-def register_sides(spark, tables: dict[str, dict], with_load: bool) -> dict:
-    """One session per side, each with temporary views under the plain TPC-H names."""
+def register_sides(spark, tables: dict[str, dict], extra: set[str]) -> dict:
+    """One session per side, each with temporary views under the plain TPC-H names (``extra``: which of
+    load, sql, dataframe to set up besides carbondata and parquet)."""
     sessions = {"carbondata": spark.newSession(), "parquet": spark.newSession()}
-    if with_load:
-        sessions["load"] = spark.newSession()
-        carbon_ds.register(sessions["load"])
+    for side in sorted(extra):
+        sessions[side] = spark.newSession()
+        carbon_ds.register(sessions[side])
     carbon_ds.register(sessions["carbondata"])
     for t, row in tables.items():
         cpath, ppath = row["paths"]["carbondata"], row["paths"]["parquet"]
         carbon_ds.sql(sessions["carbondata"], carbon_create_sql(t, [tuple(f) for f in row["fields"]], cpath))
         sessions["parquet"].read.parquet(ppath).createOrReplaceTempView(t)
-        if with_load:
+        if "load" in extra:
             sessions["load"].read.format("carbondata").load(cpath).createOrReplaceTempView(t)
+        if "sql" in extra:
+            loc = cpath.replace("\\", "\\\\").replace("'", "\\'")
+            sessions["sql"].sql(f"CREATE OR REPLACE TEMPORARY VIEW {t} USING carbondata OPTIONS (path '{loc}')")
+        if "dataframe" in extra:
+            sessions["dataframe"].read.format("carbondata").load(cpath).createOrReplaceTempView(t)
     # the same names must reach different files on each side
     for side, session in sessions.items():
         plan = session.sql("EXPLAIN SELECT * FROM lineitem").collect()[0][0].lower()
@@ -146,23 +201,26 @@ def register_sides(spark, tables: dict[str, dict], with_load: bool) -> dict:
     return sessions
 
 
-def run_queries(sessions: dict, duck, numbers: list[int], load_numbers: set[int], sf: float,
+def run_queries(sessions: dict, duck, numbers: list[int], extra_numbers: dict[str, set[int]], sf: float,
                 repeat: int, after_each=None) -> dict[str, dict]:
-    def runner(side: str, text: str):
+    def runner(side: str, text: str, n: int):
         if side == "carbondata":
             return lambda: carbon_ds.sql(sessions[side], text).collect()
+        if side == "dataframe":
+            session = sessions[side]
+            return lambda: DATAFRAME_QUERIES[n]({t: session.table(t) for t in TABLES}).collect()
         return lambda: sessions[side].sql(text).collect()
 
     out: dict[str, dict] = {}
     for n in numbers:
         text = query(n, sf)
-        sides = [s for s in SIDES if s in sessions and (s != "load" or n in load_numbers)]
+        sides = [s for s in SIDES if s in sessions and (s not in EXTRA_SIDES or n in extra_numbers.get(s, ()))]
         res: dict = {"ordered": ordered(text), "errors": {}, "equal": {}, "notes": {}}
         rows: dict[str, list] = {}
         for side in sides:  # warm-up (timed, not counted); these rows are the ones compared
             try:
                 t0 = time.perf_counter()
-                rows[side] = runner(side, text)()
+                rows[side] = runner(side, text, n)()
                 res[f"{side}_first_s"] = time.perf_counter() - t0
             except Exception as exc:  # noqa: BLE001 - recorded and reported, the other queries still run
                 res["errors"][side] = failure(exc)
@@ -173,7 +231,7 @@ def run_queries(sessions: dict, duck, numbers: list[int], load_numbers: set[int]
         ref = rows.get("parquet")
         if ref is not None:
             res["rows"] = len(ref)
-            for other in ("carbondata", "load", "duckdb"):
+            for other in ("carbondata", *EXTRA_SIDES, "duckdb"):
                 if other in rows:
                     equal, note = compare(rows[other], ref, res["ordered"])
                     res["equal"][other] = equal
@@ -184,7 +242,7 @@ def run_queries(sessions: dict, duck, numbers: list[int], load_numbers: set[int]
             for side in times:
                 if side in res["errors"]:
                     continue
-                fn = runner(side, text)
+                fn = runner(side, text, n)
                 t0 = time.perf_counter()
                 try:
                     fn()
@@ -197,8 +255,9 @@ def run_queries(sessions: dict, duck, numbers: list[int], load_numbers: set[int]
             res[f"{side}_runs_s"] = ts
         if res.get("carbondata_s") and res.get("parquet_s"):
             res["ratio"] = res["carbondata_s"] / res["parquet_s"]
-        if res.get("load_s") and res.get("parquet_s"):
-            res["load_ratio"] = res["load_s"] / res["parquet_s"]
+        for side, (_title, key) in EXTRA_SIDES.items():
+            if res.get(f"{side}_s") and res.get("parquet_s"):
+                res[key] = res[f"{side}_s"] / res["parquet_s"]
         out[f"q{n}"] = res
         msg = " ".join(
             f"{side} {res[f'{side}_s']:7.3f}s" for side in sides if res.get(f"{side}_s") is not None
@@ -217,7 +276,15 @@ def run_queries(sessions: dict, duck, numbers: list[int], load_numbers: set[int]
 def summarise(results: dict[str, dict]) -> dict:
     both = [r for r in results.values() if r.get("ratio")]
     loads = [r for r in results.values() if r.get("load_ratio")]
+    extra = {}
+    for _title, key in EXTRA_SIDES.values():
+        ratios = [r[key] for r in results.values() if r.get(key)]
+        extra[f"geomean_{key}"] = geomean(ratios)
+        extra[f"max_{key}"] = max(ratios) if ratios else None
+        extra[f"total_{key}"] = (sum(r[key.removesuffix("_ratio") + "_s"] for r in results.values() if r.get(key))
+                                 / sum(r["parquet_s"] for r in results.values() if r.get(key))) if ratios else None
     return {
+        **extra,
         "queries_timed": len(both),
         "geomean_carbondata_s": geomean([r["carbondata_s"] for r in both]),
         "geomean_parquet_s": geomean([r["parquet_s"] for r in both]),
@@ -230,11 +297,12 @@ def summarise(results: dict[str, dict]) -> dict:
 
 
 def markdown(results: dict[str, dict], summary: dict, sf: float, repeat: int, load_avg: tuple) -> str:
-    with_load = any(r.get("load_s") for r in results.values())
+    extras = [(side, title, key) for side, (title, key) in EXTRA_SIDES.items()
+              if any(r.get(f"{side}_s") for r in results.values())]
     head = "| query | carbon-ds (s) | Spark Parquet (s) | carbon-ds / Parquet |"
     rule = "|---|---:|---:|---:|"
-    if with_load:
-        head += " load() (s) | load() / Parquet |"
+    for _side, title, _key in extras:
+        head += f" {title} (s) | {title} / Parquet |"
         rule += "---:|---:|"
     head += " rows | equal (carbon = Parquet = DuckDB) |"
     rule += "---:|---|"
@@ -252,21 +320,23 @@ def markdown(results: dict[str, dict], summary: dict, sf: float, repeat: int, lo
             equal = "NO: " + ", ".join(k for k, v in r["equal"].items() if not v)
         line = f"| {q.upper()} | {num(r.get('carbondata_s'), '.3f')} | {num(r.get('parquet_s'), '.3f')} | " \
                f"{num(r.get('ratio'), '.2f')}x |"
-        if with_load:
-            line += f" {num(r.get('load_s'), '.3f')} | " + (f"{r['load_ratio']:.2f}x |" if r.get("load_ratio") else "- |")
+        for side, _title, key in extras:
+            line += f" {num(r.get(f'{side}_s'), '.3f')} | " + (f"{r[key]:.2f}x |" if r.get(key) else "- |")
         line += f" {r.get('rows', '-')} | {equal} |"
         lines.append(line)
     gm = f"| geomean | {num(summary['geomean_carbondata_s'], '.3f')} | {num(summary['geomean_parquet_s'], '.3f')} | " \
          f"**{num(summary['geomean_ratio'], '.2f')}x** |"
-    if with_load:
-        gm += " | " + (f"{summary['geomean_load_ratio']:.2f}x |" if summary["geomean_load_ratio"] else "- |")
+    for _side, _title, key in extras:
+        gm += " | " + (f"**{summary[f'geomean_{key}']:.2f}x** |" if summary[f"geomean_{key}"] else "- |")
     gm += " | |"
     lines.append(gm)
     lines.append("")
     lines.append(
         f"TPC-H SF {sf:g}, Spark local[2], median of {repeat} runs after one warm-up, carbon-ds through "
         f"`carbon_ds.sql` over tables registered with CREATE EXTERNAL TABLE, Parquet through `spark.sql` over "
-        f"temporary views; ratio = carbon-ds / Parquet (lower is better). Load average at start and end: "
+        f"temporary views; load() / spark.sql / DataFrame: plain Spark over `load()` views, `USING carbondata` "
+        f"views and DataFrame calls (the Catalyst extension on unless noted); ratio = carbon-ds / Parquet "
+        f"(lower is better). Load average at start and end: "
         f"{load_avg[0]:.1f} / {load_avg[1]:.1f}."
     )
     for q, r in results.items():
@@ -303,7 +373,7 @@ def chart(path: str, results: dict[str, dict], summary: dict, sf: float) -> None
     plt.close(fig)
 
 
-def report(args, numbers: list[int], load_numbers: set[int], generate_s: float, tables: dict,
+def report(args, numbers: list[int], extra_numbers: dict[str, set[int]], generate_s: float, tables: dict,
            results: dict[str, dict], load_avg: tuple, complete: bool) -> tuple[str, dict]:
     """Write tpch.json, tpch.md and tpch.png (after every query too, so a stopped run keeps its numbers)."""
     import duckdb
@@ -311,7 +381,9 @@ def report(args, numbers: list[int], load_numbers: set[int], generate_s: float, 
 
     summary = summarise(results)
     payload = {
-        "sf": args.sf, "repeat": args.repeat, "queries": numbers, "load_queries": sorted(load_numbers),
+        "sf": args.sf, "repeat": args.repeat, "queries": numbers,
+        **{f"{side}_queries": sorted(ns) for side, ns in extra_numbers.items()},
+        "extension": not args.no_extension,
         "complete": complete,
         "versions": {"carbon_ds": carbon_ds.__version__, "pyspark": pyspark.__version__,
                      "duckdb": duckdb.__version__, "python": sys.version.split()[0]},
@@ -336,6 +408,12 @@ def main() -> None:
     numbers = parse_numbers(args.queries)
     load_spec = args.load_queries.strip().lower()
     load_numbers = set() if load_spec in ("none", "") else set(parse_numbers(load_spec)) & set(numbers)
+    extra_numbers = {"load": load_numbers}
+    for side, spec, allowed in (("sql", args.sql_queries, set(numbers)),
+                                ("dataframe", args.dataframe_queries, set(DATAFRAME_QUERIES))):
+        spec = spec.strip().lower()
+        extra_numbers[side] = set() if spec in ("none", "") else set(parse_numbers(spec)) & set(numbers) & allowed
+    extra_numbers = {side: ns for side, ns in extra_numbers.items() if ns}
     root = os.path.join(os.path.abspath(args.out), f"sf{args.sf:g}")
     load_start = os.getloadavg()[0]
 
@@ -345,29 +423,33 @@ def main() -> None:
     generate_s = time.perf_counter() - t0
     print(f"TPC-H SF {args.sf:g} data in {os.path.join(root, 'stage')} ({generate_s:.1f}s)", flush=True)
 
-    spark = spark_session(args.memory)
+    spark = spark_session(args.memory, extension=not args.no_extension)
     try:
         tables = write_tables(spark, stage, root, args.reuse_tables)
-        sessions = register_sides(spark, tables, bool(load_numbers))
+        sessions = register_sides(spark, tables, set(extra_numbers))
         for item in args.conf:
             key, _, value = item.partition("=")
             sessions["carbondata"].conf.set(key.strip(), value.strip())
         duck = duckdb_over_parquet({t: row["paths"]["parquet"] for t, row in tables.items()}, threads=os.cpu_count())
 
         def partial(results: dict[str, dict]) -> None:
-            report(args, numbers, load_numbers, generate_s, tables, results, (load_start, os.getloadavg()[0]), False)
+            report(args, numbers, extra_numbers, generate_s, tables, results, (load_start, os.getloadavg()[0]), False)
 
-        results = run_queries(sessions, duck, numbers, load_numbers, args.sf, args.repeat, partial)
+        results = run_queries(sessions, duck, numbers, extra_numbers, args.sf, args.repeat, partial)
         duck.close()
     finally:
         spark.stop()
 
     load_avg = (load_start, os.getloadavg()[0])
-    text, summary = report(args, numbers, load_numbers, generate_s, tables, results, load_avg, True)
+    text, summary = report(args, numbers, extra_numbers, generate_s, tables, results, load_avg, True)
     print()
     print(text)
     gm = summary["geomean_ratio"]
     print(f"geomean carbon-ds / Parquet: {gm:.2f}x over {summary['queries_timed']} queries" if gm else "nothing timed")
+    for side, (title, key) in EXTRA_SIDES.items():
+        if summary.get(f"geomean_{key}"):
+            print(f"{title} ({side}) / Parquet: geomean {summary[f'geomean_{key}']:.2f}x, max "
+                  f"{summary[f'max_{key}']:.2f}x, total {summary[f'total_{key}']:.2f}x")
     if not summary["all_equal"] or summary["failed"]:
         print("RESULTS DIFFER OR QUERIES FAILED: see above", flush=True)
         sys.exit(1)

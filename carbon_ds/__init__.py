@@ -43,6 +43,7 @@ _LAZY = {
     "ListPartition": "carbon_ds.table.table",
     "sql": "carbon_ds.spark.sql",
     "optimize": "carbon_ds.spark.query",
+    "configure_spark": "carbon_ds.spark.extension",
     "SqlExpr": "carbon_ds.expressions.values",
     "CarbonDataFile": "carbon_ds.readers.carbondata",
     "CarbonWriter": "carbon_ds.writers.carbondata",

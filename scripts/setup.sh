@@ -44,3 +44,5 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     fi
     echo "$want" > "$stamp"
 fi
+# the Spark session extension (jvm/src) against the PySpark just installed; says so and goes on without a JDK
+bash scripts/build-jvm.sh .venv/bin/python

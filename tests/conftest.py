@@ -41,13 +41,18 @@ def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
     import carbon_ds
+    from carbon_ds.spark.extension import jar_path
 
     # Python workers must use this interpreter (the one with pyarrow and carbon-ds), not whatever is on PATH
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
     warehouse = tmp_path_factory.mktemp("warehouse")
+    builder = SparkSession.builder
+    # the Catalyst extension (carbon_ds/jars, built by scripts/setup.sh) when present: every plan prunes
+    if jar_path() is not None:
+        builder = carbon_ds.configure_spark(builder)
     session = (
-        SparkSession.builder.master("local[2]")
+        builder.master("local[2]")
         .appName("carbon-ds-tests")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.ui.enabled", "false")

@@ -91,8 +91,9 @@ def spark_session():
     # Spark's Python workers must run this interpreter, which has carbon-ds and pyarrow installed
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     log_conf = f"-Dlog4j2.configurationFile=file:{_quiet_log_config()}"
+    # with the Catalyst extension (built by scripts/setup.sh) every Spark query prunes, not only carbon_ds.sql
     spark = (
-        SparkSession.builder.master("local[2]")
+        carbon_ds.configure_spark(SparkSession.builder).master("local[2]")
         .appName("carbon-ds-demo")
         .config("spark.ui.enabled", "false")
         .config("spark.ui.showConsoleProgress", "false")

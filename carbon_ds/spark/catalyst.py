@@ -130,7 +130,8 @@ def carbon_relation(node: Any, kind: str | None = None) -> Any | None:
     else:
         return None
     table = rel.table()
-    if class_name(table) != "PythonTable" or str(table.name()).lower() != SOURCE_NAME:
+    # SizedPythonTable: a PythonTable the Spark extension (jvm/src) made, whose scans report a size
+    if class_name(table) not in ("PythonTable", "SizedPythonTable") or str(table.name()).lower() != SOURCE_NAME:
         return None
     return rel
 

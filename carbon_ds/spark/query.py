@@ -51,6 +51,7 @@ from carbon_ds.table.read.scan import arrow_schema_of, scan_estimate
 
 __all__ = ["CONF_LOCAL_BYTES", "CONF_REWRITE", "CONF_STATISTICS", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
 
+PRUNED_OPTION = "carbon_ds.pruned"
 CONF_REWRITE = "carbon_ds.sql.rewrite"
 """Spark conf: ``false`` makes ``carbon_ds.sql`` pass queries to ``spark.sql`` unchanged."""
 CONF_STATISTICS = "carbon_ds.sql.statistics"
@@ -325,6 +326,8 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
     declared = StructType.fromJson({"type": "struct", "fields": [
         {**f, "type": "long"} if f["name"].lower() in unscaled else f for f in fields]})
     options = {k: v for k, v in rel.options.items() if k not in ("path", "paths", "filter")}
+    # final for the Spark extension's rule (jvm/src), which would otherwise prune it once more
+    options[PRUNED_OPTION] = "true"
     if read.filter:
         options["filter"] = read.filter
     if unscaled:

@@ -1,5 +1,6 @@
-"""The 22 TPC-H queries through ``carbon_ds.sql`` over carbondata tables give the rows Spark gives over
-Parquet copies of the same data (SF 0.01 from DuckDB's dbgen; queries in benchmarks/tpch_queries.py).
+"""The 22 TPC-H queries through ``carbon_ds.sql`` over carbondata tables, and through plain ``spark.sql``
+over ``USING carbondata`` views with the Catalyst extension on, give the rows Spark gives over Parquet copies
+of the same data (SF 0.01 from DuckDB's dbgen; queries in benchmarks/tpch_queries.py).
 
 The two sides run in two sessions of the shared SparkContext (``spark.newSession()``): each has its own
 temporary views, so the same query text finds the carbondata tables on one side and the Parquet ones on
@@ -14,6 +15,7 @@ from pathlib import Path
 import pytest
 
 import carbon_ds  # noqa: E402
+from carbon_ds.spark.extension import extension_active
 
 pytestmark = pytest.mark.spark
 
@@ -33,6 +35,7 @@ def _load_queries():
 
 
 tpch = _load_queries()
+_TARGETS: dict[str, str] = {}  # table name -> carbondata folder, filled by the sides fixture
 if not tpch.has_generator():
     pytest.skip("TPC-H data needs tpchgen-cli (test extra) or the duckdb-extension-tpch wheel", allow_module_level=True)
 
@@ -49,6 +52,7 @@ def sides(spark, tmp_path_factory):
     for name, path in stage.items():
         df = carbon.read.parquet(path)
         target = os.path.join(str(work), "carbondata", name)
+        _TARGETS[name] = target
         df.write.format("carbondata").mode("overwrite").save(target)
         fields = [(f.name, f.dataType.simpleString()) for f in df.schema]
         carbon_ds.sql(carbon, tpch.carbon_create_sql(name, fields, target))
@@ -74,6 +78,36 @@ def test_query_matches_parquet(sides, n):
     want = parquet.sql(text).collect()
     equal, note = tpch.compare(got, want, tpch.ordered(text))
     assert equal, f"Q{n}: carbondata vs Parquet: {note}"
+
+
+@pytest.fixture(scope="module")
+def plain(spark, sides):  # sides: writes the tables and fills _TARGETS
+    """A session whose TPC-H names are ``CREATE TEMPORARY VIEW ... USING carbondata`` views over the same
+    tables, queried through plain ``spark.sql``: only the Catalyst extension prunes there."""
+    if not extension_active(spark):
+        if os.environ.get("CI"):
+            pytest.fail("the Spark extension is not active in the test session (scripts/build-jvm.sh)")
+        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
+    session = spark.newSession()
+    for name, target in _TARGETS.items():
+        session.sql(f"CREATE TEMPORARY VIEW {name} USING carbondata OPTIONS (path '{target}')")
+    yield session
+    for name in _TARGETS:
+        session.catalog.dropTempView(name)
+
+
+@pytest.mark.parametrize("n", tpch.NUMBERS, ids=[f"q{n}" for n in tpch.NUMBERS])
+def test_plain_spark_sql_matches_parquet(plain, sides, n):
+    """The 22 queries through plain ``spark.sql`` over ``USING carbondata`` views, the extension on."""
+    _carbon, parquet = sides
+    text = tpch.query(n, SF)
+    df = plain.sql(text)
+    optimized = df._jdf.queryExecution().optimizedPlan().toString()
+    assert "carbondata" in optimized.lower()
+    got = df.collect()
+    want = parquet.sql(text).collect()
+    equal, note = tpch.compare(got, want, tpch.ordered(text))
+    assert equal, f"Q{n}: plain spark.sql over carbondata views vs Parquet: {note}"
 
 
 @pytest.mark.parametrize("n", [2, 5, 8, 13, 20, 22], ids=lambda n: f"q{n}")

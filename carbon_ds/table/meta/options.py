@@ -25,9 +25,11 @@ TABLE_OPTIONS = (
 # partition: a static partition spec ("day=1,hour=2" or JSON); partition_overwrite_mode: static|dynamic.
 PARTITION_OPTIONS = ("partition_by", "partition", "partition_overwrite_mode")
 WRITE_OPTIONS = ("compressor", "blocklet_size", *TABLE_OPTIONS, *PARTITION_OPTIONS)
-READ_OPTIONS = ("segments", "filter", "with_row_positions", "unscaled_decimals",  # these two: for DELETE/UPDATE
-                # on Spark (dml.py) and decimals rebuilt by Spark (carbon_ds.spark.query)
-                "timestamp_granularity", "cutoff_timestamp")  # format.direct_dictionary
+READ_OPTIONS = ("segments", "filter", "with_row_positions", "unscaled_decimals", "carbon_ds.pruned",
+                "timestamp_granularity", "cutoff_timestamp")
+# with_row_positions: for DELETE/UPDATE on Spark (dml.py); unscaled_decimals: decimals rebuilt by Spark
+# (carbon_ds.spark.query); carbon_ds.pruned: set by the Spark extension (jvm/src) on relations it made;
+# timestamp_granularity / cutoff_timestamp: direct-dictionary timestamps (format.direct_dictionary)
 # Spark adds these itself; a temporary view passes one option set to both its reader and its writer,
 # so either side accepts the other's keys.
 SPARK_OPTIONS = ("path", "paths")

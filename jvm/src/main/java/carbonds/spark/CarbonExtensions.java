@@ -1,0 +1,30 @@
+package carbonds.spark;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
+
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
+
+/**
+ * The carbon-ds Spark session extension: {@code spark.sql.extensions=carbonds.spark.CarbonExtensions}.
+ *
+ * <p>Its rule runs in the optimizer's "Pre CBO Rules" batch: after column pruning and predicate push-down
+ * have settled what each relation must deliver, before scan push-down builds the scans. So every plan over a
+ * {@code carbondata} relation reads only what it needs, whoever built it (DataFrame calls, {@code spark.sql}
+ * over views or tables, Spark Connect, the Thrift server).
+ */
+public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
+    @Override
+    public BoxedUnit apply(SparkSessionExtensions extensions) {
+        extensions.injectPreCBORule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+            @Override
+            public Rule<LogicalPlan> apply(SparkSession session) {
+                return new PruneCarbonRelations(session);
+            }
+        });
+        return BoxedUnit.UNIT;
+    }
+}

@@ -1,0 +1,301 @@
+package carbonds.spark;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+import scala.collection.immutable.Seq;
+import scala.jdk.javaapi.CollectionConverters;
+
+/**
+ * Gives every {@code carbondata} relation of a plan being optimized the columns and rows the plan needs.
+ *
+ * <p>Spark hands a Python data source neither the columns nor (safely) the filters of a query, but its
+ * optimizer knows both by the time this rule runs (after column pruning and predicate push-down, before scan
+ * push-down): every relation occurrence is read only through the attributes some node references, and the
+ * rows it keeps pass through the Filter nodes right above it. Each occurrence is replaced by a new relation
+ * over a new Python data source instance that declares only the needed attributes (same exprIds, so nothing
+ * above changes) and carries the translated conjuncts in its {@code filter} option. Every Filter stays where
+ * it is, so Spark still evaluates each predicate: the filter option only lets the reader skip blocklets and
+ * pages, never changing an answer. The new relation belongs to this optimization run only, so a plan Spark
+ * keeps across queries (a DataFrame, a temporary view) never sees another query's filter.
+ */
+public final class PruneCarbonRelations extends Rule<LogicalPlan> {
+    static final String SOURCE = "carbondata";
+    /** Option set on relations this rule (or carbon_ds.sql's rewrite) made: they are final. */
+    static final String MARK = "carbon_ds.pruned";
+    static final String CONF_STATISTICS = "carbon_ds.extension.statistics";
+
+    private final SparkSession session;
+
+    PruneCarbonRelations(SparkSession session) {
+        this.session = session;
+    }
+    static final String CONF_ENABLED = "carbon_ds.extension.enabled";
+
+    // Nodes whose output is child attributes passed through by exprId plus attributes computed from their
+    // own expressions, so node.references() is all they read of their children. Any other node (Union,
+    // CTE definitions, Python UDF nodes, anything new) is taken to read every column of every child.
+    private static final Set<String> PASS_BY_ID = Set.of(
+            "Project", "Filter", "Aggregate", "Join", "Sort", "GlobalLimit", "LocalLimit", "Offset", "Tail",
+            "Window", "WindowGroupLimit", "Generate", "Expand", "Sample", "Deduplicate", "RepartitionByExpression",
+            "Repartition", "RebalancePartitions", "SubqueryAlias", "View", "ResolvedHint", "Subquery");
+    // Nodes between a relation and a Filter above it that keep the relation's rows as they are (a Limit or a
+    // Sample does not: filtering below it would change which rows it keeps).
+    private static final Set<String> ROW_PRESERVING = Set.of(
+            "RepartitionByExpression", "Repartition", "RebalancePartitions", "ResolvedHint", "SubqueryAlias",
+            "View", "Sort");
+
+    static boolean enabled() {
+        return "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_ENABLED, "true").trim());
+    }
+
+    /** A plan node's constructor arguments, for makeCopy (whose arity changes between Spark releases). */
+    static Object[] args(LogicalPlan node) {
+        List<Object> out = new ArrayList<>();
+        CollectionConverters.asJava(node.productIterator()).forEachRemaining(out::add);
+        return out.toArray();
+    }
+
+    @Override
+    public LogicalPlan apply(LogicalPlan plan) {
+        if (!enabled() || !hasCandidate(plan)) {
+            return plan;
+        }
+        Set<Long> referenced = new HashSet<>();
+        collectReferences(plan, true, referenced);
+        boolean deterministic = plan.deterministic();
+        return rewrite(plan, new ArrayList<>(), referenced, deterministic);
+    }
+
+    /** The carbondata relation this rule may replace, or null. */
+    static DataSourceV2Relation candidate(LogicalPlan node) {
+        if (!(node instanceof DataSourceV2Relation rel) || !(rel.table() instanceof PythonTable table)
+                || !SOURCE.equalsIgnoreCase(table.name())) {
+            return null;
+        }
+        Map<String, String> options = rel.options().asCaseSensitiveMap();
+        if (rel.options().containsKey(MARK) || rel.options().get("path") == null && rel.options().get("paths") == null) {
+            return null;  // made here already, or a catalog table whose path the relation does not carry
+        }
+        String positions = options.getOrDefault("with_row_positions", "false");
+        for (Map.Entry<String, String> e : options.entrySet()) {
+            if (e.getKey().equalsIgnoreCase("with_row_positions")) {
+                positions = e.getValue();
+            }
+        }
+        return "false".equalsIgnoreCase(positions.trim()) ? rel : null;  // DELETE/UPDATE read every column
+    }
+
+    private static boolean hasCandidate(LogicalPlan plan) {
+        if (candidate(plan) != null) {
+            return true;
+        }
+        for (LogicalPlan child : list(plan.children())) {
+            if (hasCandidate(child)) {
+                return true;
+            }
+        }
+        for (LogicalPlan sub : list(plan.subqueries())) {
+            if (hasCandidate(sub)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** The exprIds some node reads (subquery plans included: reading more than needed is always safe). */
+    private static void collectReferences(LogicalPlan node, boolean isRoot, Set<Long> out) {
+        if (node instanceof DataSourceV2Relation) {
+            if (isRoot) {
+                addAll(node.output(), out);
+            }
+            return;
+        }
+        addAll(node.references().toSeq(), out);
+        if (isRoot) {
+            addAll(node.output(), out);
+        }
+        boolean passes = PASS_BY_ID.contains(node.nodeName());
+        for (LogicalPlan child : list(node.children())) {
+            if (!passes) {
+                addAll(child.output(), out);
+            }
+            collectReferences(child, false, out);
+        }
+        for (LogicalPlan sub : list(node.subqueries())) {
+            collectReferences(sub, true, out);
+        }
+    }
+
+    private static void addAll(Seq<? extends Expression> attrs, Set<Long> out) {
+        for (Expression e : list(attrs)) {
+            if (e instanceof Attribute a) {
+                out.add(a.exprId().id());
+            }
+        }
+    }
+
+    private LogicalPlan rewrite(LogicalPlan node, List<LogicalPlan> ancestors, Set<Long> referenced,
+                                boolean deterministic) {
+        DataSourceV2Relation rel = candidate(node);
+        if (rel != null) {
+            return replace(rel, ancestors, referenced, deterministic);
+        }
+        List<LogicalPlan> children = list(node.children());
+        if (children.isEmpty()) {
+            return node;
+        }
+        List<LogicalPlan> path = new ArrayList<>(ancestors.size() + 1);
+        path.add(node);
+        path.addAll(ancestors);
+        List<LogicalPlan> updated = new ArrayList<>(children.size());
+        boolean changed = false;
+        for (LogicalPlan child : children) {
+            LogicalPlan next = rewrite(child, path, referenced, deterministic);
+            changed |= next != child;
+            updated.add(next);
+        }
+        return changed ? node.withNewChildren(seq(updated)) : node;
+    }
+
+    private LogicalPlan replace(DataSourceV2Relation rel, List<LogicalPlan> ancestors, Set<Long> referenced,
+                                boolean deterministic) {
+        List<AttributeReference> output = list(rel.output());
+        List<AttributeReference> needed = new ArrayList<>();
+        Map<Long, String> names = new HashMap<>();
+        for (AttributeReference a : output) {
+            names.put(a.exprId().id(), a.name());
+            if (referenced.contains(a.exprId().id())) {
+                needed.add(a);
+            }
+        }
+        String predicate = deterministic ? predicate(new FilterText(names), ancestors) : null;
+        if (needed.isEmpty() && !deterministic && !output.isEmpty()) {
+            needed.add(output.get(0));  // a rows-only read is one partition: rand() and the like must see the same
+        }
+        StructField[] fields = new StructField[needed.size()];
+        for (int i = 0; i < fields.length; i++) {
+            AttributeReference a = needed.get(i);
+            fields[i] = new StructField(a.name(), a.dataType(), a.nullable(), a.metadata());
+        }
+        PythonTable old = (PythonTable) rel.table();
+        // a new instance: the old one caches the Python data source made with the old options and schema
+        PythonDataSourceV2 source = new PythonDataSourceV2();
+        source.setShortName(old.name());
+        StructType schema = new StructType(fields);
+        long size = -1;
+        if ("true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_STATISTICS, "true").trim())) {
+            long stored = TableSize.storedBytes(session.sparkContext().hadoopConfiguration(),
+                    rel.options().get("path"), rel.options().get("segments"));
+            long full = TableSize.rowWidth(rel.schema().fields());
+            size = stored < 0 ? -1 : Math.max(1, (long) ((double) stored * TableSize.rowWidth(fields) / full));
+        }
+        PythonTable table = new SizedPythonTable(source, old.name(), schema, size);
+        return mark(rel, table, seq(needed), predicate);
+    }
+
+    private static DataSourceV2Relation mark(DataSourceV2Relation rel, org.apache.spark.sql.connector.catalog.Table table,
+                                             Seq<AttributeReference> output, String predicate) {
+        Map<String, String> options = new LinkedHashMap<>(rel.options().asCaseSensitiveMap());
+        if (predicate != null) {
+            String original = null;
+            for (Map.Entry<String, String> e : rel.options().asCaseSensitiveMap().entrySet()) {
+                if (e.getKey().equalsIgnoreCase("filter")) {
+                    original = e.getValue();
+                    options.remove(e.getKey());
+                }
+            }
+            boolean hasOriginal = original != null && !original.isBlank();
+            options.put("filter", hasOriginal ? "(" + original + ") AND (" + predicate + ")" : predicate);
+        }
+        options.put(MARK, "true");
+        Object[] args = args(rel);  // (table, output, catalog, identifier, options, ...)
+        for (int i = 0; i < args.length; i++) {
+            if (args[i] instanceof org.apache.spark.sql.connector.catalog.Table) {
+                args[i] = table;
+            } else if (args[i] instanceof CaseInsensitiveStringMap) {
+                args[i] = new CaseInsensitiveStringMap(options);
+            }
+        }
+        args[1] = output;
+        return (DataSourceV2Relation) rel.makeCopy(args);
+    }
+
+    /** The AND of the translated conjuncts of the Filters that see exactly the relation's rows: those right
+     * above it, through nodes that keep rows and attributes. A non-deterministic conjunct ends the walk:
+     * Spark evaluates it on the rows that reach it, so no row may be removed before it. */
+    private static String predicate(FilterText text, List<LogicalPlan> ancestors) {
+        List<String> parts = new ArrayList<>();
+        for (LogicalPlan node : ancestors) {
+            if (node instanceof Filter f) {
+                List<Expression> conjuncts = new ArrayList<>();
+                split(f.condition(), conjuncts);
+                for (Expression c : conjuncts) {
+                    if (!c.deterministic()) {
+                        return join(parts);
+                    }
+                }
+                for (Expression c : conjuncts) {
+                    String t = text.implied(c);
+                    if (t != null && !parts.contains(t)) {
+                        parts.add(t);
+                    }
+                }
+            } else if (node instanceof Project p) {
+                for (NamedExpression x : list(p.projectList())) {
+                    if (!(x instanceof AttributeReference)) {
+                        return join(parts);
+                    }
+                }
+            } else if (!ROW_PRESERVING.contains(node.nodeName())) {
+                return join(parts);
+            }
+        }
+        return join(parts);
+    }
+
+    private static String join(List<String> parts) {
+        return parts.isEmpty() ? null : String.join(" AND ", parts);
+    }
+
+    private static void split(Expression e, List<Expression> out) {
+        if (e instanceof org.apache.spark.sql.catalyst.expressions.And a) {
+            split(a.left(), out);
+            split(a.right(), out);
+        } else {
+            out.add(e);
+        }
+    }
+
+    static <T> List<T> list(scala.collection.Iterable<T> items) {
+        List<T> out = new ArrayList<>();
+        CollectionConverters.asJava(items.iterator()).forEachRemaining(out::add);
+        return out;
+    }
+
+    static <T> Seq<T> seq(List<T> items) {
+        return CollectionConverters.asScala(items).toSeq();
+    }
+}

@@ -1,0 +1,244 @@
+"""The Catalyst extension (jvm/src, ``carbon_ds.configure_spark``): plain Spark plans over carbondata
+relations read only the columns and blocklets they need, and give the rows Spark gives without it.
+
+The oracle is the same statement with the extension's rule switched off (conf
+``carbon_ds.extension.enabled=false``), where Spark reads every column of every row and evaluates every
+predicate itself, and row counts computed with pyarrow from the data written."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import random
+import warnings
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pytest
+
+import carbon_ds
+from carbon_ds.spark import extension
+from carbon_ds.spark.catalyst import carbon_relation, node_name, relation_options, to_list
+from carbon_ds.spark.extension import extension_active, jar_path
+
+pytestmark = pytest.mark.spark
+
+ENABLED = "carbon_ds.extension.enabled"
+ROWS = 3000  # three loads of 1,000 rows sorted on id: three files of one blocklet each
+
+
+@pytest.fixture(scope="module")
+def emp(spark, tmp_path_factory):
+    if jar_path() is None:
+        if os.environ.get("CI"):
+            pytest.fail("the Spark extension jar was not built (scripts/setup.sh runs scripts/build-jvm.sh)")
+        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
+    assert extension_active(spark)
+    path = str(tmp_path_factory.mktemp("ext") / "emp")
+    rnd = random.Random(5)
+    parts = []
+    for seg in range(3):
+        ids = list(range(seg * 1000, (seg + 1) * 1000))
+        part = pa.table({
+            "id": pa.array(ids, pa.int64()),
+            "dept": [f"d{rnd.randrange(8)}" if rnd.random() > 0.05 else None for _ in ids],
+            "salary": pa.array([rnd.uniform(0, 10000) for _ in ids], pa.float64()),
+            "note": [rnd.choice(["alpha", "beta", "it's", "gamma_1", None]) for _ in ids],
+            "x": pa.array([rnd.choice([float("nan"), -0.0, 0.0, 1.5, None]) for _ in ids], pa.float64()),
+        })
+        carbon_ds.write_table(part, path, sort_columns="id")
+        parts.append(part)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ext_emp USING carbondata OPTIONS (path '{path}')")
+    yield path, pa.concat_tables(parts)
+    spark.catalog.dropTempView("ext_emp")
+
+
+@contextlib.contextmanager
+def _rule_off(spark):
+    spark.conf.set(ENABLED, "false")
+    try:
+        yield
+    finally:
+        spark.conf.unset(ENABLED)
+
+
+def _reads(df) -> list[tuple[list[str], str | None]]:
+    """(declared columns, filter option) of each carbondata relation Spark will run for ``df``."""
+    jvm = df.sparkSession._jvm
+    out, stack = [], [df._jdf.queryExecution().optimizedPlan()]
+    while stack:
+        node = stack.pop()
+        rel = carbon_relation(node, node_name(node))
+        if rel is not None:
+            out.append(([str(a.name()) for a in to_list(rel.output())], relation_options(jvm, rel).get("filter")))
+            continue
+        stack.extend(to_list(node.children()))
+        stack.extend(to_list(node.subqueries()))
+    return out
+
+
+def _same(spark, make) -> list:
+    """``make()`` (a new DataFrame each call) gives the same rows with and without the rule."""
+    got = sorted(make().collect(), key=repr)
+    with _rule_off(spark):
+        want = sorted(make().collect(), key=repr)
+    assert got == want
+    return got
+
+
+def test_dataframe_reads_only_needed_columns_and_blocklets(spark, emp):
+    path, data = emp
+    def q():  # a new DataFrame each time: a DataFrame keeps the plan it was optimized to
+        return spark.read.format("carbondata").load(path).filter("id >= 1200 AND id < 1300 AND dept = 'd1'") \
+            .select("salary")
+
+    ((columns, text),) = _reads(q())
+    assert columns == ["id", "dept", "salary"]
+    assert "`id` >= 1200" in text and "`id` < 1300" in text and "`dept` = 'd1'" in text
+    report = carbon_ds.explain(path, text)
+    assert (report["blocklets"]["read"], report["blocklets"]["total"]) == (1, 3)
+    want = pc.sum(pc.and_(pc.and_(pc.greater_equal(data["id"], 1200), pc.less(data["id"], 1300)),
+                          pc.equal(data["dept"], "d1"))).as_py()
+    assert len(_same(spark, q)) == want
+    with _rule_off(spark):
+        ((columns, text),) = _reads(q())
+    assert columns == ["id", "dept", "salary", "note", "x"] and text is None
+
+
+def test_reused_dataframe_never_loses_rows(spark, emp):
+    """The shape that loses rows with pushFilters on PySpark 4.1-4.3: one DataFrame, several queries."""
+    path, data = emp
+    df = spark.read.format("carbondata").load(path)
+    assert df.filter("id < 10").count() == 10
+    assert df.filter("id >= 2990").count() == 10
+    assert df.count() == ROWS
+    assert df.filter("dept = 'd3'").count() == pc.sum(pc.equal(data["dept"], "d3")).as_py()
+    assert df.select("id").distinct().count() == ROWS
+    spark.sql("SELECT count(*) FROM ext_emp WHERE id < 5").collect()
+    assert spark.sql("SELECT count(*) FROM ext_emp").first()[0] == ROWS
+
+
+def test_count_star_reads_no_column(spark, emp):
+    df = spark.sql("SELECT count(*) FROM ext_emp")
+    assert _reads(df) == [([], None)]  # counted from the index files
+    assert df.first()[0] == ROWS
+    df = spark.sql("SELECT count(*) FROM ext_emp WHERE id >= 2500")
+    ((columns, text),) = _reads(df)
+    assert columns == ["id"] and "`id` >= 2500" in text
+    assert df.first()[0] == 500
+
+
+QUERIES = [
+    "SELECT a.id, b.salary FROM ext_emp a JOIN ext_emp b ON a.id = b.id + 1 WHERE a.dept = 'd1' AND b.id < 500",
+    "SELECT dept, count(*), sum(salary) FROM ext_emp WHERE note IN ('it''s', 'alpha') OR note LIKE 'gam%' GROUP BY dept",
+    "SELECT id FROM ext_emp WHERE x > 1 OR x = 0.0 OR NOT (x < 1) OR x IN (1.5, 0.0) OR x = -0.0 OR x <=> NULL",
+    "SELECT id FROM ext_emp WHERE dept IS NULL AND id NOT IN (1, 2, 3) OR upper(note) = 'BETA' AND id % 7 = 0",
+    "SELECT count(*) FROM ext_emp WHERE rand(3) < 0.5 AND id < 100",
+    "SELECT id FROM ext_emp e WHERE salary > (SELECT avg(salary) + 4000 FROM ext_emp x WHERE x.dept = e.dept) "
+    "AND EXISTS (SELECT 1 FROM ext_emp y WHERE y.id = e.id + 1000)",
+    "WITH c AS (SELECT id, dept FROM ext_emp WHERE salary > 9000) SELECT c1.id, c2.id FROM c c1 JOIN c c2 "
+    "ON c1.dept = c2.dept AND c1.id < c2.id WHERE c1.id < 1000",
+    "SELECT id FROM ext_emp WHERE id BETWEEN 990 AND 1010 UNION SELECT id + 1 FROM ext_emp WHERE id > 2995",
+    "SELECT CAST(id AS INT) FROM ext_emp WHERE CAST(id AS DECIMAL(20, 0)) = 17 OR CAST(id AS DOUBLE) < 2.5",
+]
+
+
+@pytest.mark.parametrize("q", QUERIES, ids=[f"q{i}" for i in range(len(QUERIES))])
+def test_plain_spark_sql_equals_unpruned(spark, emp, q):
+    _same(spark, lambda: spark.sql(q))
+
+
+def test_translated_filters(spark, emp):
+    """Predicates the filter text can say exactly (or weaker) go in; others stay with Spark alone (Spark's
+    own inferred IS NOT NULL conjuncts come along)."""
+    def parts(q):
+        ((_columns, text),) = _reads(spark.sql(q))
+        return set() if text is None else set(text.split(" AND ")) - {f"(`{c}` IS NOT NULL)" for c in
+                                                                     ("id", "dept", "note", "x")}
+
+    assert parts("SELECT id FROM ext_emp WHERE note = 'it''s' AND upper(dept) = 'D1'") == {"(`note` = 'it''s')"}
+    assert parts("SELECT id FROM ext_emp WHERE x > 1") == set()  # NaN orders above every number in Spark only
+    assert parts("SELECT id FROM ext_emp WHERE x <= 1.5") == {"(`x` <= 1.5D)"}
+    assert parts("SELECT id FROM ext_emp WHERE id IN (1, 5, NULL)") == {"(`id` IN (1, 5))"}
+    assert parts("SELECT id FROM ext_emp WHERE id NOT IN (1, 2)") == {"(NOT (`id` IN (1, 2)))"}
+    assert parts("SELECT id FROM ext_emp WHERE NOT (x IN (1.5, 2.5))") == set()  # -0.0 / NaN under a NOT
+    assert parts("SELECT id FROM ext_emp WHERE note LIKE 'al%' OR id = 3") == {"((`note` LIKE 'al%') OR (`id` = 3))"}
+    assert parts("SELECT id FROM ext_emp WHERE note LIKE 'a_%' OR id = 3") == set()
+    assert parts("SELECT id FROM ext_emp WHERE CAST(id AS INT) = 3") == set()  # a narrowing cast
+    assert parts("SELECT id FROM ext_emp WHERE rand() < 0.5 AND id = 3") == set()
+
+
+def test_writes_and_deletes_keep_their_relations(spark, emp, tmp_path):
+    path = str(tmp_path / "copy")
+    spark.sql("SELECT id, dept FROM ext_emp WHERE id < 100").write.format("carbondata").mode("append").save(path)
+    back = spark.read.format("carbondata").load(path)
+    assert back.count() == 100 and sorted(back.columns) == ["dept", "id"]
+    carbon_ds.sql(spark, f"CREATE TABLE IF NOT EXISTS ext_copy (id bigint, dept string) STORED AS carbondata LOCATION '{path}'")
+    try:
+        carbon_ds.sql(spark, "DELETE FROM ext_copy WHERE id < 10")
+        assert spark.sql("SELECT count(*), min(id) FROM ext_copy").first() == (90, 10)
+    finally:
+        spark.catalog.dropTempView("ext_copy")
+
+
+def test_small_side_is_broadcast(spark, emp, tmp_path):
+    """Without a size, Spark sizes a Python source at Long.MaxValue and sort-merge joins even 8 rows; the
+    extension sizes each scan from tablestatus (data + index bytes, scaled to the columns read)."""
+    path = str(tmp_path / "dept")
+    carbon_ds.write_table(pa.table({"dept": [f"d{i}" for i in range(8)], "region": ["n", "s"] * 4}), path)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ext_dept USING carbondata OPTIONS (path '{path}')")
+    q = "SELECT e.id, d.region FROM ext_emp e JOIN ext_dept d ON e.dept = d.dept WHERE e.salary > 9000"
+    try:
+        plan = spark.sql(q)._jdf.queryExecution().executedPlan().toString()
+        assert "BroadcastHashJoin" in plan and "SortMergeJoin" not in plan, plan
+        with _rule_off(spark):
+            plan = spark.sql(q)._jdf.queryExecution().executedPlan().toString()
+        assert "SortMergeJoin" in plan and "BroadcastHashJoin" not in plan, plan
+        _same(spark, lambda: spark.sql(q))
+    finally:
+        spark.catalog.dropTempView("ext_dept")
+
+
+def test_size_estimate_follows_tablestatus(spark, emp):
+    path, _data = emp
+    stored = sum(int(d["dataSize"]) + int(d["indexSize"]) for d in json.load(
+        open(os.path.join(path, "Metadata", "tablestatus"))))
+    # Spark's default widths: 8 a row + bigint 8, string 20, double 8, string 20, double 8
+    full, narrow = 8 + 8 + 20 + 8 + 20 + 8, 8 + 8
+    df = spark.sql("SELECT id FROM ext_emp")
+    size = int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+    assert size == stored * narrow // full
+
+
+class _Builder:
+    """The part of SparkSession.Builder configure_spark uses."""
+
+    def __init__(self, **options):
+        self._options = dict(options)
+
+    def config(self, key, value):
+        self._options[key] = value
+        return self
+
+
+def test_configure_spark_appends_jar_and_extension(monkeypatch, tmp_path):
+    jar = tmp_path / "carbon-ds-spark.jar"
+    jar.write_bytes(b"PK")
+    monkeypatch.setattr(extension, "JAR", jar)
+    b = carbon_ds.configure_spark(_Builder(**{"spark.jars": "/x/delta.jar",
+                                              "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension"}))
+    assert b._options["spark.jars"] == f"/x/delta.jar,{jar}"
+    assert b._options["spark.sql.extensions"] == f"io.delta.sql.DeltaSparkSessionExtension,{extension.EXTENSION_CLASS}"
+    assert carbon_ds.configure_spark(b)._options == b._options  # twice: nothing added twice
+
+
+def test_configure_spark_without_jar_warns_once(monkeypatch, tmp_path):
+    monkeypatch.setattr(extension, "JAR", tmp_path / "missing.jar")
+    monkeypatch.setattr(extension, "_warned", False)
+    with pytest.warns(UserWarning, match="extension jar .* is missing .*javac"):
+        b = carbon_ds.configure_spark(_Builder())
+    assert b._options == {}
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        carbon_ds.configure_spark(_Builder())
