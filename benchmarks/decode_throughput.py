@@ -17,8 +17,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from common import parser, save, timed
 
-from carbon_ds.readers.carbondata import CarbonDataFile
-from carbon_ds.writers.carbondata import CarbonWriter, WriterOptions
+from carbon_ds.readers.carbon_file import CarbonDataFile
+from carbon_ds.writers.carbon_file_writer import CarbonWriter, WriterOptions
 
 
 def columns(rows: int) -> dict[str, pa.Array]:

@@ -31,7 +31,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "register": "carbon_ds.spark.session",
     "read": "carbon_ds.spark.session",
-    "write": "carbon_ds.spark.load",
+    "write": "carbon_ds.spark.dataframe_write",
     "explain": "carbon_ds.api",
     "read_table": "carbon_ds.api",
     "scan": "carbon_ds.api",
@@ -45,9 +45,9 @@ _LAZY = {
     "optimize": "carbon_ds.spark.query",
     "configure_spark": "carbon_ds.spark.extension",
     "SqlExpr": "carbon_ds.expressions.values",
-    "CarbonDataFile": "carbon_ds.readers.carbondata",
-    "CarbonWriter": "carbon_ds.writers.carbondata",
-    "WriterOptions": "carbon_ds.writers.carbondata",
+    "CarbonDataFile": "carbon_ds.readers.carbon_file",
+    "CarbonWriter": "carbon_ds.writers.carbon_file_writer",
+    "WriterOptions": "carbon_ds.writers.carbon_file_writer",
 }
 
 # optional dependency -> the extra that installs it

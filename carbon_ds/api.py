@@ -16,7 +16,7 @@ from carbon_ds.progress import rows_written
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
 from carbon_ds.table.ops.loads import start_load
-from carbon_ds.table.ops.schema import merge_columns
+from carbon_ds.table.ops.schema_update import merge_columns
 from carbon_ds.table.read import scan as pruned
 from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write.prepare import prepare_table

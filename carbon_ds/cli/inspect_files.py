@@ -23,7 +23,7 @@ from carbon_ds.format.structs import (
     MergedBlockIndexHeader,
 )
 from carbon_ds.fs import Storage, basename
-from carbon_ds.readers.stats import decoded_value
+from carbon_ds.readers.column_stats import decoded_value
 from carbon_ds.table.meta import guards
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.read.scan import bare_files

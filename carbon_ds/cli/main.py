@@ -7,7 +7,7 @@ import sys
 
 from carbon_ds import __version__
 from carbon_ds.cli.inspect_files import describe
-from carbon_ds.cli.segments import add_commands
+from carbon_ds.cli.segment_commands import add_commands
 from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.fs import resolve
 from carbon_ds.table.read.scan import explain, format_explain

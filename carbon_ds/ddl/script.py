@@ -1,7 +1,7 @@
 """Splitting a ``;``-separated script into statements for ``carbon_ds.sql``.
 
 A ``;`` ends a statement only outside string literals (straight quotes with backslash escapes, the
-typographic quotes carbon_ds.ddl.parser accepts), back-quoted identifiers and comments (``--`` to the end
+typographic quotes carbon_ds.ddl.statement_parser accepts), back-quoted identifiers and comments (``--`` to the end
 of the line, ``/* ... */`` nested as Spark nests them). A SQL scripting block (``BEGIN ... END``, with or
 without a label) is Spark's one statement and is never split.
 """
@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-# opening quote -> the characters that close it (as carbon_ds.ddl.parser: 'it’s' is one string)
+# opening quote -> the characters that close it (as carbon_ds.ddl.statement_parser: 'it’s' is one string)
 _QUOTES = {"'": "'", '"': '"', "`": "`", "‘": "’'", "’": "’'", "“": '”"', "”": '”"'}
 _BLOCK = re.compile(r"^\s*(?:[A-Za-z_]\w*\s*:\s*)?BEGIN\b", re.IGNORECASE)
 

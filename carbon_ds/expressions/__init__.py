@@ -1,8 +1,8 @@
 """One predicate model for filters from SQL text, Spark and Python objects."""
 
 from carbon_ds.expressions.bind import bind, filter_table, to_arrow
-from carbon_ds.expressions.minmax import ColumnStats, might_match
-from carbon_ds.expressions.parser import parse
+from carbon_ds.expressions.filter_parser import parse
+from carbon_ds.expressions.might_match import ColumnStats, might_match
 from carbon_ds.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,

@@ -30,8 +30,8 @@ from carbon_ds.errors import CarbonSchemaError
 from carbon_ds.format import encoder_meta as em
 from carbon_ds.format.compress import compress
 from carbon_ds.format.encoder_meta import ColumnType, MetaType
-from carbon_ds.format.minmax import DATE_OFFSET, MAX_STRING_MINMAX, NULL_DATE_KEY
 from carbon_ds.format.page_checks import MAX_DAYS, MIN_DAYS
+from carbon_ds.format.stat_bytes import DATE_OFFSET, MAX_STRING_MINMAX, NULL_DATE_KEY
 from carbon_ds.format.structs import (
     BlockletMinMaxIndex,
     ChunkCompressionMeta,

@@ -11,7 +11,7 @@ Two checks catch much of it at the cost of one min/max per page (pyarrow compute
 * ``check_stats`` (top-level plain columns, see the reader): decoded values lie within the page's stored
   min/max. Java may widen the statistics (string statistics may count the null marker, a null measure
   counts as zero, a null DATE as key 1), never narrow them, so only values outside are an error. The
-  statistics bytes per type are those of carbon_ds.format.minmax: DATE a 4-byte surrogate key, TIMESTAMP
+  statistics bytes per type are those of carbon_ds.format.stat_bytes: DATE a 4-byte surrogate key, TIMESTAMP
   8 bytes of epoch ms with the sign bit flipped (direct-dictionary TIMESTAMP pages hold 4-byte surrogate
   keys in their statistics: not compared), DECIMAL a scale byte and the unscaled value.
 
@@ -30,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import minmax
+from carbon_ds.format import stat_bytes
 from carbon_ds.format.structs import DataType
 
 STATS_CHECKED = (
@@ -43,8 +43,8 @@ STATS_CHECKED = (
     DataType.TIMESTAMP,
     DataType.DECIMAL,
 )
-MIN_DAYS = (dt.date(1, 1, 1) - minmax.EPOCH).days  # -719162
-MAX_DAYS = (dt.date(9999, 12, 31) - minmax.EPOCH).days  # 2932896
+MIN_DAYS = (dt.date(1, 1, 1) - stat_bytes.EPOCH).days  # -719162
+MAX_DAYS = (dt.date(9999, 12, 31) - stat_bytes.EPOCH).days  # 2932896
 
 
 def _fail(page: Any, what: str) -> CarbonFormatError:
@@ -101,16 +101,16 @@ def _stat_bounds(page: Any, arr: pa.Array, lo_b: bytes, hi_b: bytes) -> tuple[An
         if len(lo_b) != 4 or len(hi_b) != 4 or not pa.types.is_date32(arr.type):
             return None
         keys = struct.unpack(">i", lo_b)[0], struct.unpack(">i", hi_b)[0]
-        return keys[0] - minmax.DATE_OFFSET, keys[1] - minmax.DATE_OFFSET, arr.view(pa.int32()), " days since 1970-01-01"
+        return keys[0] - stat_bytes.DATE_OFFSET, keys[1] - stat_bytes.DATE_OFFSET, arr.view(pa.int32()), " days since 1970-01-01"
     if dt_ == DataType.TIMESTAMP:
         # 8 bytes: a no-dictionary page's epoch ms; 4 bytes: a direct-dictionary page's surrogate keys
         if len(lo_b) != 8 or len(hi_b) != 8 or not pa.types.is_timestamp(arr.type):
             return None
-        ms = minmax.value_from_bytes(dt_, True, lo_b), minmax.value_from_bytes(dt_, True, hi_b)
+        ms = stat_bytes.value_from_bytes(dt_, True, lo_b), stat_bytes.value_from_bytes(dt_, True, hi_b)
         return ms[0] * 1000, ms[1] * 1000, arr.view(pa.int64()), " us since 1970-01-01"  # type: ignore[operator]
     try:
-        lo = minmax.value_from_bytes(dt_, bool(page.column.dimension), lo_b)
-        hi = minmax.value_from_bytes(dt_, bool(page.column.dimension), hi_b)
+        lo = stat_bytes.value_from_bytes(dt_, bool(page.column.dimension), lo_b)
+        hi = stat_bytes.value_from_bytes(dt_, bool(page.column.dimension), hi_b)
     except (ValueError, struct.error):
         return None
     if dt_ == DataType.DOUBLE:

@@ -30,9 +30,9 @@ from numba import njit
 
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format import compress
+from carbon_ds.format.arrow_types import TIMESTAMP_TYPE
 from carbon_ds.format.decode import DATE_OFFSET, arrow_type_of
 from carbon_ds.format.direct_dictionary import NULL_KEY, TimestampKeys
-from carbon_ds.format.schema import TIMESTAMP_TYPE
 from carbon_ds.format.structs import ENUM, ColumnSchema, DataType, Encoding, FileHeader
 from carbon_ds.format.thrift import Struct
 

@@ -3,7 +3,7 @@
 Only the filter columns' DataChunk3 headers are read first; their per-page ``DataChunk2.min_max`` decide
 the surviving pages, and only those pages of the needed columns are decoded (every column of a blocklet
 shares its page boundaries, so rows stay aligned). The filter columns' chunks read for the headers are
-held and decoded from the same bytes. Statistic bytes become values in readers.stats, the one place.
+held and decoded from the same bytes. Statistic bytes become values in readers.column_stats, the one place.
 """
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from carbon_ds.expressions import AlwaysTrue, Expr, might_match
-from carbon_ds.readers import stats as S
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers import column_stats as S
+from carbon_ds.readers.carbon_file import CarbonDataFile
 
 __all__ = ["BlockletRows", "read_pruned", "surviving_pages"]
 

@@ -24,7 +24,7 @@ from carbon_ds.expressions import AlwaysTrue, and_, bind
 from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.format import direct_dictionary
 from carbon_ds.fs import Storage, resolve
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.spark.snapshot import PlannedSnapshot, check_unchanged_since, in_task, query_started_ms, version_of
 from carbon_ds.table.meta import tablestatus as ts
@@ -32,7 +32,7 @@ from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, has_un
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.options import parse_bool, split_list
-from carbon_ds.table.ops.dml import POSITION_NAMES, position_tables
+from carbon_ds.table.ops.delete_update import POSITION_NAMES, position_tables
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.scan import Source, arrow_schema_of, open_source, open_table, partition_pruned
 from carbon_ds.table.read.scan import count as count_rows

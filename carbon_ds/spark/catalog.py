@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from carbon_ds.ddl.parser import TableName
+from carbon_ds.ddl.statement_parser import TableName
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.fs import NAME_MAX, Storage, basename, dirname
 from carbon_ds.table.meta.handle import TableHandle

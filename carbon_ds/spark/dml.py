@@ -1,6 +1,6 @@
 """DELETE and UPDATE with the predicate (and SET values) evaluated by Spark: Spark filters the rows read with
 their positions and collects only what the commit needs; the deltas and the new segment are committed
-exactly as the pure-Python path does (carbon_ds.table.ops.dml)."""
+exactly as the pure-Python path does (carbon_ds.table.ops.delete_update)."""
 
 from __future__ import annotations
 
@@ -9,10 +9,10 @@ from typing import Any
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type
 
-from carbon_ds.ddl.parser import DeleteRows, UpdateRows
+from carbon_ds.ddl.statement_parser import DeleteRows, UpdateRows
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
-from carbon_ds.table.ops.dml import (
+from carbon_ds.table.ops.delete_update import (
     DEFAULT_DELTA_THRESHOLD,
     POSITION_NAMES,
     commit_delete,

@@ -15,7 +15,7 @@ from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonError, CarbonOptionError
-from carbon_ds.spark.stats import row_width
+from carbon_ds.spark.sizes import row_width
 from carbon_ds.table.read.scan import scan_estimate
 from carbon_ds.table.read.scanner import Scan
 

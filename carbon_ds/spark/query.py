@@ -43,7 +43,7 @@ from carbon_ds.spark.datasource import UNSCALED_OPTION
 from carbon_ds.spark.direct import direct_enabled, direct_frame
 from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame, local_limit
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
-from carbon_ds.spark.stats import row_width, sized
+from carbon_ds.spark.sizes import row_width, sized
 from carbon_ds.table.meta.conform import has_unscaled_form
 from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.read.pruning import as_expr
@@ -56,7 +56,7 @@ CONF_REWRITE = "carbon_ds.sql.rewrite"
 """Spark conf: ``false`` makes ``carbon_ds.sql`` pass queries to ``spark.sql`` unchanged."""
 CONF_STATISTICS = "carbon_ds.sql.statistics"
 """Spark conf: ``true`` (the default) gives rewritten relations a size estimate for join planning
-(carbon_ds.spark.stats), so Spark broadcasts small sides instead of shuffling the large one."""
+(carbon_ds.spark.sizes), so Spark broadcasts small sides instead of shuffling the large one."""
 # Write commands whose query may be rewritten: their target is a field, not a child, so it stays as is.
 WRITE_ROOTS = frozenset({"AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
                          "InsertIntoHadoopFsRelationCommand"})
@@ -309,7 +309,7 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
            ) -> tuple[Any, dict[str, tuple[int, int]]]:
     """The plan of a new relation over ``read.path`` declaring ``read.columns`` with the types and
     nullability of ``rel``'s attributes (a user schema of other types is kept), sized for Spark's join
-    planning (carbon_ds.spark.stats) where this Spark allows it; and the columns it delivers as unscaled
+    planning (carbon_ds.spark.sizes) where this Spark allows it; and the columns it delivers as unscaled
     decimals ({lower-case name: (precision, scale)}), which the drop-in node turns back into decimals."""
     by_name = {f["name"].lower(): f for f in rel.fields}
     fields = [{**by_name[c.lower()], "metadata": {}} for c in read.columns]

@@ -11,7 +11,8 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
-from carbon_ds.ddl.parser import (
+from carbon_ds.ddl.script import split_statements
+from carbon_ds.ddl.statement_parser import (
     AddSegment,
     AlterCarbonPartition,
     AlterPartition,
@@ -29,14 +30,13 @@ from carbon_ds.ddl.parser import (
     UpdateRows,
     parse,
 )
-from carbon_ds.ddl.script import split_statements
 from carbon_ds.ddl.types import arrow_schema, arrow_type
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, is_inside
 from carbon_ds.spark import catalog
-from carbon_ds.spark.compaction import compact_with_spark
+from carbon_ds.spark.compaction_tasks import compact_with_spark
+from carbon_ds.spark.dataframe_write import write as write_by_partition
 from carbon_ds.spark.dml import run_row_dml
-from carbon_ds.spark.load import write as write_by_partition
 from carbon_ds.spark.messages import surface
 from carbon_ds.spark.query import run as run_query
 from carbon_ds.spark.session import register
@@ -45,7 +45,7 @@ from carbon_ds.table.meta.options import parse_bool, split_list
 from carbon_ds.table.meta.partition_spec import spec_from_properties
 from carbon_ds.table.meta.properties import TableProperties
 from carbon_ds.table.ops import segments as segment_ops
-from carbon_ds.table.ops.partitions import add_partition, drop_partitions, show_partitions
+from carbon_ds.table.ops.hive_partitions import add_partition, drop_partitions, show_partitions
 from carbon_ds.table.table import CarbonTable
 
 __all__ = ["sql", "parse"]
@@ -253,7 +253,7 @@ def _is_source_query(query: str) -> bool:
 def _insert_by_partition(spark: Any, stmt: Insert, table: CarbonTable, query: str, path: str):
     """INSERT into a HASH / RANGE / LIST partitioned table: Spark runs the query (columns matched by
     position, cast to the table's types as Spark's INSERT does), and the rows are repartitioned by
-    partition id before the writer's tasks, one partition per task (carbon_ds.spark.load)."""
+    partition id before the writer's tasks, one partition per task (carbon_ds.spark.dataframe_write)."""
     df = run_query(spark, query)
     names = table.schema.names
     if len(df.columns) != len(names):

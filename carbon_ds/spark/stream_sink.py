@@ -32,7 +32,7 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS
 from carbon_ds.table.ops.loads import PostCommit, resume_load
 from carbon_ds.table.ops.stream_commit import BatchAlreadyCommitted, StreamBatch, mark_batch, reserve_batch
-from carbon_ds.table.write.load import Reservation, TaskResult
+from carbon_ds.table.write.load_base import Reservation, TaskResult
 from carbon_ds.table.write.prepare import prepare_table
 
 log = logging.getLogger(__name__)

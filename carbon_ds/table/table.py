@@ -11,13 +11,13 @@ from carbon_ds.errors import CarbonError
 from carbon_ds.table.meta.handle import DataFile, SegmentInfo, TableHandle, resolve_columns
 from carbon_ds.table.meta.options import LoadOptions, parse_write
 from carbon_ds.table.meta.partition_spec import HashPartition, ListPartition, RangePartition
-from carbon_ds.table.ops import add_segment, carbon_partitions, compaction, dml, partitions
-from carbon_ds.table.ops import schema as schema_ops
+from carbon_ds.table.ops import add_segment, compaction, delete_update, hive_partitions, id_partitions
+from carbon_ds.table.ops import schema_update as schema_ops
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops.loads import start_load
 from carbon_ds.table.read import scan
 from carbon_ds.table.read.scanner import Scan
-from carbon_ds.table.write.load import Load
+from carbon_ds.table.write.load_base import Load
 
 __all__ = ["CarbonTable", "DataFile", "HashPartition", "ListPartition", "RangePartition", "SegmentInfo",
            "resolve_columns"]
@@ -93,7 +93,7 @@ class CarbonTable(TableHandle):
                 runner=None, settings: dict[str, str] | None = None):
         """ALTER TABLE COMPACT: merge segments (``kind`` minor, major or custom with ``segments``) into one
         re-sorted segment; returns the merged segments (see docs/compaction.md). ``runner``: where the merge
-        tasks run (default here; Spark: carbon_ds.spark.compaction.compact_with_spark); ``settings``:
+        tasks run (default here; Spark: carbon_ds.spark.compaction_tasks.compact_with_spark); ``settings``:
         CarbonData system-level properties used where the table sets none."""
         return compaction.compact(self, kind, segments, lock_timeout, runner=runner, settings=settings)
 
@@ -106,39 +106,39 @@ class CarbonTable(TableHandle):
     # ------------------------------------------------------------------ rows
     def delete(self, where: Any = None, **kwargs: Any) -> int:
         """Delete the rows where ``where`` is TRUE through delete deltas; returns rows deleted."""
-        return dml.delete(self, where, **kwargs)
+        return delete_update.delete(self, where, **kwargs)
 
     def update(self, assignments: dict, where: Any = None, **kwargs: Any) -> int:
         """Set columns of the rows where ``where`` is TRUE; returns rows updated."""
-        return dml.update(self, assignments, where, **kwargs)
+        return delete_update.update(self, assignments, where, **kwargs)
 
     # ------------------------------------------------------------------ partitions
     def show_partitions(self) -> list[str]:
         """Live partition folders ("day=1/hour=2"), sorted; for HASH/RANGE/LIST tables CarbonData's rows
         ("0, country = DEFAULT", "1, logdate < 2014/01/01", "vin = HASH_NUMBER(5)")."""
         if self.carbon_partition is not None:
-            return carbon_partitions.show_partitions(self)
-        return partitions.show_partitions(self)
+            return id_partitions.show_partitions(self)
+        return hive_partitions.show_partitions(self)
 
     def add_partition(self, spec: dict | list, location: str | None = None, if_not_exists: bool = False):
         """ALTER TABLE ADD PARTITION: a Hive spec {col: value} (returns the new segment id when ``location``
         adds data), or for RANGE/LIST tables a list of bounds / values (returns the new partition ids)."""
         if self.carbon_partition is not None:
-            return carbon_partitions.add_partition(self, list(spec))
-        return partitions.add_partition(self, spec, location, if_not_exists)
+            return id_partitions.add_partition(self, list(spec))
+        return hive_partitions.add_partition(self, spec, location, if_not_exists)
 
     def split_partition(self, partition_id: int, values: list) -> list[int]:
         """ALTER TABLE SPLIT PARTITION(id) INTO(values) on a RANGE/LIST table; returns the new ids."""
-        return carbon_partitions.split_partition(self, partition_id, values)
+        return id_partitions.split_partition(self, partition_id, values)
 
     def drop_partition(self, partition_id: int, with_data: bool = False) -> None:
         """ALTER TABLE DROP PARTITION(id) [WITH DATA] on a RANGE/LIST table: the rows move to the next range
         (the last one's, and LIST's, to DEFAULT) unless ``with_data``."""
-        carbon_partitions.drop_partition(self, partition_id, with_data)
+        id_partitions.drop_partition(self, partition_id, with_data)
 
     def drop_partitions(self, spec: dict, if_exists: bool = False) -> list[str]:
         """ALTER TABLE DROP PARTITION; returns the dropped folders."""
-        return partitions.drop_partitions(self, spec, if_exists)
+        return hive_partitions.drop_partitions(self, spec, if_exists)
 
     # ------------------------------------------------------------------ schema
     def update_schema(self) -> schema_ops.UpdateSchema:

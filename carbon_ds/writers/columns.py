@@ -15,10 +15,10 @@ import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonSchemaError
 from carbon_ds.format import encode as E
+from carbon_ds.format.arrow_types import COMPLEX, ColumnNode
 from carbon_ds.format.compress import compress
 from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType, decimal_to_bytes, serialize
-from carbon_ds.format.minmax import DATE_OFFSET, dimension_bytes, measure_bytes
-from carbon_ds.format.schema import COMPLEX, ColumnNode
+from carbon_ds.format.stat_bytes import DATE_OFFSET, dimension_bytes, measure_bytes
 from carbon_ds.format.structs import DataType, Encoding, LocalDictionaryChunk, LocalDictionaryChunkMeta
 
 _INTEGRAL = (DataType.BYTE, DataType.SHORT, DataType.INT, DataType.LONG)

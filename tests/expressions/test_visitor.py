@@ -40,7 +40,7 @@ from carbon_ds.expressions import (
     visit,
 )
 from carbon_ds.expressions.bind import ARROW_EXPRESSION_LEAVES
-from carbon_ds.expressions.parser import MAX_DEPTH
+from carbon_ds.expressions.filter_parser import MAX_DEPTH
 from carbon_ds.expressions.tree import MAX_TREE_DEPTH, depth
 
 SCHEMA = pa.schema([("a", pa.int64()), ("s", pa.string())])

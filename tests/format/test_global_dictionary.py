@@ -18,7 +18,7 @@ from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format import dictionary as gd
 from carbon_ds.format.structs import ColumnDictionaryChunk, ColumnDictionaryChunkMeta
 from carbon_ds.fs import Storage
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared/compat/carbondata-real"
 TABLE = CORPUS / "table-1.1-global-dictionary"
@@ -143,7 +143,7 @@ def test_dictionary_loaded_once_per_file_object(monkeypatch):
         calls.append(args[1])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("carbon_ds.readers.carbondata.read_global_dictionary", counting)
+    monkeypatch.setattr("carbon_ds.readers.carbon_file.read_global_dictionary", counting)
     with CarbonDataFile(str(TABLE / DATA_REL)) as f:
         f.read(["name"])
         f.read(["name", "country"])

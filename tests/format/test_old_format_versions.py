@@ -16,7 +16,7 @@ import pytest
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format.structs import ColumnSchema, DataType, SegmentInfo
 from carbon_ds.format.thrift import Struct
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 
 
 class FileFooter(Struct):

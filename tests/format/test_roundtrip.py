@@ -11,7 +11,7 @@ import pytest
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 
-from carbon_ds.readers.carbondata import read_folder
+from carbon_ds.readers.carbon_file import read_folder
 from carbon_ds.writers import WriterOptions, write_files
 
 SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=list(HealthCheck),

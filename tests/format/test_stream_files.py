@@ -23,7 +23,7 @@ from carbon_ds.format import compress
 from carbon_ds.format.direct_dictionary import DEFAULT
 from carbon_ds.format.stream import BlockletHeader, StreamBlockletInfo, read_stream_file
 from carbon_ds.format.structs import ColumnSchema, DataType, Encoding, FileHeader
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 
 E = Encoding
 UTC = dt.UTC

@@ -23,7 +23,7 @@ from carbon_ds.format.encode import (
 )
 from carbon_ds.format.encoder_meta import ColumnType, MetaType
 from carbon_ds.format.index import read_index, read_merge_index, write_merge_index
-from carbon_ds.format.minmax import dimension_bytes, measure_bytes, value_from_bytes
+from carbon_ds.format.stat_bytes import dimension_bytes, measure_bytes, value_from_bytes
 from carbon_ds.format.structs import DataChunk3, DataType, Encoding, FileFooter3, FileHeader
 from carbon_ds.writers import CarbonWriter, WriterOptions, write_files
 

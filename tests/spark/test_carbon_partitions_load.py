@@ -12,8 +12,8 @@ import pyarrow as pa
 import carbon_ds
 from carbon_ds.fs import basename
 from carbon_ds.spark import catalog
+from carbon_ds.spark.dataframe_write import spread_keys
 from carbon_ds.spark.datasource import OPEN_COST, PACK_BYTES, SPLIT_BYTES, pack_pieces
-from carbon_ds.spark.load import spread_keys
 from carbon_ds.table.meta.partition_spec import partition_id_of
 from carbon_ds.table.read.pruning import Piece
 from carbon_ds.table.table import CarbonTable, RangePartition

@@ -8,7 +8,7 @@ from decimal import Decimal
 import pytest
 
 import carbon_ds
-from carbon_ds.ddl import parser as p
+from carbon_ds.ddl import statement_parser as p
 from carbon_ds.errors import CarbonError
 from carbon_ds.table import CarbonTable
 

@@ -7,7 +7,7 @@ import pytest
 
 import carbon_ds
 import carbon_ds.api as api
-from carbon_ds.ddl import parser as p
+from carbon_ds.ddl import statement_parser as p
 from carbon_ds.ddl.types import arrow_type
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.table import CarbonTable

@@ -13,7 +13,7 @@ import pytest
 
 import carbon_ds
 from carbon_ds import faults
-from carbon_ds.ddl.parser import AlterCarbonPartition, AlterPartition, parse
+from carbon_ds.ddl.statement_parser import AlterCarbonPartition, AlterPartition, parse
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.fs import basename
 from carbon_ds.table.meta.partition_spec import partition_id_of, spec_from_properties

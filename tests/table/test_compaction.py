@@ -15,12 +15,12 @@ import pytest
 import carbon_ds
 from carbon_ds import faults
 from carbon_ds.cli.main import main as cli
-from carbon_ds.ddl import parser as p
+from carbon_ds.ddl import statement_parser as p
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.locks import TableLock
-from carbon_ds.table.ops import compaction, merge
+from carbon_ds.table.ops import compaction, compaction_merge
 from carbon_ds.table.table import CarbonTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.int32()), ("v", pa.float64())])
@@ -334,7 +334,7 @@ def test_parse_compact_refuses_malformed(text):
 def test_hard_crash_leftover_is_invisible_and_redone(tmp_path, monkeypatch):
     """A process that dies leaves no abort behind: the merged segment stays "In Progress" with its files."""
     t, data = _table(tmp_path, 4, sort_columns=["id"])
-    monkeypatch.setattr("carbon_ds.table.write.load.Load.abort", lambda self: None)
+    monkeypatch.setattr("carbon_ds.table.write.load_base.Load.abort", lambda self: None)
 
     def hook(name: str) -> None:
         if name == "compaction.before_status":
@@ -398,14 +398,14 @@ def test_files_not_in_sort_order_are_merged_whole(tmp_path, monkeypatch, how):
     with CarbonDataFile(f.path) as cf:
         assert cf.num_blocklets > 1 and bool(cf.footer.is_sort) == (how == "claims_sorted")
     retried: list[str] = []
-    run = merge.file_run
+    run = compaction_merge.file_run
 
     def spy(table, f, deletes, keys, chunk, whole=False):
         if whole:
             retried.append(f.path)
         return run(table, f, deletes, keys, chunk, whole)
 
-    monkeypatch.setattr(merge, "file_run", spy)
+    monkeypatch.setattr(compaction_merge, "file_run", spy)
     merged = t.compact("major")
     assert bool(retried) == (how == "claims_sorted")  # only a false claim costs a second pass
     assert [m.rows for m in merged] == [3 * 250_000]

@@ -13,7 +13,7 @@ import pytest
 
 import carbon_ds
 from carbon_ds import faults
-from carbon_ds.ddl.parser import DeleteRows, parse_row_dml
+from carbon_ds.ddl.statement_parser import DeleteRows, parse_row_dml
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.expressions.values import SqlExpr
 from carbon_ds.table.meta import tablestatus
@@ -184,10 +184,10 @@ def test_parse_sql_forms():
     assert u.sets == (("v", "v * 2"), ("s", "'a, b'")) and u.where == "id > 3"
     u = parse_row_dml("update t set (v, s) = (1, 'z')")
     assert u.sets == (("v", "1"), ("s", "'z'")) and u.where is None
-    from carbon_ds.ddl import parser
+    from carbon_ds.ddl import statement_parser
 
-    assert type(parser.parse("DELETE FROM TABLE t WHERE SEGMENT.ID IN (0)")).__name__ == "DeleteSegments"
-    assert isinstance(parser.parse("DELETE FROM t WHERE a = 1"), DeleteRows)
+    assert type(statement_parser.parse("DELETE FROM TABLE t WHERE SEGMENT.ID IN (0)")).__name__ == "DeleteSegments"
+    assert isinstance(statement_parser.parse("DELETE FROM t WHERE a = 1"), DeleteRows)
 
 
 def test_sql_delete_update_and_spark_read(spark):

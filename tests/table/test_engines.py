@@ -16,7 +16,7 @@ from carbon_ds.duckdb import CarbonDataset, register
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import Compare, In, IsNull, Not, NotNull, StartsWith, and_, or_
 from carbon_ds.expressions.polars_filter import from_polars_json
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.read.pruning import Counts
 
 pl = pytest.importorskip("polars")

@@ -11,7 +11,7 @@ import pytest
 
 import carbon_ds
 from carbon_ds import CarbonTable
-from carbon_ds.ddl import parser as p
+from carbon_ds.ddl import statement_parser as p
 from carbon_ds.errors import CarbonFormatError, CarbonOptionError
 
 

@@ -17,9 +17,9 @@ from carbon_ds.errors import CarbonFormatError, CarbonMissingFileError, CarbonOp
 from carbon_ds.expressions import And, Compare, Not, Or
 from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.expressions.tree import MAX_TREE_DEPTH, depth
-from carbon_ds.format.schema import MAX_NESTING, nest
+from carbon_ds.format.arrow_types import MAX_NESTING, nest
 from carbon_ds.format.structs import MAX_COLUMNS, ColumnSchema, DataType, TableInfo
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.meta.schema_file import MAX_SCHEMA_BYTES
 from carbon_ds.table.table import CarbonTable
 

@@ -13,7 +13,7 @@ import pytest
 import carbon_ds
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format.index import index_bytes, read_index
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.read import pruning
 from carbon_ds.table.write import plain
 

@@ -14,9 +14,9 @@ from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonSchemaError, CarbonTableError
 from carbon_ds.table.meta import deltas
 from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.ops import partitions as P
+from carbon_ds.table.ops import hive_partitions as P
 from carbon_ds.table.table import CarbonTable
-from carbon_ds.table.write import partitioned as partitioned_write
+from carbon_ds.table.write import hive_partitioned as partitioned_write
 
 SCHEMA = pa.schema([("a", pa.int64()), ("s", pa.string()), ("day", pa.int32()), ("hour", pa.int32())])
 

@@ -34,14 +34,14 @@ from carbon_ds.expressions import (
     or_,
     parse,
 )
-from carbon_ds.format.minmax import dimension_bytes, measure_bytes
+from carbon_ds.format.stat_bytes import dimension_bytes, measure_bytes
 from carbon_ds.format.structs import ColumnSchema, DataType, Encoding
-from carbon_ds.readers import stats as S
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers import column_stats as S
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.read import pruning, scan
 from carbon_ds.table.table import CarbonTable
 from carbon_ds.table.write import plain
-from carbon_ds.writers.carbondata import CarbonWriter, WriterOptions
+from carbon_ds.writers.carbon_file_writer import CarbonWriter, WriterOptions
 
 UTC = dt.UTC
 SCHEMA = pa.schema(

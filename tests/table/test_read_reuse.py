@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 import carbon_ds
 from carbon_ds.format.structs import DataChunk3
-from carbon_ds.readers import carbondata as reader_module
+from carbon_ds.readers import carbon_file as reader_module
 from carbon_ds.table.write import plain
 
 

@@ -166,7 +166,7 @@ def test_create_and_open_errors(tmp_path):
 
 
 def test_real_carbondata_1_1_table(corpus):
-    from carbon_ds.readers.carbondata import CarbonDataFile
+    from carbon_ds.readers.carbon_file import CarbonDataFile
 
     path = corpus / "table-1.1-global-dictionary"
     t = CarbonTable.open(path)

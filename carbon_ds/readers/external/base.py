@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.expressions.minmax import ColumnStats
+from carbon_ds.expressions.might_match import ColumnStats
 from carbon_ds.format.hive import DEFAULT_PARTITION as HIVE_DEFAULT_PARTITION
 
 # Formats ADD SEGMENT accepts, and their canonical names (CarbonData accepts "carbon" for carbondata).

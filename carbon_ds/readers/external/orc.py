@@ -12,7 +12,7 @@ import decimal
 import pyarrow as pa
 import pyarrow.orc as po
 
-from carbon_ds.expressions.minmax import ColumnStats
+from carbon_ds.expressions.might_match import ColumnStats
 from carbon_ds.fs import Storage
 from carbon_ds.readers.external.base import ExternalFile, Unit, file_columns
 

@@ -17,11 +17,11 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonSchemaError
-from carbon_ds.expressions.minmax import ColumnStats
-from carbon_ds.format.schema import ColumnNode, arrow_type, in_schema_order, nest
+from carbon_ds.expressions.might_match import ColumnStats
+from carbon_ds.format.arrow_types import ColumnNode, arrow_type, in_schema_order, nest
 from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 
 HIDDEN = "\x00dropped:"  # prefix for file columns the table no longer has: no table name can reach them
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.fs import Storage, norm_path
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.meta.trash import find_in_trash
 

@@ -13,7 +13,7 @@ import uuid
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format.schema import arrow_schema, columns_for
+from carbon_ds.format.arrow_types import arrow_schema, columns_for
 from carbon_ds.format.structs import (
     ColumnSchema,
     DataType,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage, basename, norm_path
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.meta.column_map import open_file
 
 TRASH_DIR = ".Trash"

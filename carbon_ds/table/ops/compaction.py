@@ -10,8 +10,8 @@ refused naming the holder and UPDATE/DELETE/overwrites fail clearly instead of l
 1. Reserve the merged segment ``<first id>.<level>`` ("In Progress") in one tablestatus write.
 2. Merge tasks, one per partition folder (one on an unpartitioned table), stream the group's rows
    (delete-delta rows dropped) through a k-way merge of sorted runs into the table's normal load
-   (carbon_ds.table.ops.merge). They run in this process, or wherever ``runner`` sends them (Spark tasks:
-   carbon_ds.spark.compaction); each returns the files it wrote.
+   (carbon_ds.table.ops.compaction_merge). They run in this process, or wherever ``runner`` sends them (Spark tasks:
+   carbon_ds.spark.compaction_tasks); each returns the files it wrote.
 3. One tablestatus write flips the merged segment to Success and the sources to Compacted with
    ``mergedLoadName``: readers see either the old segments or the merged one, never both.
 A crash or a failed task before 3 leaves the merged segment "In Progress" or "Failure" (never read), its
@@ -35,6 +35,7 @@ from carbon_ds.table.meta.handle import DataFile, TableHandle
 from carbon_ds.table.meta.locks import UPDATE_LOCK_STALE_S, TableLock
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.ops.compaction_merge import MergeTask, run_task
 from carbon_ds.table.ops.compaction_select import (
     CUSTOM,
     MAJOR,
@@ -46,8 +47,7 @@ from carbon_ds.table.ops.compaction_select import (
     parse_kind,
     select,
 )
-from carbon_ds.table.ops.merge import MergeTask, run_task
-from carbon_ds.table.write.load import Reservation, TaskResult
+from carbon_ds.table.write.load_base import Reservation, TaskResult
 from carbon_ds.table.write.protocol import load_for
 
 COMPACTION_LOCK = "compaction"
@@ -79,7 +79,7 @@ def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: 
     """Run a compaction; returns the merged segments ([] when nothing qualified).
 
     Args:
-        runner: where the merge tasks run (default: this process; carbon_ds.spark.compaction: Spark).
+        runner: where the merge tasks run (default: this process; carbon_ds.spark.compaction_tasks: Spark).
         settings: CarbonData system-level properties (``carbon.compaction.level.threshold``, ...) used
             where the table has no table property of its own.
 

@@ -17,7 +17,7 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.ops.compaction import auto_compact
-from carbon_ds.table.write.load import Load, Reservation
+from carbon_ds.table.write.load_base import Load, Reservation
 from carbon_ds.table.write.protocol import load_for, reserve_load
 
 __all__ = ["PostCommit", "resume_load", "start_load"]

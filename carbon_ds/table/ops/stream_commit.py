@@ -26,7 +26,7 @@ from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops.segments import read_history
-from carbon_ds.table.write.load import Reservation
+from carbon_ds.table.write.load_base import Reservation
 
 RESERVED_KEY = "carbonDsStreamReserved"
 BATCH_KEY = "carbonDsStreamBatch"

@@ -8,7 +8,7 @@
    (table.read.task_reader), which also filters the surviving rows exactly with Arrow, so a result never
    depends on pruning having been tight.
 
-The min/max visitor (``carbon_ds.expressions.minmax``) only ever answers "cannot match" when no row of a
+The min/max visitor (``carbon_ds.expressions.might_match``) only ever answers "cannot match" when no row of a
 unit can match, so pruning can cost a read but never a row.
 """
 
@@ -22,12 +22,12 @@ import pyarrow as pa
 
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.expressions import AlwaysTrue, Expr, bind, might_match, parse
-from carbon_ds.expressions.minmax import ColumnStats
+from carbon_ds.expressions.might_match import ColumnStats
 from carbon_ds.expressions.objects import to_expr
 from carbon_ds.format.index import read_index, read_merge_index
 from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage, basename, dirname
-from carbon_ds.readers import stats as S
+from carbon_ds.readers import column_stats as S
 from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar
 from carbon_ds.table.meta import column_map

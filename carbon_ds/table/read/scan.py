@@ -10,7 +10,7 @@ import pyarrow as pa
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.fs import Storage, basename
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta.deltas import Deletes, drop_deleted
 from carbon_ds.table.meta.handle import DataFile, TableHandle, resolve_columns
@@ -18,8 +18,8 @@ from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.meta.trash import find_in_trash
 from carbon_ds.table.read import pruning
-from carbon_ds.table.read.carbon_pruning import prune_by_id
-from carbon_ds.table.read.partition_pruning import prune_files
+from carbon_ds.table.read.hive_pruning import prune_files
+from carbon_ds.table.read.id_pruning import prune_by_id
 from carbon_ds.table.read.planning import read_file
 from carbon_ds.table.read.task_reader import TaskReader, read_pieces
 

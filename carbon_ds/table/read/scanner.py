@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import AlwaysTrue
-from carbon_ds.readers.carbondata import CarbonDataFile, read_folder
+from carbon_ds.readers.carbon_file import CarbonDataFile, read_folder
 from carbon_ds.readers.external import open_reader
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.read import pruning, scan

@@ -26,7 +26,7 @@ from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, Expr, filter_table
 from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.readers.pages import BlockletRows, read_pruned, surviving_pages
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.deltas import Deletes, FileDeletes

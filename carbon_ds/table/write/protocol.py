@@ -10,9 +10,9 @@ from dataclasses import replace
 
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import LoadOptions
-from carbon_ds.table.write.carbon_partitioned import CarbonPartitionLoad
-from carbon_ds.table.write.load import Load, Reservation, reserve
-from carbon_ds.table.write.partitioned import PartitionedLoad
+from carbon_ds.table.write.hive_partitioned import PartitionedLoad
+from carbon_ds.table.write.id_partitioned import CarbonPartitionLoad
+from carbon_ds.table.write.load_base import Load, Reservation, reserve
 from carbon_ds.table.write.plain import PlainLoad
 
 

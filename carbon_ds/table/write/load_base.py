@@ -14,7 +14,7 @@
 A crash anywhere before step 3's replace leaves N "In Progress" (ignored by readers) and the previous
 tablestatus intact, so every committed row stays readable.
 
-``PlainLoad`` (carbon_ds.table.write.plain) and ``PartitionedLoad`` (carbon_ds.table.write.partitioned)
+``PlainLoad`` (carbon_ds.table.write.plain) and ``PartitionedLoad`` (carbon_ds.table.write.hive_partitioned)
 differ in where tasks put files and what the commit records; ``carbon_ds.table.write.protocol`` picks one.
 """
 
@@ -36,7 +36,7 @@ from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.meta.properties import TableProperties
 from carbon_ds.table.meta.tablestatus import LoadDetail
-from carbon_ds.writers.carbondata import WriterOptions
+from carbon_ds.writers.carbon_file_writer import WriterOptions
 
 # A staged step: changes other tablestatus entries inside the commit's locked write (UPDATE's deltas).
 StagedStep = Callable[[list[LoadDetail]], None]

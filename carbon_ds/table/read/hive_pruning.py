@@ -7,7 +7,7 @@ import posixpath
 import pyarrow as pa
 
 from carbon_ds.expressions import AlwaysTrue, might_match
-from carbon_ds.expressions.minmax import ColumnStats
+from carbon_ds.expressions.might_match import ColumnStats
 from carbon_ds.format.hive import folder_values, typed_value
 from carbon_ds.fs import norm_path
 

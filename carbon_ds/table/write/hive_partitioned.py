@@ -1,6 +1,6 @@
 """The load of a partitioned table (CarbonData's partition load), and splitting rows by partition values.
 
-1. ``reserve`` (carbon_ds.table.write.load): segment N "In Progress", as for any load.
+1. ``reserve`` (carbon_ds.table.write.load_base): segment N "In Progress", as for any load.
 2. ``write_task``: each task splits its rows by partition values (one ``group_by``) and writes one
    CarbonWriter per partition folder into ``<table>/<k=v>/.../<loadStart>.tmp/``; when a writer closes,
    its data files are moved up into the partition folder (their final place), its ``.carbonindex`` stays
@@ -30,8 +30,8 @@ from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.naming import DATA_EXT, INDEX_EXT
 from carbon_ds.table.meta.tablestatus import LoadDetail
-from carbon_ds.table.write.load import Load, TaskResult, mark_success, sort_for_load, writer_options
-from carbon_ds.writers.carbondata import CarbonWriter
+from carbon_ds.table.write.load_base import Load, TaskResult, mark_success, sort_for_load, writer_options
+from carbon_ds.writers.carbon_file_writer import CarbonWriter
 
 
 def tmp_name(load_start_ms: int) -> str:

@@ -20,10 +20,10 @@ import pyarrow as pa
 
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonSchemaError
 from carbon_ds.format import compress as compress_mod
+from carbon_ds.format.arrow_types import columns_for, in_schema_order, nest
 from carbon_ds.format.decode import NULL_BITSETS_KEY
 from carbon_ds.format.encode import to_chunk2
 from carbon_ds.format.index import index_bytes
-from carbon_ds.format.schema import columns_for, in_schema_order, nest
 from carbon_ds.format.structs import (
     BlockIndex,
     BlockletBTreeIndex,

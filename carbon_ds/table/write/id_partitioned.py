@@ -15,9 +15,9 @@ from carbon_ds.fs import basename
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.partition_spec import Layout
-from carbon_ds.table.write.load import TaskResult, sort_for_load, writer_options
+from carbon_ds.table.write.load_base import TaskResult, sort_for_load, writer_options
 from carbon_ds.table.write.plain import PlainLoad
-from carbon_ds.writers.carbondata import CarbonWriter
+from carbon_ds.writers.carbon_file_writer import CarbonWriter
 
 
 def split_by_partition(data: pa.Table, layout: Layout) -> list[tuple[int, pa.Table]]:

@@ -1,7 +1,7 @@
 """Compaction's merge: one merge task (a merge group's files in one partition folder) into the new segment.
 
 A task is a small picklable description (``MergeTask``), so the same code runs in the calling process or
-as a Spark task (carbon_ds.spark.compaction); each returns the ``TaskResult`` naming the files it wrote and
+as a Spark task (carbon_ds.spark.compaction_tasks); each returns the ``TaskResult`` naming the files it wrote and
 the driver commits them all at once (carbon_ds.table.ops.compaction).
 
 Memory: every source file is a run read blocklet by blocklet. A file whose footer says it is sorted
@@ -30,7 +30,7 @@ from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.read.planning import read_file
 from carbon_ds.table.read.pruning import Piece
 from carbon_ds.table.read.task_reader import TaskReader
-from carbon_ds.table.write.load import Reservation, TaskResult, sort_for_load
+from carbon_ds.table.write.load_base import Reservation, TaskResult, sort_for_load
 from carbon_ds.table.write.protocol import load_for
 
 # Merged rows held at once, shared among a task's runs (each run also holds its current blocklet)

@@ -18,9 +18,9 @@ from typing import Any
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops.compaction import Merged, Runner, compact, local_runner
+from carbon_ds.table.ops.compaction_merge import MergeTask, run_task
 from carbon_ds.table.ops.compaction_select import SYSTEM
-from carbon_ds.table.ops.merge import MergeTask, run_task
-from carbon_ds.table.write.load import TaskResult
+from carbon_ds.table.write.load_base import TaskResult
 
 JOB_GROUP = "carbon-ds compaction"
 

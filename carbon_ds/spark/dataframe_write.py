@@ -1,4 +1,4 @@
-"""Spark loads into HASH / RANGE / LIST partitioned tables, one partition per task.
+"""``carbon_ds.write``: a DataFrame into a table; HASH / RANGE / LIST partitioned tables one partition per task.
 
 CarbonData's own load repartitions the rows by partition id before writing, so each partition's rows are
 written by one task as one set of files. A Python data source cannot ask Spark for a distribution, so it

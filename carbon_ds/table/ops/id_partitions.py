@@ -31,8 +31,8 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.partition_spec import Layout, build_layout, parse_list_info, partition_id_of
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.read.scan import table_rows
-from carbon_ds.table.write.carbon_partitioned import CarbonPartitionLoad
-from carbon_ds.table.write.load import reserve
+from carbon_ds.table.write.id_partitioned import CarbonPartitionLoad
+from carbon_ds.table.write.load_base import reserve
 
 
 def layout_of(table: TableHandle, operation: str) -> Layout:

@@ -21,9 +21,9 @@ import datetime as dt
 import math
 from collections.abc import Iterable
 
-from carbon_ds.expressions.minmax import ColumnStats
-from carbon_ds.format.minmax import value_from_bytes
-from carbon_ds.format.schema import COMPLEX, nest
+from carbon_ds.expressions.might_match import ColumnStats
+from carbon_ds.format.arrow_types import COMPLEX, nest
+from carbon_ds.format.stat_bytes import value_from_bytes
 from carbon_ds.format.structs import BlockletMinMaxIndex, ColumnSchema, DataType, Encoding
 
 EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format import compress, direct_dictionary
+from carbon_ds.format.arrow_types import ColumnNode, arrow_type, in_schema_order, nest
 from carbon_ds.format.decode import (
     NULL_BITSETS_KEY,
     Page,
@@ -32,7 +33,6 @@ from carbon_ds.format.decode import (
 )
 from carbon_ds.format.dictionary import dictionary_path, is_global_dictionary, read_global_dictionary, table_root
 from carbon_ds.format.page_checks import STATS_CHECKED
-from carbon_ds.format.schema import ColumnNode, arrow_type, in_schema_order, nest
 from carbon_ds.format.stream import SYNC_MARKER
 from carbon_ds.format.structs import (
     BlockletInfo3,

@@ -22,13 +22,13 @@ import numpy as np
 import pyarrow as pa
 
 from carbon_ds import faults
-from carbon_ds.ddl.parser import DeleteRows, UpdateRows
+from carbon_ds.ddl.statement_parser import DeleteRows, UpdateRows
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, filter_table
 from carbon_ds.expressions.values import SqlExpr, apply_set
 from carbon_ds.fs import Storage, dirname, norm_path
 from carbon_ds.progress import progress
-from carbon_ds.readers.carbondata import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.deltas import Deletes
