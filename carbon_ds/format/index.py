@@ -13,8 +13,6 @@ from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format.structs import BlockIndex, IndexHeader, MergedBlockIndex, MergedBlockIndexHeader
 from carbon_ds.fs import Storage
 
-INDEX_VERSION = 3
-
 
 def _load(source: str | os.PathLike | bytes | bytearray | memoryview, storage: Storage | None) -> tuple[bytes, str]:
     if isinstance(source, bytes | bytearray | memoryview):

@@ -21,7 +21,8 @@ import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format import compress, direct_dictionary
-from carbon_ds.format.arrow_types import ColumnNode, arrow_type, in_schema_order, nest
+from carbon_ds.format.arrow_types import ColumnNode, arrow_type
+from carbon_ds.format.column_view import column_view
 from carbon_ds.format.decode import (
     NULL_BITSETS_KEY,
     Page,
@@ -98,7 +99,9 @@ def _refuse_old_footer(footer: bytes, path: str, at: int) -> None:
 class CarbonDataFile:
     """One ``.carbondata`` file: header and footer on open, column chunks on demand."""
 
-    def __init__(self, path: str, storage: Storage | None = None):
+    def __init__(self, path: str, storage: Storage | None = None,
+                 table_columns: list[ColumnSchema] | None = None):
+        """``table_columns``: present the file in a table's current columns (see format.column_view)."""
         if storage is None:
             storage, inner = Storage.for_path(path)
         else:
@@ -107,6 +110,9 @@ class CarbonDataFile:
         self._storage = storage
         self._timestamp_keys = direct_dictionary.current()  # fixed for the file's life, as Java's are per JVM
         self._inner = inner
+        self._table_columns = table_columns
+        self.absent: list[ColumnSchema] = []  # table columns this file does not hold (read as their default)
+        self._virtual: dict[int, pa.Scalar] = {}
         # global dictionaries are table-wide and read whole: load each once per file object
         self._global_dicts: dict[tuple[str, str], pa.Array] = {}
         # (blocklet, column) -> chunk bytes and parsed DataChunk3 kept by ``read_column_chunk(hold=True)``
@@ -166,16 +172,17 @@ class CarbonDataFile:
         if self.header.version != 3:
             raise CarbonFormatError(f"format version {self.header.version} is not supported (only V3)", self.path, 0)
         self.columns: list[ColumnSchema] = list(self.header.column_schema)
-        self._index = {id(c): i for i, c in enumerate(self.columns)}
-        try:
-            self._nodes = in_schema_order(nest(self.columns))
-            self.schema = pa.schema([pa.field(n.name, arrow_type(n)) for n in self._nodes])
-        except (CarbonSchemaError, ValueError) as e:
-            raise CarbonFormatError(f"file header schema is unusable: {e}", self.path, 0) from None
         self._check_footer(header_end)
         self.num_rows = int(self.footer.num_rows)
         self.num_blocklets = len(self._blocklets)
         self.compressor = self._compressor_name()
+        try:  # in the table's current columns when opened with them
+            v = column_view(self.columns, self._table_columns)
+        except (CarbonSchemaError, ValueError) as e:
+            raise CarbonFormatError(f"file header schema is unusable: {e}", self.path, 0) from None
+        self.columns, self.absent, self._nodes, self._virtual, self.schema = (
+            v.columns, v.absent, v.nodes, v.virtual, v.schema)
+        self._index = {id(c): i for i, c in enumerate(self.columns)}
 
     def _check_footer(self, header_end: int) -> None:
         ncols = len(self.columns)
@@ -345,6 +352,9 @@ class CarbonDataFile:
         self, b: int, node: ColumnNode, expected: list[int] | None, keep: set[int] | None = None
     ) -> list[pa.Array | None]:
         """One array per page; with ``keep`` pages outside it are None (plain columns skip decoding them)."""
+        value = self._virtual.get(id(node.schema))
+        if value is not None:  # a table column added after this file was written
+            return [pa.repeat(value, n) for n in self.page_rows(b)]
         c = self._index[id(node.schema)]
         chunk, pages = self._pages(b, c, expected)
         dt = node.data_type

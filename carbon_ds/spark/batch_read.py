@@ -32,11 +32,10 @@ from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, has_un
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.options import parse_bool, split_list
-from carbon_ds.table.ops.delete_update import POSITION_NAMES, position_tables
 from carbon_ds.table.read import pruning
-from carbon_ds.table.read.scan import Source, arrow_schema_of, open_source, open_table, partition_pruned
+from carbon_ds.table.read.scan import Snapshot, arrow_schema_of, open_source, open_table, partition_pruned
 from carbon_ds.table.read.scan import count as count_rows
-from carbon_ds.table.read.task_reader import read_pieces
+from carbon_ds.table.read.task_reader import POSITION_NAMES, position_tables, read_pieces
 
 SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several partitions
 # Small files (a partitioned table's, many small loads') are read several to a partition up to PACK_BYTES,
@@ -172,7 +171,7 @@ class CarbonReader(DataSourceReader):
         """The predicate that decides which units are read (the pushdown reader adds Spark's filters)."""
         return self._option_expr()
 
-    def _plan(self) -> tuple[Source, list[pruning.Piece], str | None, dict[str, int]]:
+    def _plan(self) -> tuple[Snapshot, list[pruning.Piece], str | None, dict[str, int]]:
         """(the snapshot planned against, the pieces, the snapshot's version digest, file sizes)."""
         handle = self.handle
         if handle is not None and handle.storage.mtime_ns(handle.schema_path_of(handle.path)) != self.schema_mtime:
@@ -192,7 +191,7 @@ class CarbonReader(DataSourceReader):
         return source, pieces, version, sizes
 
     @staticmethod
-    def _snapshot(source: Source, version: str | None, pieces: list[pruning.Piece], now: int
+    def _snapshot(source: Snapshot, version: str | None, pieces: list[pruning.Piece], now: int
                   ) -> PlannedSnapshot | None:
         """What one partition's task needs of the planned version: only its own pieces' delete statuses."""
         if version is None:
@@ -260,17 +259,13 @@ class CarbonReader(DataSourceReader):
         table_path = table_path if self.is_table else None  # a planned file CLEAN FILES moved: from the trash
         if self.positions:
             # every live row with where it lives; the DELETE/UPDATE predicate is Spark's to evaluate
-            for table in position_tables(storage, planned, self.columns or [], self.source_schema, deletes,
-                                         columns):
-                table = unscaled_decimals(table, self.unscaled)
-                for b in table.to_batches(max_chunksize=SPARK_BATCH_ROWS):
-                    yield conform(b, self.target)
-            return
-        # exact filtering by the option only: pushed filters are Spark's to evaluate
-        tables = read_pieces(
-            storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
-            deletes=deletes, table_columns=columns, table_path=table_path,
-        )
+            tables = position_tables(storage, planned, self.columns or [], self.source_schema, deletes, columns)
+        else:
+            # exact filtering by the option only: pushed filters are Spark's to evaluate
+            tables = read_pieces(
+                storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
+                deletes=deletes, table_columns=columns, table_path=table_path,
+            )
         for table in tables:
             if self.target.names:
                 # once per unit, before slicing: casts run on whole columns
@@ -339,7 +334,7 @@ def _column_less(rows: int) -> Iterator[pa.RecordBatch]:
         rows -= n
 
 
-def _sizes(source: Source) -> list[tuple[str, int]]:
+def _sizes(source: Snapshot) -> list[tuple[str, int]]:
     out = []
     for path, _seg in source.files:
         try:

@@ -67,7 +67,7 @@ def by_partition(df: DataFrame, path: str | os.PathLike) -> DataFrame:
     text = os.fspath(path)
     if not TableHandle.exists(text):
         return df
-    layout = TableHandle.open(text).carbon_partition
+    layout = TableHandle.open(text).id_layout
     if layout is None:
         return df
     by_lower = {c.lower(): c for c in df.columns}

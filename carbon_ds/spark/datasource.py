@@ -45,9 +45,9 @@ from carbon_ds.spark.stream_sink import CarbonStreamWriter
 from carbon_ds.spark.stream_source import CarbonStreamReader
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import normalize
-from carbon_ds.table.ops.delete_update import POSITION_FIELDS
 from carbon_ds.table.ops.loads import resume_load, start_load
 from carbon_ds.table.read.scan import arrow_schema_of, open_table
+from carbon_ds.table.read.task_reader import POSITION_FIELDS
 from carbon_ds.table.write.load_base import TaskResult
 from carbon_ds.table.write.prepare import prepare_table
 

@@ -14,11 +14,11 @@ from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.ops.delete_update import (
     DEFAULT_DELTA_THRESHOLD,
-    POSITION_NAMES,
     commit_delete,
     commit_update,
     matches_from_positions,
 )
+from carbon_ds.table.read.task_reader import POSITION_NAMES
 
 
 def _positions_frame(spark: Any, table: TableHandle):

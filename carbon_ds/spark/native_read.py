@@ -13,9 +13,10 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 
+from carbon_ds.format.column_view import default_scalar
 from carbon_ds.format.hive import DEFAULT_PARTITION as HIVE_DEFAULT_PARTITION
 from carbon_ds.readers.external.base import ExternalRef
-from carbon_ds.table.meta.column_map import default_scalar, external_names
+from carbon_ds.table.meta.column_map import external_names
 from carbon_ds.table.meta.data_files import STREAM_FORMAT
 from carbon_ds.table.meta.handle import TableHandle
 

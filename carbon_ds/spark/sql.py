@@ -45,7 +45,7 @@ from carbon_ds.table.meta.options import parse_bool, split_list
 from carbon_ds.table.meta.partition_spec import spec_from_properties
 from carbon_ds.table.meta.properties import TableProperties
 from carbon_ds.table.ops import segments as segment_ops
-from carbon_ds.table.ops.hive_partitions import add_partition, drop_partitions, show_partitions
+from carbon_ds.table.ops.hive_partitions import add_partition, drop_partitions
 from carbon_ds.table.table import CarbonTable
 
 __all__ = ["sql", "parse"]
@@ -236,7 +236,7 @@ def _insert(spark: Any, stmt: Insert, text: str):
     query = text[end:].strip()
     if _is_source_query(query):
         table = CarbonTable.open(entry.path)
-        if table.carbon_partition is not None:
+        if table.partitioning is not None and table.partitioning.routed_by_id:
             return _insert_by_partition(spark, stmt, table, query, entry.path)
     return spark.sql(text[:start] + catalog.quote(entry.name) + text[end:])
 
@@ -306,14 +306,14 @@ def _insert_partition(spark: Any, stmt: Insert, text: str, path: str):
 def _show_partitions(spark: Any, stmt: ShowPartitions):
     entry = catalog.ensure(spark, stmt.table)
     table = CarbonTable.open(entry.path)
-    rows = table.show_partitions() if table.carbon_partition is not None else show_partitions(table)
+    rows = table.show_partitions()
     return _strings(spark, ["partition"], [(p,) for p in rows])
 
 
 def _alter_carbon_partition(spark: Any, stmt: AlterCarbonPartition):
     entry = catalog.ensure(spark, stmt.table)
     table = CarbonTable.open(entry.path)
-    if table.carbon_partition is None:
+    if table.partitioning is None or table.partitioning.flavour != "id":
         raise CarbonOptionError(f"ALTER TABLE {stmt.table} {stmt.action.upper()} PARTITION by id or value list "
                                 "needs a RANGE or LIST partitioned table; for Hive-style partitions give "
                                 "PARTITION (col = value, ...)")

@@ -11,6 +11,7 @@ from carbon_ds.errors import CarbonError
 from carbon_ds.table.meta.handle import DataFile, SegmentInfo, TableHandle, resolve_columns
 from carbon_ds.table.meta.options import LoadOptions, parse_write
 from carbon_ds.table.meta.partition_spec import HashPartition, ListPartition, RangePartition
+from carbon_ds.table.meta.partitioning import HivePartitioning, IdPartitioning
 from carbon_ds.table.ops import add_segment, compaction, delete_update, hive_partitions, id_partitions
 from carbon_ds.table.ops import schema_update as schema_ops
 from carbon_ds.table.ops import segments as segment_ops
@@ -18,6 +19,8 @@ from carbon_ds.table.ops.loads import start_load
 from carbon_ds.table.read import scan
 from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write.load_base import Load
+
+_PARTITION_DDL = {type(None): hive_partitions, HivePartitioning: hive_partitions, IdPartitioning: id_partitions}
 
 __all__ = ["CarbonTable", "DataFile", "HashPartition", "ListPartition", "RangePartition", "SegmentInfo",
            "resolve_columns"]
@@ -116,16 +119,17 @@ class CarbonTable(TableHandle):
     def show_partitions(self) -> list[str]:
         """Live partition folders ("day=1/hour=2"), sorted; for HASH/RANGE/LIST tables CarbonData's rows
         ("0, country = DEFAULT", "1, logdate < 2014/01/01", "vin = HASH_NUMBER(5)")."""
-        if self.carbon_partition is not None:
-            return id_partitions.show_partitions(self)
-        return hive_partitions.show_partitions(self)
+        return self._partition_ddl().show_partitions(self)
 
     def add_partition(self, spec: dict | list, location: str | None = None, if_not_exists: bool = False):
         """ALTER TABLE ADD PARTITION: a Hive spec {col: value} (returns the new segment id when ``location``
         adds data), or for RANGE/LIST tables a list of bounds / values (returns the new partition ids)."""
-        if self.carbon_partition is not None:
-            return id_partitions.add_partition(self, list(spec))
-        return hive_partitions.add_partition(self, spec, location, if_not_exists)
+        return self._partition_ddl().add_partition(self, spec, location, if_not_exists)
+
+    def _partition_ddl(self):
+        """The partition DDL module of this table's flavour (Hive's, which explains that an unpartitioned
+        table has no partitions, when it has none)."""
+        return _PARTITION_DDL[type(self.partitioning)]
 
     def split_partition(self, partition_id: int, values: list) -> list[int]:
         """ALTER TABLE SPLIT PARTITION(id) INTO(values) on a RANGE/LIST table; returns the new ids."""

@@ -53,6 +53,6 @@ def test_sql_list_range_hash_partitions(spark):
     assert [r.id for r in spark.sql("SELECT id FROM cp_hive").collect()] == [2]
     with pytest.raises(CarbonOptionError, match="needs a RANGE or LIST partitioned table"):
         sql("ALTER TABLE cp_hive DROP PARTITION(1)")
-    assert CarbonTable.open(catalog.default_location(spark, "default", "cp_hive")).carbon_partition is None
+    assert CarbonTable.open(catalog.default_location(spark, "default", "cp_hive")).id_layout is None
     for name in ("cp_list", "cp_range", "cp_hash", "cp_hive"):
         sql(f"DROP TABLE {name}")

@@ -89,10 +89,6 @@ def _is_binary(t: pa.DataType) -> bool:
     return pa.types.is_binary(t) or pa.types.is_large_binary(t) or pa.types.is_fixed_size_binary(t)
 
 
-_SIGNED = [pa.int8(), pa.int16(), pa.int32(), pa.int64()]
-_UNSIGNED = [pa.uint8(), pa.uint16(), pa.uint32(), pa.uint64()]
-
-
 def check_type(found: pa.DataType, expected: pa.DataType) -> bool:
     """Whether file type ``found`` may be read as table type ``expected`` without losing a value.
 

@@ -24,6 +24,7 @@ from carbon_ds.table.meta.data_files import is_stream, segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
 from carbon_ds.table.meta.partition_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
+from carbon_ds.table.meta.partitioning import Partitioning, partitioning_of
 from carbon_ds.table.meta.properties import check_names
 from carbon_ds.table.meta.status_edit import StatusEdit
 from carbon_ds.table.meta.tablestatus import LoadDetail
@@ -314,8 +315,13 @@ class TableHandle:
         return [by_lower.get(c.column_name.lower(), c.column_name) for c in pinfo.partition_columns or []]
 
     @property
-    def carbon_partition(self) -> Layout | None:
-        """The HASH / RANGE / LIST partitioning (CarbonData 1.3-1.5), None for other tables."""
+    def partitioning(self) -> Partitioning | None:
+        """Hive-style folders, HASH / RANGE / LIST ids (CarbonData 1.3-1.5), or None."""
+        return partitioning_of(self.partition_columns, self.id_layout)
+
+    @property
+    def id_layout(self) -> Layout | None:
+        """The HASH / RANGE / LIST layout, None for other tables."""
         return layout_from_info(self.info.fact_table.partitionInfo, self.schema, self.properties)
 
     @property

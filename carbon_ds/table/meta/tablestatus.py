@@ -38,24 +38,11 @@ OVERWRITE_IN_PROGRESS = "Overwrite In Progress"
 STREAMING = "Streaming"
 STREAMING_FINISH = "Streaming Finish"
 
-STATUSES = (
-    SUCCESS,
-    FAILURE,
-    PARTIAL_SUCCESS,
-    MARKED_FOR_DELETE,
-    MARKED_FOR_UPDATE,
-    COMPACTED,
-    IN_PROGRESS,
-    OVERWRITE_IN_PROGRESS,
-    STREAMING,
-    STREAMING_FINISH,
-)
-# Segments whose data is part of the table. Streaming segments hold row-format files this project does
-# not write or read, so only the columnar states are listed.
+# Columnar segments whose data is part of the table (streaming segments, row format, are read by their own
+# rule: meta.data_files.is_stream).
 READABLE = frozenset({SUCCESS, MARKED_FOR_UPDATE, PARTIAL_SUCCESS})
 
 OLD_DATE_FORMAT = "%d-%m-%Y %H:%M:%S:%f"
-DATE_KEYS = ("timestamp", "loadStartTime", "modificationOrDeletionTimestamp")
 
 # Attribute name -> JSON key, in the order CarbonData's LoadMetadataDetails declares them.
 _KEYS = {

@@ -12,7 +12,6 @@ from __future__ import annotations
 from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage, basename, norm_path
 from carbon_ds.readers.carbon_file import CarbonDataFile
-from carbon_ds.table.meta.column_map import open_file
 
 TRASH_DIR = ".Trash"
 SEGMENTS_PREFIX = "Fact/Part0/"  # segment folders sit at Segment_<id>/ directly under a trash run
@@ -52,11 +51,11 @@ def find_in_trash(storage: Storage, table_path: str, path: str) -> str | None:
 
 def open_planned(path: str, storage: Storage, table_columns: list[ColumnSchema] | None,
                  table_path: str | None) -> CarbonDataFile:
-    """``column_map.open_file`` of a planned data file, from the trash when CLEAN FILES moved it since."""
+    """A planned data file in the table's columns, from the trash when CLEAN FILES moved it since."""
     try:
-        return open_file(path, storage, table_columns)
+        return CarbonDataFile(path, storage, table_columns)
     except FileNotFoundError:
         moved = find_in_trash(storage, table_path, path) if table_path is not None else None
         if moved is None:
             raise
-        return open_file(moved, storage, table_columns)
+        return CarbonDataFile(moved, storage, table_columns)

@@ -136,7 +136,7 @@ def plan_tasks(table: TableHandle, reservation: Reservation, files: list[DataFil
     """One task per partition folder (CarbonData merges partition by partition), one on a plain table."""
     groups: dict[str, list[DataFile]] = {}
     for f in files:
-        groups.setdefault(dirname(f.path) if table.partition_columns else "", []).append(f)
+        groups.setdefault(dirname(f.path) if table.partitioning and table.partitioning.by_folder else "", []).append(f)
     return [MergeTask(table.uri, reservation, n, tuple(fs), status_name)
             for n, (_folder, fs) in enumerate(sorted(groups.items()))]
 

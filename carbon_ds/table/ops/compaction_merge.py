@@ -27,9 +27,8 @@ from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import DataFile, TableHandle
 from carbon_ds.table.meta.naming import COLUMNAR
 from carbon_ds.table.meta.options import LoadOptions
-from carbon_ds.table.read.planning import read_file
 from carbon_ds.table.read.pruning import Piece
-from carbon_ds.table.read.task_reader import TaskReader
+from carbon_ds.table.read.task_reader import TaskReader, read_file
 from carbon_ds.table.write.load_base import Reservation, TaskResult, sort_for_load
 from carbon_ds.table.write.protocol import load_for
 

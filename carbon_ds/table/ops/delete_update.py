@@ -31,7 +31,6 @@ from carbon_ds.progress import progress
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.read import pruning, scan
 from carbon_ds.table.read.task_reader import TaskReader
@@ -246,44 +245,6 @@ def run_row_dml(table: TableHandle, stmt: DeleteRows | UpdateRows) -> int:
     if isinstance(stmt, DeleteRows):
         return delete(table, stmt.where)
     return update(table, {c: SqlExpr(v) for c, v in stmt.sets}, stmt.where)
-
-
-# ------------------------------------------------------------------------------------------ row positions
-# Hidden columns the data source appends with option with_row_positions=true: where each row lives.
-POSITION_FIELDS = (
-    pa.field("__carbon_file", pa.string()),
-    pa.field("__carbon_blocklet", pa.int32()),
-    pa.field("__carbon_page", pa.int32()),
-    pa.field("__carbon_row", pa.int32()),  # offset in the page, as delete deltas record it
-)
-POSITION_NAMES = tuple(f.name for f in POSITION_FIELDS)
-
-
-def position_tables(storage: Storage, pieces: list[pruning.Piece], columns: list[str], schema: pa.Schema,
-                    deletes: Deletes | None, table_columns=None):
-    """Every live row of ``pieces`` (``columns`` of ``schema``) plus the position columns, one table per
-    blocklet. No row is filtered here: Spark evaluates the user's predicate on these rows."""
-    cols = list(columns) or [schema.names[0]]
-    reader = TaskReader(storage, table_columns, None, deletes)
-    for piece in pieces:
-        if piece.external is not None:
-            raise CarbonTableError(f"with_row_positions: {piece.path} is not a carbondata file; row positions "
-                                   "exist only for carbondata segments")
-        with reader.opened(piece) as o:
-            if o is None:
-                continue
-            for b in o.blocklets:
-                t, page_idx, row_idx, mask = reader.positioned(o, b, cols, schema)  # type: ignore[misc]
-                if not mask.all():
-                    t, page_idx, row_idx = t.filter(pa.array(mask)), page_idx[mask], row_idx[mask]
-                n = t.num_rows
-                t = t.select(list(columns)) if columns else t.select([])
-                for fld, arr in zip(POSITION_FIELDS, (pa.array([piece.path] * n, pa.string()),
-                                                      pa.array(np.full(n, b, dtype=np.int32)),
-                                                      pa.array(page_idx.astype(np.int32)),
-                                                      pa.array(row_idx.astype(np.int32))), strict=True):
-                    t = t.append_column(fld, arr)
-                yield t
 
 
 def matches_from_positions(table: TableHandle, pos: pa.Table, data: pa.Table | None = None) -> list[Match]:

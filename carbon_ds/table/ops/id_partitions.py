@@ -36,7 +36,7 @@ from carbon_ds.table.write.load_base import reserve
 
 
 def layout_of(table: TableHandle, operation: str) -> Layout:
-    layout = table.carbon_partition
+    layout = table.id_layout
     if layout is None:
         raise CarbonTableError(f"{operation}: table {table.uri} has no HASH/RANGE/LIST partitions")
     return layout
@@ -86,9 +86,15 @@ def _new_layout(table: TableHandle, old: Layout, ids: list[int], range_text: lis
                         {k.lower(): v for k, v in table.properties.items()}, old.column_schema)
 
 
-def add_partition(table: TableHandle, values: list) -> list[int]:
-    """ALTER TABLE ADD PARTITION: returns the new partition ids."""
+def add_partition(table: TableHandle, values: list, location: str | None = None, if_not_exists: bool = False
+                  ) -> list[int]:
+    """ALTER TABLE ADD PARTITION: ``values`` new RANGE bounds or LIST values; returns the new partition ids.
+    (``location`` and ``if_not_exists`` belong to Hive-style partitions and are refused.)"""
     old = _alterable(table, "ADD PARTITION")
+    if location is not None or if_not_exists:
+        raise CarbonOptionError(f"ADD PARTITION on table {table.uri} ({old.type_name}): LOCATION and IF NOT EXISTS apply "
+                                "to Hive-style partitions only")
+    values = list(values)
     groups = _groups(values)
     first = _next_id(table, old)
     new_ids = list(range(first, first + (len(groups) if old.kind == PartitionType.LIST else

@@ -472,7 +472,7 @@ def _sweep_leftovers(table: TableHandle, entries: list[LoadDetail], force: bool,
     files: list[str] = []
     empty_dirs: list[tuple[str, bool]] = []
     pdirs: list[str] = []
-    if table.partition_columns:
+    if table.partitioning is not None and table.partitioning.by_folder:
         left = leftovers(table, entries)
         if left is None:
             result.skipped.append("partition folders: a readable segment's file set is unknown "

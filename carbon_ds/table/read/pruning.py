@@ -24,14 +24,15 @@ from carbon_ds.errors import CarbonFormatError
 from carbon_ds.expressions import AlwaysTrue, Expr, bind, might_match, parse
 from carbon_ds.expressions.might_match import ColumnStats
 from carbon_ds.expressions.objects import to_expr
+from carbon_ds.format.column_view import is_identity, view
 from carbon_ds.format.index import read_index, read_merge_index
 from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage, basename, dirname
 from carbon_ds.readers import column_stats as S
+from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar
 from carbon_ds.table.meta import column_map
-from carbon_ds.table.meta.column_map import open_file
 from carbon_ds.table.meta.naming import INDEX_EXT, MERGE_INDEX_EXT
 
 
@@ -135,8 +136,8 @@ def _entries_of(header, entries, table_columns: list[ColumnSchema] | None = None
                 source: str | None = None) -> dict[str, FileEntry]:
     columns = list(header.table_columns or [])
     absent: list[ColumnSchema] = []
-    if table_columns is not None and not column_map.is_identity(columns, table_columns):
-        columns, absent = column_map.view(columns, table_columns)  # statistics under the table's names
+    if table_columns is not None and not is_identity(columns, table_columns):
+        columns, absent = view(columns, table_columns)  # statistics under the table's names
     trusted = S.trusted_columns(columns)
     out: dict[str, FileEntry] = {}
     for e in entries:
@@ -190,10 +191,10 @@ def folder_index(storage: Storage, folder: str, table_columns: list[ColumnSchema
 
 
 def _footer_entry(storage: Storage, path: str, table_columns: list[ColumnSchema] | None = None) -> FileEntry:
-    f = open_file(path, storage, table_columns)
+    f = CarbonDataFile(path, storage, table_columns)
     try:
         columns = f.columns
-        absent = f.absent if isinstance(f, column_map.MappedFile) else []
+        absent = f.absent
         trusted = S.trusted_columns(columns)
         blocks = list(f.footer.blocklet_index_list or [])
         stats, rows, pages = [], [], []

@@ -15,13 +15,13 @@ from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta.deltas import Deletes, drop_deleted
 from carbon_ds.table.meta.handle import DataFile, TableHandle, resolve_columns
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
+from carbon_ds.table.meta.partitioning import HivePartitioning, IdPartitioning
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.meta.trash import find_in_trash
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.hive_pruning import prune_files
 from carbon_ds.table.read.id_pruning import prune_by_id
-from carbon_ds.table.read.planning import read_file
-from carbon_ds.table.read.task_reader import TaskReader, read_pieces
+from carbon_ds.table.read.task_reader import TaskReader, read_file, read_pieces
 
 
 @dataclass
@@ -117,9 +117,6 @@ def arrow_schema_of(path: str | os.PathLike) -> pa.Schema:
     return _bare_schema(storage, files[0][0])
 
 
-Source = Snapshot  # the name most modules know it by
-
-
 def open_table(path: str | os.PathLike) -> TableHandle | None:
     """The table at ``path`` (its schema file read), None when ``path`` holds no table."""
     return TableHandle.open(path) if TableHandle.exists(path) else None
@@ -142,7 +139,7 @@ def open_source(path: str | os.PathLike | TableHandle | Snapshot, segments=None)
                 )
         files = [(f.path, f.segment_id) for f in found]
         external = {f.path: f.external for f in found if f.external is not None}
-        return Source(table.storage, table.schema, files, table.uri, table, external, deletes=table.deletes(details),
+        return Snapshot(table.storage, table.schema, files, table.uri, table, external, deletes=table.deletes(details),
                       data_files=found, details=details)
     text = os.fspath(path)
     if segments is not None:
@@ -150,12 +147,12 @@ def open_source(path: str | os.PathLike | TableHandle | Snapshot, segments=None)
     storage, _folder, files = bare_files(text)
     if not files:
         raise no_data_error(text)
-    return Source(storage, _bare_schema(storage, files[0][0]), [(p, None) for p, _ in files], text)
+    return Snapshot(storage, _bare_schema(storage, files[0][0]), [(p, None) for p, _ in files], text)
 
 
-def table_rows(table: TableHandle | Source, columns: list[str] | None = None, segments=None) -> pa.Table:
+def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, segments=None) -> pa.Table:
     """Every live row of a table (``columns`` of it), file by file, without a filter: of one snapshot
-    (a ``Source``, files and deletes as planned) or of the table as it is now."""
+    (a ``Snapshot``, files and deletes as planned) or of the table as it is now."""
     source = open_source(table, segments)
     table = source.table
     schema = table.schema
@@ -184,7 +181,7 @@ def _file_rows(table: TableHandle, f: DataFile, names, target: pa.Schema, cols, 
     return drop_deleted(table.storage, deletes, f, data) if deletes is not None else data
 
 
-def plan(source: Source, expr: Expr) -> pruning.Plan:
+def plan(source: Snapshot, expr: Expr) -> pruning.Plan:
     kept = partition_pruned(source, expr)
     p = pruning.plan_files(source.storage, kept, expr, use_index=source.table is not None,
                            external=source.external, schema=source.schema, table_columns=source.columns)
@@ -194,19 +191,24 @@ def plan(source: Source, expr: Expr) -> pruning.Plan:
     return p
 
 
-def partition_pruned(source: Source, expr: Expr) -> list[tuple[str, str | None]]:
+def partition_pruned(source: Snapshot, expr: Expr) -> list[tuple[str, str | None]]:
     """The source's files less those whose Hive partition folder values, or HASH/RANGE/LIST partition id,
     rule ``expr`` out (none opened)."""
-    if source.table is None:
-        return source.files
-    layout = source.table.carbon_partition
-    if layout is not None:
-        kept, read_ids, skipped_ids = prune_by_id(layout, source.files, expr)
-        source.partitions = {"total": len(layout.ids), "read": sorted(read_ids), "skipped": sorted(skipped_ids)}
-        return kept
-    if not source.table.partition_columns:
-        return source.files
+    part = source.table.partitioning if source.table is not None else None
+    return source.files if part is None else _PRUNERS[type(part)](source, part, expr)
+
+
+def _prune_by_folder(source: Snapshot, _part: HivePartitioning, expr: Expr) -> list[tuple[str, str | None]]:
     return prune_files(source.table.path, source.schema, source.files, expr)
+
+
+def _prune_by_id(source: Snapshot, part: IdPartitioning, expr: Expr) -> list[tuple[str, str | None]]:
+    kept, read_ids, skipped_ids = prune_by_id(part.layout, source.files, expr)
+    source.partitions = {"total": len(part.layout.ids), "read": sorted(read_ids), "skipped": sorted(skipped_ids)}
+    return kept
+
+
+_PRUNERS = {HivePartitioning: _prune_by_folder, IdPartitioning: _prune_by_id}
 
 
 def read(path, columns: list[str] | None = None, filter=None, segments=None,
@@ -230,7 +232,7 @@ def read(path, columns: list[str] | None = None, filter=None, segments=None,
 def count(path, filter=None, segments=None, planned: pruning.Plan | None = None) -> int:
     """Rows where ``filter`` is TRUE. Without a filter (or when every blocklet is pruned) the index row
     counts answer alone; otherwise only the filter columns of the surviving pages are read. ``planned``:
-    the plan of ``path`` (a ``Source``) for ``filter``, made earlier."""
+    the plan of ``path`` (a ``Snapshot``) for ``filter``, made earlier."""
     source = open_source(path, segments)
     expr = pruning.as_expr(filter, source.schema)
     p = planned if planned is not None else plan(source, expr)
@@ -251,11 +253,11 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
                                                        table_path=_table_path(source)))
 
 
-def _table_path(source: Source) -> str | None:
+def _table_path(source: Snapshot) -> str | None:
     return source.table.path if source.table is not None else None
 
 
-def _deletes(source: Source) -> Deletes | None:
+def _deletes(source: Snapshot) -> Deletes | None:
     """The snapshot's committed delete deltas (None for a bare folder or a table nothing was deleted from)."""
     return source.deletes
 

@@ -27,11 +27,15 @@ from carbon_ds.expressions import AlwaysTrue, Expr, filter_table
 from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage
 from carbon_ds.readers.carbon_file import CarbonDataFile
+from carbon_ds.readers.external import open_reader
+from carbon_ds.readers.external.base import ExternalRef, partition_scalar, to_table_schema
 from carbon_ds.readers.pages import BlockletRows, read_pruned, surviving_pages
+from carbon_ds.table.meta.column_map import external_names, fill_defaults
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.deltas import Deletes, FileDeletes
+from carbon_ds.table.meta.handle import DataFile
+from carbon_ds.table.meta.naming import COLUMNAR
 from carbon_ds.table.meta.trash import open_planned
-from carbon_ds.table.read.planning import read_external
 from carbon_ds.table.read.pruning import Counts, Piece
 
 __all__ = ["OpenPiece", "Reading", "TaskReader", "check_claim", "read_pieces"]
@@ -113,9 +117,8 @@ class TaskReader:
                     else:
                         keep, n = surviving_pages(f, b, expr)
                     counts.pages_read += len(keep)
-                    rows = f.blocklet_info(b).row_count_in_page
-                    rows = list(rows) if rows is not None and len(rows) == n else None
-                    counts.rows_read += sum(rows[j] for j in keep) if rows is not None else (
+                    rows = f.page_rows(b)
+                    counts.rows_read += sum(rows[j] for j in keep) if len(rows) == n else (
                         f.blocklet_rows(b) if keep else 0)
 
     def positioned(self, o: OpenPiece, b: int, columns: list[str], schema: pa.Schema,
@@ -226,3 +229,76 @@ def read_pieces(storage: Storage, pieces: list[Piece], expr: Expr, columns: list
     committed delete deltas; ``table_path``: a planned file CLEAN FILES has since moved is read from the trash."""
     reader = TaskReader(storage, table_columns, table_path, deletes)
     return reader.read(pieces, Reading(expr, columns, schema, exact, table_columns), counts)
+
+
+# ------------------------------------------------------------------------------------------ whole files
+def read_external(storage: Storage, path: str, ref: ExternalRef, columns: list[str] | None, target: pa.Schema,
+                  units=None, table_columns: list[ColumnSchema] | None = None) -> pa.Table:
+    """Rows of one external file (chosen statistics units, None: all) as exactly ``target``. Its columns
+    are matched by name; with ``table_columns`` also by a renamed column's earlier names, and a column
+    added after the file reads as its default."""
+    f = open_reader(storage, path, ref.format, ref.options_dict, target)
+    by_lower = {n.lower(): n for n in target.names}
+    parts = {k: partition_scalar(v, target.field(by_lower[k.lower()]).type)
+             for k, v in ref.partitions if k.lower() in by_lower}
+    renames, absent = external_names(f.schema.names, table_columns)
+    back = {t.lower(): s for s, t in renames.items()}
+    wanted = columns if columns is not None else target.names
+    data = f.read([back.get(c.lower(), c) for c in wanted], units)
+    if renames:
+        data = data.rename_columns([renames.get(n, n) for n in data.schema.names])
+    out = to_table_schema(data, target, parts)
+    return fill_defaults(out, absent, {k.lower() for k in parts}) if absent else out
+
+
+def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, target: pa.Schema,
+              table_columns: list[ColumnSchema] | None = None) -> pa.Table:
+    """Every row of one data file (``columns`` of it, None: all) as exactly ``target``; with the table's
+    ``table_columns`` the file is read through the table's current columns (see meta.column_map)."""
+    if data_file.file_format != COLUMNAR:
+        if data_file.external is None:
+            raise CarbonTableError(
+                f"segment {data_file.segment_id} has format {data_file.file_format!r} but no reading details"
+            )
+        return read_external(storage, data_file.path, data_file.external, columns, target,
+                             table_columns=table_columns)
+    with CarbonDataFile(data_file.path, storage, table_columns) as f:
+        return conform(f.read(columns=columns if columns is not None else target.names), target, data_file.path)
+
+
+# ------------------------------------------------------------------------------------------ row positions
+# Hidden columns the data source appends with option with_row_positions=true: where each row lives.
+POSITION_FIELDS = (
+    pa.field("__carbon_file", pa.string()),
+    pa.field("__carbon_blocklet", pa.int32()),
+    pa.field("__carbon_page", pa.int32()),
+    pa.field("__carbon_row", pa.int32()),  # offset in the page, as delete deltas record it
+)
+POSITION_NAMES = tuple(f.name for f in POSITION_FIELDS)
+
+
+def position_tables(storage: Storage, pieces: list[Piece], columns: list[str], schema: pa.Schema,
+                    deletes: Deletes | None, table_columns=None):
+    """Every live row of ``pieces`` (``columns`` of ``schema``) plus the position columns, one table per
+    blocklet. No row is filtered here: Spark evaluates the user's predicate on these rows."""
+    cols = list(columns) or [schema.names[0]]
+    reader = TaskReader(storage, table_columns, None, deletes)
+    for piece in pieces:
+        if piece.external is not None:
+            raise CarbonTableError(f"with_row_positions: {piece.path} is not a carbondata file; row positions "
+                                   "exist only for carbondata segments")
+        with reader.opened(piece) as o:
+            if o is None:
+                continue
+            for b in o.blocklets:
+                t, page_idx, row_idx, mask = reader.positioned(o, b, cols, schema)  # type: ignore[misc]
+                if not mask.all():
+                    t, page_idx, row_idx = t.filter(pa.array(mask)), page_idx[mask], row_idx[mask]
+                n = t.num_rows
+                t = t.select(list(columns)) if columns else t.select([])
+                for fld, arr in zip(POSITION_FIELDS, (pa.array([piece.path] * n, pa.string()),
+                                                      pa.array(np.full(n, b, dtype=np.int32)),
+                                                      pa.array(page_idx.astype(np.int32)),
+                                                      pa.array(row_idx.astype(np.int32))), strict=True):
+                    t = t.append_column(fld, arr)
+                yield t

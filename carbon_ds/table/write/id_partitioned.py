@@ -42,7 +42,7 @@ class CarbonPartitionLoad(PlainLoad):
 
     def write_task(self, task_no: int, batches: Iterable[pa.RecordBatch | pa.Table]) -> TaskResult:
         table, reservation = self.table, self.reservation
-        layout = self.layout or table.carbon_partition
+        layout = self.layout or table.id_layout
         if layout is None:
             raise CarbonTableError(f"table {table.uri} has no HASH/RANGE/LIST partitioning")
         schema = table.schema

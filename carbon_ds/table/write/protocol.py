@@ -10,19 +10,20 @@ from dataclasses import replace
 
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import LoadOptions
+from carbon_ds.table.meta.partitioning import HivePartitioning, IdPartitioning
 from carbon_ds.table.write.hive_partitioned import PartitionedLoad
 from carbon_ds.table.write.id_partitioned import CarbonPartitionLoad
 from carbon_ds.table.write.load_base import Load, Reservation, reserve
 from carbon_ds.table.write.plain import PlainLoad
 
+_LOADS: dict[type, type[Load]] = {type(None): PlainLoad, HivePartitioning: PartitionedLoad,
+                                  IdPartitioning: CarbonPartitionLoad}
+
 
 def load_for(table: TableHandle, reservation: Reservation, options: LoadOptions | None = None) -> Load:
     """The load of an existing reservation (Spark tasks and the driver's commit rebuild it from the
     pickled reservation)."""
-    if table.carbon_partition is not None:
-        return CarbonPartitionLoad(table, reservation, options)
-    cls = PartitionedLoad if table.partition_columns else PlainLoad
-    return cls(table, reservation, options)
+    return _LOADS[type(table.partitioning)](table, reservation, options)
 
 
 def reserve_load(table: TableHandle, options: LoadOptions | None = None, overwrite: bool = False,
