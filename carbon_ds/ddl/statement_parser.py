@@ -11,71 +11,14 @@ import re
 from dataclasses import dataclass, field
 
 from carbon_ds.errors import CarbonOptionError
-
-# Opening quote -> the characters that may close it.
-# Word processors also turn an opening quote into a closing one (”orc”), so those open strings too. A
-# string opened with a straight quote ends only at the same straight quote, so 'it’s' stays one string.
-_QUOTES = {"'": "'", "‘": "’'", "’": "’'", '"': '"', "“": '”"', "”": '”"'}
-_PUNCT = "(),=.;<>:"
-
-
-@dataclass(frozen=True)
-class Token:
-    kind: str  # "word", "string", "number", "ident" (back-quoted), "punct"
-    text: str
-    pos: int
-
-    def is_kw(self, *words: str) -> bool:
-        return self.kind == "word" and self.text.upper() in words
+from carbon_ds.expressions.lexer import STATEMENT, LexError, Token, tokens
 
 
 def tokenize(text: str) -> list[Token]:
-    out: list[Token] = []
-    i, n = 0, len(text)
-    while i < n:
-        c = text[i]
-        if c.isspace():
-            i += 1
-        elif text.startswith("--", i):
-            j = text.find("\n", i)
-            i = n if j < 0 else j
-        elif c in _QUOTES:
-            closers = _QUOTES[c]
-            j = i + 1
-            buf = []
-            while j < n and text[j] not in closers:
-                if text[j] == "\\" and j + 1 < n:
-                    j += 1
-                buf.append(text[j])
-                j += 1
-            if j >= n:
-                raise CarbonOptionError(
-                    f"unterminated string starting at character {i}: {text[i:i + 40]!r}; expected a closing quote"
-                )
-            out.append(Token("string", "".join(buf), i))
-            i = j + 1
-        elif c == "`":
-            j = text.find("`", i + 1)
-            if j < 0:
-                raise CarbonOptionError(f"unterminated `identifier` starting at character {i}")
-            out.append(Token("ident", text[i + 1 : j], i))
-            i = j + 1
-        elif c.isdigit() or (c == "-" and i + 1 < n and text[i + 1].isdigit()):
-            m = re.match(r"-?\d+(\.\d+)?", text[i:])
-            assert m
-            out.append(Token("number", m.group(0), i))
-            i += len(m.group(0))
-        elif c.isalpha() or c == "_":
-            m = re.match(r"[\w$]+", text[i:])
-            assert m
-            out.append(Token("word", m.group(0), i))
-            i += len(m.group(0))
-        elif c in _PUNCT:
-            out.append(Token("punct", c, i))
-            i += 1
-        else:
-            raise CarbonOptionError(f"unexpected character {c!r} at position {i} in {text[:60]!r}")
-    return out
+    try:
+        return tokens(text, STATEMENT)
+    except LexError as e:
+        raise CarbonOptionError(f"{e} in {text[:60]!r}") from None
 
 
 # ------------------------------------------------------------------------------------------ statements
@@ -370,7 +313,7 @@ class _Parser:
             j += 1
         if j == self.i:
             raise self.fail("a column type")
-        end = self.toks[j - 1].pos + len(self.toks[j - 1].text)
+        end = self.toks[j - 1].end
         text = self.text[start.pos : end]
         self.i = j
         if self.accept_kw("COMMENT"):

@@ -24,6 +24,7 @@ from decimal import Decimal
 from typing import Any
 
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.expressions.lexer import FILTER, LexError, tokens
 from carbon_ds.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -41,18 +42,6 @@ from carbon_ds.expressions.tree import (
     or_,
 )
 
-_TOKEN = re.compile(
-    r"""
-    (?P<ws>\s+)
-  | (?P<num>[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[LlDd]?)
-  | (?P<str>'(?:[^']|'')*')
-  | (?P<qid>`(?:[^`]|``)+`|"(?:[^"]|"")+")
-  | (?P<id>[A-Za-z_][A-Za-z0-9_.]*)
-  | (?P<op><=>|<=|>=|<>|!=|==|=|<|>)
-  | (?P<punct>[(),])
-    """,
-    re.VERBOSE,
-)
 MAX_DEPTH = 100
 """How deeply parentheses and NOTs may nest in a filter."""
 
@@ -78,20 +67,21 @@ def _shown(text: str, most: int = 200) -> str:
     return f"{text[:most // 2]!r} ... {text[-most // 4:]!r} ({len(text)} characters)"
 
 
+_KINDS = {"number": "num", "string": "str", "ident": "qid", "word": "id", "op": "op", "punct": "punct"}
+
+
 def _tokens(text: str) -> list[tuple[str, str, int]]:
+    """(kind, value, position) with keywords told apart from column names."""
+    try:
+        toks = tokens(text, FILTER)
+    except LexError as e:
+        raise CarbonOptionError(f"cannot parse filter {_shown(text)}: {e}") from None
     out = []
-    pos = 0
-    while pos < len(text):
-        m = _TOKEN.match(text, pos)
-        if not m:
-            raise CarbonOptionError(f"cannot parse filter {_shown(text)}: unexpected {text[pos:pos + 10]!r} at position {pos}")
-        kind = m.lastgroup or ""
-        if kind != "ws":
-            value = m.group()
-            if kind == "id" and value.upper() in _KEYWORDS:
-                kind, value = "kw", value.upper()
-            out.append((kind, value, pos))
-        pos = m.end()
+    for t in toks:
+        kind, value = _KINDS[t.kind], t.text
+        if kind == "id" and value.upper() in _KEYWORDS:
+            kind, value = "kw", value.upper()
+        out.append((kind, value, t.pos))
     return out
 
 
@@ -236,8 +226,7 @@ class _Parser:
             return _Col(t[1])
         if t and t[0] == "qid":
             self.i += 1
-            q = t[1][0]
-            return _Col(t[1][1:-1].replace(q + q, q))
+            return _Col(t[1])
         return self.literal()
 
     def literal(self) -> Any:
@@ -254,13 +243,13 @@ class _Parser:
                 return float(value)
             return Decimal(value) if "." in value else int(value)
         if kind == "str":
-            return value[1:-1].replace("''", "'")
+            return value
         if kind == "kw" and value in ("TRUE", "FALSE"):
             return value == "TRUE"
         if kind == "kw" and value == "NULL":
             return NULL
         if kind == "kw" and value in ("DATE", "TIMESTAMP"):
-            text = self.expect("str")[1:-1]
+            text = self.expect("str")
             try:
                 if value == "DATE":
                     return dt.date.fromisoformat(text)

@@ -6,7 +6,6 @@ parentheses. Anything else is a CarbonOptionError naming the position.
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,6 +13,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.expressions.lexer import SET_VALUE, LexError, tokens
 
 MAX_DEPTH = 200  # parentheses and unary minus nest at most this deep
 
@@ -25,22 +25,15 @@ class SqlExpr:
     text: str
 
 
-_TOKEN = re.compile(r"\s*(?:(\d+\.\d*|\.\d+|\d+)|('(?:[^']|'')*')|([A-Za-z_][A-Za-z0-9_]*|`[^`]+`)|(.))")
+_KINDS = {"number": "num", "string": "str", "word": "name", "ident": "name", "op": "op", "punct": "op"}
 
 
 def _tokens(text: str) -> list[tuple[str, str]]:
-    out = []
-    for m in _TOKEN.finditer(text.strip()):
-        num, string, name, other = m.groups()
-        if num:
-            out.append(("num", num))
-        elif string:
-            out.append(("str", string[1:-1].replace("''", "'")))
-        elif name:
-            out.append(("name", name.strip("`")))
-        elif other and other.strip():
-            out.append(("op", other))
-    return out
+    try:
+        return [(_KINDS[t.kind], t.text) for t in tokens(text, SET_VALUE)]
+    except LexError as e:
+        raise CarbonOptionError(f"SET expression {text!r}: {e}; supported: literals, column names, + - * / and "
+                                "parentheses") from None
 
 
 def evaluate(text: str, data: pa.Table):
