@@ -7,10 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import socket
-import subprocess
-import sys
 import threading
 import time
 
@@ -26,30 +22,18 @@ from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.locks import TableLock
 from carbon_ds.table.table import CarbonTable
 
-moto_server = shutil.which("moto_server", path=os.path.dirname(sys.executable))
-pytestmark = pytest.mark.skipif(moto_server is None, reason="moto[server] not installed")
-
 
 @pytest.fixture(scope="module")
-def s3(tmp_path_factory):
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([moto_server, "-H", "127.0.0.1", "-p", str(port)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def s3(moto_s3):
+    """The shared local S3 API (tests/conftest.py) as the process's default endpoint, bucket carbon-test."""
+    host = moto_s3.removeprefix("http://")
     env = {"AWS_ACCESS_KEY_ID": "test", "AWS_SECRET_ACCESS_KEY": "test", "AWS_REGION": "us-east-1",
-           "AWS_ENDPOINT_URL": f"http://127.0.0.1:{port}"}
+           "AWS_ENDPOINT_URL": moto_s3}
     old = {k: os.environ.get(k) for k in env}
     os.environ.update(env)
     try:
-        fs = pafs.S3FileSystem(endpoint_override=f"127.0.0.1:{port}", scheme="http", access_key="test",
-                               secret_key="test", region="us-east-1", allow_bucket_creation=True)
-        for _ in range(50):
-            try:
-                fs.create_dir("carbon-test")
-                break
-            except OSError:
-                time.sleep(0.2)
+        pafs.S3FileSystem(endpoint_override=host, scheme="http", access_key="test", secret_key="test",
+                          region="us-east-1", allow_bucket_creation=True).create_dir("carbon-test")
         yield "s3://carbon-test"
     finally:
         for k, v in old.items():
@@ -57,8 +41,6 @@ def s3(tmp_path_factory):
                 os.environ.pop(k, None)
             else:
                 os.environ[k] = v
-        proc.terminate()
-        proc.wait(timeout=30)
 
 
 def _ids(path, **kw):
