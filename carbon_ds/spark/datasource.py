@@ -54,13 +54,17 @@ from carbon_ds.table.write.prepare import prepare_table
 
 def _path(options) -> str:
     if options.get("path"):
-        return options["path"]
+        path = options["path"]
+        # Spark's catalog spells a local location file:/x (no authority), which pyarrow does not take
+        return path[len("file:"):] if path.startswith("file:/") and not path.startswith("file://") else path
     if options.get("paths"):
         paths = json.loads(options["paths"])
         if len(paths) == 1:
             return paths[0]
         raise CarbonOptionError(f"carbondata reads one table per load(), found {len(paths)} paths: {paths}")
-    raise CarbonOptionError("carbondata needs a path: .load(path) / .save(path) or OPTIONS (path '...')")
+    raise CarbonOptionError("carbondata needs a path: .load(path) / .save(path) or OPTIONS (path '...'); a table of "
+                            "Spark's catalog gets its location from the carbon-ds Spark extension "
+                            "(carbon_ds.configure_spark), which this session does not have")
 
 
 class CarbonDataSource(DataSource):

@@ -32,7 +32,10 @@ READ_OPTIONS = ("segments", "filter", "with_row_positions", "unscaled_decimals",
 # timestamp_granularity / cutoff_timestamp: direct-dictionary timestamps (format.direct_dictionary)
 # Spark adds these itself; a temporary view passes one option set to both its reader and its writer,
 # so either side accepts the other's keys.
-SPARK_OPTIONS = ("path", "paths")
+# A table of Spark's session catalog also hands over its reserved table properties (TableCatalog.PROP_*)
+# when Spark infers its schema at CREATE TABLE ... USING carbondata LOCATION '<existing table>'.
+SPARK_OPTIONS = ("path", "paths", "owner", "provider", "location", "comment", "collation", "external",
+                 "is_managed_location")
 # Structured Streaming: the sink's checkpoint (Spark passes it on), the source's start, limits and policy
 STREAM_OPTIONS = ("checkpointlocation", "starting_segment", "max_files_per_trigger", "max_rows_per_trigger",
                   "ignore_changes")
@@ -56,7 +59,7 @@ def normalize(options: Mapping[str, Any] | None, valid: tuple[str, ...] = VALID,
     out: dict[str, str] = {}
     for key, value in (options or {}).items():
         k = key.lower()
-        if k in SPARK_OPTIONS or value is None:
+        if k in SPARK_OPTIONS or k.startswith("option.") or value is None:  # option.*: OPTIONS (...) of a catalog table
             continue
         if k not in valid:
             extra = " (a read option)" if k in READ_OPTIONS else ""

@@ -2,10 +2,12 @@ package carbonds.spark;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.SparkSessionExtensions;
+import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 
 import scala.runtime.AbstractFunction1;
+import scala.runtime.AbstractFunction2;
 import scala.runtime.BoxedUnit;
 
 /**
@@ -15,6 +17,10 @@ import scala.runtime.BoxedUnit;
  * have settled what each relation must deliver, before scan push-down builds the scans. So every plan over a
  * {@code carbondata} relation reads only what it needs, whoever built it (DataFrame calls, {@code spark.sql}
  * over views or tables, Spark Connect, the Thrift server).
+ *
+ * <p>A post-hoc resolution rule ({@link CarbonCatalogTables}) makes carbondata tables of Spark's session
+ * catalog readable and writable, and the parser ({@link StoredAsParser}) takes CarbonData's
+ * {@code CREATE TABLE ... STORED AS carbondata} as {@code USING carbondata}.
  */
 public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
     @Override
@@ -23,6 +29,18 @@ public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtens
             @Override
             public Rule<LogicalPlan> apply(SparkSession session) {
                 return new PruneCarbonRelations(session);
+            }
+        });
+        extensions.injectPostHocResolutionRule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+            @Override
+            public Rule<LogicalPlan> apply(SparkSession session) {
+                return new CarbonCatalogTables(session);
+            }
+        });
+        extensions.injectParser(new AbstractFunction2<SparkSession, ParserInterface, ParserInterface>() {
+            @Override
+            public ParserInterface apply(SparkSession session, ParserInterface delegate) {
+                return StoredAsParser.wrap(delegate);
             }
         });
         return BoxedUnit.UNIT;
