@@ -12,8 +12,15 @@ tables earlier ones created.
 Owners: a folder (symbolic links resolved) belongs to one managed table: ``owners`` finds the other names
 that have it, so CREATE ... LOCATION refuses to take it twice and DROP never deletes it for another name.
 
-Views: every table is registered as the temporary view ``<table>`` (Spark temporary views have no
-database qualifier, so ``db.t`` is reachable as ``t``; the last table registered under a name wins).
+Spark's catalog: with the carbon-ds Spark extension on (carbon_ds.configure_spark), every table is also a
+table of Spark's session catalog (provider ``carbondata``, its folder as location, EXTERNAL to Spark so that
+only carbon_ds.sql's DROP TABLE decides about the data). With a persistent metastore (``enableHiveSupport()``)
+a new process finds it by name in plain ``spark.sql`` and ``spark.table``; the extension gives Spark's reads
+and writes of it the location (jvm/src CarbonCatalogTables).
+
+Views: without the extension every table is registered as the temporary view ``<table>`` (Spark temporary
+views have no database qualifier, so ``db.t`` is reachable as ``t``; the last table registered under a
+name wins).
 """
 
 from __future__ import annotations
@@ -24,9 +31,13 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pyspark.sql.pandas.types import from_arrow_schema
+
 from carbon_ds.ddl.statement_parser import TableName
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.fs import NAME_MAX, Storage, basename, dirname
+from carbon_ds.spark.connect import check_reachable
+from carbon_ds.spark.extension import extension_active
 from carbon_ds.table.meta.handle import TableHandle
 
 CONF_PREFIX = "carbon_ds.table."
@@ -89,17 +100,82 @@ def unregister(spark: Any, db: str, name: str) -> None:
         pass
 
 
+def _session_catalog(spark: Any) -> Any:
+    """The JVM SessionCatalog of a classic session, None on Spark Connect."""
+    jsession = getattr(spark, "_jsparkSession", None)
+    return None if jsession is None else jsession.sessionState().catalog()
+
+
+def _identifier(spark: Any, db: str, name: str) -> Any:
+    jvm = spark._jvm
+    return jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Option.apply(db))
+
+
+def catalog_location(spark: Any, db: str, name: str) -> str | None:
+    """The folder of ``db.name`` when it is a carbondata table of Spark's session catalog, else None."""
+    cat = _session_catalog(spark)
+    if cat is None:
+        return None
+    try:
+        ident = _identifier(spark, db, name)
+        if not cat.tableExists(ident):
+            return None
+        meta = cat.getTableMetadata(ident)
+    except Exception:  # noqa: BLE001 - an unknown database: no such table
+        return None
+    provider = meta.provider()
+    if not provider.isDefined() or provider.get().lower() != "carbondata":
+        return None
+    return local_path(meta.location().toString())
+
+
+def in_spark_catalog(spark: Any) -> bool:
+    """Whether carbon_ds.sql's tables go into Spark's session catalog: only with the extension, which lets
+    Spark read and write them (without it Spark hands the data source no path)."""
+    return extension_active(spark) and _session_catalog(spark) is not None
+
+
+def catalog_register(spark: Any, entry: Entry, schema: Any) -> None:
+    """(Re)create ``entry`` as a carbondata table of Spark's session catalog with ``schema`` (a Spark
+    StructType). Spark takes a table with a location as EXTERNAL: dropping the entry never touches the data."""
+    name = f"{quote(entry.db)}.{quote(entry.name)}"
+    if catalog_location(spark, entry.db, entry.name) is not None:
+        spark.sql(f"DROP TABLE {name}")
+    elif entry.db != "default":  # as Spark's CREATE DATABASE would: carbon-ds tables may name a new database
+        spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(entry.db)}")
+    spark.catalog.createTable(f"{entry.db}.{entry.name}", path=entry.path, source="carbondata", schema=schema)
+
+
+def catalog_drop(spark: Any, entry: Entry) -> bool:
+    """Remove ``entry`` from Spark's session catalog (metadata only); False when it is not there."""
+    if catalog_location(spark, entry.db, entry.name) is None:
+        return False
+    spark.sql(f"DROP TABLE {quote(entry.db)}.{quote(entry.name)}")
+    return True
+
+
 def lookup(spark: Any, table: TableName) -> Entry | None:
-    """The registered table, or a CarbonData table in the warehouse folder; None when neither exists."""
+    """The registered table, a carbondata table of Spark's catalog, or a CarbonData table in the warehouse
+    folder; None when none exists."""
     db = (table.db or current_db(spark)).lower()
     raw = spark.conf.get(_key(db, table.name), None)
     if raw:
         info = json.loads(raw)
         return Entry(db, table.name.lower(), info["path"], bool(info.get("external")))
+    located = catalog_location(spark, db, table.name)
+    if located is not None:
+        external = TableHandle.exists(located) and _external(located)
+        return Entry(db, table.name.lower(), located, external)
     path = default_location(spark, db, table.name)
     if TableHandle.exists(path):
         return Entry(db, table.name.lower(), path, False, registered=False)
     return None
+
+
+def _external(path: str) -> bool:
+    """CarbonData's marker of a table whose data DROP TABLE keeps (tableProperties ``_external``)."""
+    props = TableHandle.open(path).properties
+    return str(props.get("_external", "")).strip().lower() == "true"
 
 
 def real_path(path: str) -> str:
@@ -151,6 +227,8 @@ def owners(spark: Any, path: str, db: str, name: str) -> list[Entry]:
 
 def require(spark: Any, table: TableName) -> Entry:
     entry = lookup(spark, table)
+    if entry is not None:
+        check_reachable(spark, entry.path, f"the folder of table {entry.db}.{entry.name}")
     if entry is None:
         db = (table.db or current_db(spark)).lower()
         raise CarbonTableError(
@@ -166,6 +244,12 @@ def quote(name: str) -> str:
 
 
 def create_view(spark: Any, entry: Entry) -> None:
+    """Make ``entry`` queryable by name with its current columns: a table of Spark's catalog (extension on)
+    is registered there again, otherwise a temporary view."""
+    if in_spark_catalog(spark):
+        handle = TableHandle.open(entry.path)
+        catalog_register(spark, entry, from_arrow_schema(handle.schema, prefer_timestamp_ntz=False))
+        return
     path = entry.path.replace("\\", "\\\\").replace("'", "\\'")
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote(entry.name)} USING carbondata OPTIONS (path '{path}')")
 
@@ -176,13 +260,13 @@ def ensure(spark: Any, table: TableName) -> Entry:
     if not entry.registered:
         entry = register(spark, entry.db, entry.name, entry.path, entry.external)
         create_view(spark, entry)
-    elif not spark.catalog.tableExists(entry.name):
+    elif not spark.catalog.tableExists(entry.name) and catalog_location(spark, entry.db, entry.name) is None:
         create_view(spark, entry)
     return entry
 
 
 def drop_view(spark: Any, name: str) -> None:
-    spark.sql(f"DROP VIEW IF EXISTS {quote(name)}")
+    spark.catalog.dropTempView(name)  # only a temporary view: never a catalog table of that name
 
 
 def check_name(table: TableName) -> None:

@@ -35,6 +35,7 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, is_inside
 from carbon_ds.spark import catalog
 from carbon_ds.spark.compaction_tasks import compact_with_spark
+from carbon_ds.spark.connect import check_reachable
 from carbon_ds.spark.dataframe_write import write as write_by_partition
 from carbon_ds.spark.dml import run_row_dml
 from carbon_ds.spark.messages import surface
@@ -89,6 +90,7 @@ def _create(spark: Any, stmt: CreateTable):
                 return _empty(spark)
             raise
     path = catalog.local_path(stmt.location) if stmt.location else catalog.default_location(spark, db, stmt.table.name)
+    check_reachable(spark, path, f"the folder of table {db}.{stmt.table.name}")
     if not CarbonTable.exists(path) and _has_entries(path):
         where = "LOCATION" if stmt.location else "the table's default location"
         raise CarbonTableError(f"CREATE TABLE {db}.{stmt.table.name}: {where} {path} is a non-empty folder that is "
@@ -145,6 +147,7 @@ def _drop(spark: Any, stmt: DropTable):
     entry = catalog.lookup(spark, stmt.table)
     if entry is None:
         return None  # not ours: Spark drops (or complains about) its own tables
+    catalog.catalog_drop(spark, entry)
     catalog.drop_view(spark, entry.name)
     catalog.unregister(spark, entry.db, entry.name)
     if entry.external or not CarbonTable.exists(entry.path):
