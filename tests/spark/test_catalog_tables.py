@@ -85,6 +85,10 @@ def test_plain_spark_sql_stored_as_insert_select(ext, src):
         plan = spark.sql("SELECT name FROM cat_plain WHERE id > 1900")._jdf.queryExecution().executedPlan().toString()
         scan = next(line for line in plan.splitlines() if "BatchScan carbondata" in line)
         assert "name#" in scan and "v#" not in scan
+        # carbon_ds.sql finds the table Spark made by name; INSERT OVERWRITE replaces its rows
+        assert [r[0] for r in carbon_ds.sql(spark, "SHOW SEGMENTS FOR TABLE cat_plain").collect()] == ["0"]
+        spark.sql("INSERT OVERWRITE cat_plain SELECT * FROM cat_src WHERE id < 5")
+        assert _spark_rows(spark.table("cat_plain")) == _rows(src.slice(0, 5))
     finally:
         _drop(spark, "cat_plain")
 
