@@ -137,9 +137,11 @@ def test_carbon_ds_sql_table_is_a_catalog_table(ext, src):
         _drop(spark, "cat_c")
 
 
-def test_stored_as_inside_a_literal_is_left_alone(ext):
+def test_stored_as_outside_a_create_clause_is_left_alone(ext):
     assert ext.sql("SELECT 'x STORED AS carbondata' AS s /* STORED AS carbondata */").first()[0] == \
         "x STORED AS carbondata"
+    row = ext.sql("SELECT stored AS carbondata FROM (SELECT 7 AS stored)").first()  # a column alias
+    assert row.asDict() == {"carbondata": 7}
 
 
 _PROCESS = textwrap.dedent('''

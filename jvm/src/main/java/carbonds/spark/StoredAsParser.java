@@ -12,9 +12,10 @@ import org.apache.spark.sql.catalyst.parser.ParserInterface;
  * Spark's SQL parser, plus CarbonData's {@code STORED AS carbondata}.
  *
  * <p>Spark reads {@code STORED AS <format>} as a Hive file format and refuses {@code carbondata} when it
- * analyzes the statement. Here each {@code STORED AS carbondata} (outside quotes and comments) is read as
- * {@code USING carbondata} before Spark's parser sees the text, so it only changes statements Spark would
- * refuse. The parser is a proxy of Spark's: every other method (their set changes between Spark releases) is
+ * analyzes the statement. Here, in a statement starting with CREATE or REPLACE, the first {@code STORED AS
+ * carbondata} outside quotes and comments (the table's clause, which comes before any {@code AS SELECT}) is
+ * read as {@code USING carbondata} before Spark's parser sees the text, so it only changes statements Spark
+ * would refuse; a query's {@code stored AS carbondata} (a column alias) is left alone. The parser is a proxy of Spark's: every other method (their set changes between Spark releases) is
  * the delegate's.
  */
 final class StoredAsParser implements InvocationHandler {
@@ -48,6 +49,10 @@ final class StoredAsParser implements InvocationHandler {
 
     /** {@code text} with {@code STORED AS carbondata} as {@code USING carbondata}; null when it has none. */
     static String rewrite(String text) {
+        int first = blanks(text, 0);
+        if (word(text, first, "create") < 0 && word(text, first, "replace") < 0) {
+            return null;
+        }
         StringBuilder out = new StringBuilder(text.length());
         boolean changed = false;
         int i = 0;
@@ -61,7 +66,7 @@ final class StoredAsParser implements InvocationHandler {
                 continue;
             }
             if (Character.isLetter(c) && (i == 0 || !isWord(text.charAt(i - 1)))) {
-                int[] match = storedAs(text, i);
+                int[] match = changed ? null : storedAs(text, i);
                 if (match != null) {
                     out.append("USING ").append(text, match[0], match[1]);
                     i = match[1];
