@@ -82,6 +82,13 @@ class Storage:
             raise CarbonError(f"not a file: {self.uri(path)}")
         return info.size
 
+    def stat(self, path: str) -> tuple[int, int | None]:
+        """(size, mtime in ns or None when the store does not say) of the file ``path``, in one call."""
+        info = self.fs.get_file_info(path)
+        if info.type != pafs.FileType.File:
+            raise CarbonError(f"not a file: {self.uri(path)}")
+        return info.size, info.mtime_ns
+
     def mtime_ns(self, path: str) -> int | None:
         """When ``path`` was last written (None when the store does not say, or it is not a file)."""
         info = self.fs.get_file_info(path)

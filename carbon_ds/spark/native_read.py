@@ -1,24 +1,48 @@
 """The Spark-native read of a mixed table: Spark's own Parquet / ORC / CSV / JSON scans of the
-external segments (vectorised, codegen, Spark's row-group pruning), each cast to the table schema with the
-segment's partition values as literal columns, unioned with the ``carbondata`` data source's read of the
-carbondata segments. Used by ``carbon_ds.read(spark, path, native=True)``."""
+external segments (vectorised, codegen, Spark's row-group / stripe pruning of pushed filters), each cast to
+the table schema with the segment's partition values as literal columns, unioned with the ``carbondata``
+data source's read of the carbondata segments.
+
+It is the default on every route that plans a carbondata relation from Python: ``carbon_ds.read``, the
+rewrite of ``carbon_ds.sql`` and ``carbon_ds.optimize`` (carbon_ds.spark.query). The Spark conf
+``carbon_ds.spark.nativeExternal=false`` (or ``read(..., native=False)``) reads external segments through
+the data source (pyarrow in Python workers) instead.
+
+One snapshot: the files of every segment are listed once, from one tablestatus version, when the frame is
+built. Spark's scans get those files by name (no listing of the folders later) and the carbondata part gets
+the carbondata segment ids of that version. Only the declared columns are read; a filter above the frame
+reaches Spark's scans through its optimizer (pushed filters, literal partition columns folded away).
+"""
 
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
+from dataclasses import dataclass
 from functools import reduce
 from typing import Any
 
 import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
+from pyspark.sql.types import DataType, StructType
 
 from carbon_ds.format.column_view import default_scalar
 from carbon_ds.format.hive import DEFAULT_PARTITION as HIVE_DEFAULT_PARTITION
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta.column_map import external_names
 from carbon_ds.table.meta.data_files import STREAM_FORMAT
-from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.handle import DataFile, TableHandle
+from carbon_ds.table.meta.naming import is_columnar
+from carbon_ds.table.meta.options import parse_bool
+from carbon_ds.table.read.pruning import as_expr
+from carbon_ds.table.read.scan import open_table
+
+__all__ = ["CONF_NATIVE", "MixedPlan", "mixed_of", "native_enabled", "plan_mixed", "read", "union_frame"]
+
+CONF_NATIVE = "carbon_ds.spark.nativeExternal"
+"""Spark conf: ``false`` reads external (Parquet/ORC/CSV/JSON) segments through the ``carbondata`` data
+source (pyarrow in Python workers) on every route, instead of with Spark's own file scans."""
 
 _SPARK_OPTIONS = {
     "csv": {"header": "header", "delimiter": "sep", "sep": "sep", "quote": "quote", "quotechar": "quote",
@@ -27,7 +51,57 @@ _SPARK_OPTIONS = {
 }
 
 
-def _spark_type(t: pa.DataType):
+def native_enabled(spark: Any, native: bool | None = None) -> bool:
+    """Whether external segments are read with Spark's own scans: ``native`` when given, else the conf."""
+    if native is not None:
+        return bool(native)
+    return parse_bool(spark.conf.get(CONF_NATIVE, "true"), f"spark conf {CONF_NATIVE}", True)
+
+
+@dataclass(frozen=True)
+class MixedPlan:
+    """One snapshot of a mixed table: the carbondata (and stream) segment ids, and the external files by
+    how they are read (format, partition values, options), as URIs."""
+
+    table: TableHandle
+    carbon_ids: tuple[str, ...]
+    external: tuple[tuple[ExternalRef, tuple[str, ...], int], ...]  # (ref, file URIs, their bytes)
+
+    @property
+    def external_bytes(self) -> int:
+        return sum(size for _r, _p, size in self.external)
+
+
+def plan_mixed(table: TableHandle, segments=None, files: list[DataFile] | None = None) -> MixedPlan | None:
+    """The snapshot of ``table`` (its chosen ``segments``, or ``files`` listed earlier) split for the
+    native union; None when it has no external segment Spark can read (nothing to gain)."""
+    files = table.files(segments) if files is None else files
+    # stream segments' row files have no Spark reader: the carbondata source reads them with the rest
+    ours = [f for f in files if f.external is None or f.external.format == STREAM_FORMAT]
+    groups: dict[ExternalRef, tuple[list[str], list[int]]] = {}
+    for f in files:
+        if f.external is not None and f.external.format != STREAM_FORMAT:
+            paths, sizes = groups.setdefault(f.external, ([], []))
+            paths.append(table.storage.uri(f.path))
+            sizes.append(f.size)
+    if not groups:
+        return None
+    return MixedPlan(table, tuple(dict.fromkeys(f.segment_id for f in ours)),
+                     tuple((ref, tuple(p), sum(s)) for ref, (p, s) in groups.items()))
+
+
+def mixed_of(spark: Any, path: str, segments=None) -> MixedPlan | None:
+    """The native union's snapshot of the table at ``path`` when it has external segments and the
+    session reads them natively; None otherwise (a bare folder, a table of carbondata segments only)."""
+    if not native_enabled(spark):
+        return None
+    table = open_table(path)
+    if table is None or not any(not is_columnar(d.file_format) for d in table.load_details() if d.readable):
+        return None  # no external segment: no listing of every file here
+    return plan_mixed(table, segments)
+
+
+def _spark_type(t: pa.DataType) -> DataType:
     return from_arrow_type(t, prefer_timestamp_ntz=False) if _has_ntz_arg() else from_arrow_type(t)
 
 
@@ -35,64 +109,94 @@ def _has_ntz_arg() -> bool:
     return "prefer_timestamp_ntz" in inspect.signature(from_arrow_type).parameters
 
 
-def _external_frame(spark: Any, fmt: str, paths: list[str], ref: ExternalRef, target: pa.Schema,
-                    table_columns=None):
-    opts = ref.options_dict
+def _external_frame(spark: Any, ref: ExternalRef, paths: list[str], table: TableHandle, names: list[str],
+                    types: dict[str, DataType]) -> Any:
+    """Spark's scan of ``paths`` as the table columns ``names`` (table spelling), each cast to
+    ``types[name.lower()]`` (default: the table's type)."""
+    fmt, opts = ref.format, ref.options_dict
+    schema = table.schema
     reader = spark.read.format(fmt)
+    header = parse_bool(opts.get("header", opts.get("fileheader_present", "true")), "option header", True)
     if fmt == "csv":
-        reader = reader.option("header", opts.get("header", "true"))
+        reader = reader.option("header", "true" if header else "false")
     for key, value in opts.items():
         spark_key = _SPARK_OPTIONS.get(fmt, {}).get(key)
-        if spark_key:
+        if spark_key and spark_key != "header":
             reader = reader.option(spark_key, value)
     df = reader.load(paths)
+    if fmt == "csv" and not header:  # columns in table order, as ADD SEGMENT read them
+        df = df.toDF(*schema.names[:len(df.columns)])
     by_lower = {c.lower(): c for c in df.columns}
     # schema evolution: a renamed column under an earlier name, an added one as its default
-    renames, absent = external_names(list(df.columns), table_columns)
+    renames, absent = external_names(list(df.columns), table.columns)
     by_lower.update({t.lower(): s for s, t in renames.items()})
     defaults = {c.column_name.lower(): c for c in absent if c.default_value is not None}
     parts = {k.lower(): v for k, v in ref.partitions}
     cols = []
-    for f in target:
+    for name in names:
+        f = schema.field(name)
         st = _spark_type(f.type)
         key = f.name.lower()
-        if key in by_lower:
+        if key in parts:  # the folder's value wins: ADD SEGMENT checked the file agrees
+            raw = parts[key]
+            col = F.lit(None if raw == HIVE_DEFAULT_PARTITION else raw).cast(st)
+        elif key in by_lower:
             col = F.col(f"`{by_lower[key]}`")
             if fmt in ("csv", "json") and (pa.types.is_timestamp(f.type) or pa.types.is_date(f.type)):
                 pattern = opts.get("timestampformat" if pa.types.is_timestamp(f.type) else "dateformat")
                 if pattern:
                     col = F.to_timestamp(col, pattern) if pa.types.is_timestamp(f.type) else F.to_date(col, pattern)
-            cols.append(col.cast(st).alias(f.name))
-        elif key in parts:
-            raw = parts[key]
-            cols.append(F.lit(None if raw == HIVE_DEFAULT_PARTITION else raw).cast(st).alias(f.name))
+            col = col.cast(st)
         elif key in defaults:
-            cols.append(F.lit(default_scalar(defaults[key], f.type).as_py()).cast(st).alias(f.name))
+            col = F.lit(default_scalar(defaults[key], f.type).as_py()).cast(st)
         else:
-            cols.append(F.lit(None).cast(st).alias(f.name))
+            col = F.lit(None).cast(st)
+        want = types.get(key, st)
+        cols.append((col if want == st else col.cast(want)).alias(f.name))
     return df.select(*cols)
 
 
-def read(spark: Any, path: str, table: TableHandle, names: list[str] | None, filter: str | None, segments) -> Any:
+def union_frame(spark: Any, plan: MixedPlan, declared: StructType, carbon_part: Callable[[StructType, str], Any],
+                filter: str | None = None) -> Any:
+    """The union of Spark's scans of ``plan``'s external files and ``carbon_part(declared, segment ids)``
+    (the carbondata segments' read), as ``declared``'s columns (table columns, matched case-insensitively,
+    of the declared types). ``filter`` (SQL text) is applied to the external rows; the carbon part must
+    apply it itself (the data source's ``filter`` option prunes and filters exactly)."""
+    schema = plan.table.schema
+    by_lower = {n.lower(): n for n in schema.names}
+    names = [by_lower[f.name.lower()] for f in declared.fields]
+    types = {f.name.lower(): f.dataType for f in declared.fields}
+    extra = []
+    if filter:
+        expr_cols = {c.lower() for c in as_expr(filter, schema).columns()}
+        extra = [n for n in schema.names if n.lower() in expr_cols and n.lower() not in types]
+    frames = []
+    for ref, paths, _size in plan.external:
+        df = _external_frame(spark, ref, list(paths), plan.table, names + extra, types)
+        if filter:
+            df = df.where(filter)
+        frames.append(df.select(*[F.col(f"`{n}`").alias(f.name) for n, f in zip(names, declared.fields,
+                                                                                  strict=True)]))
+    if plan.carbon_ids:
+        frames.insert(0, carbon_part(declared, ",".join(plan.carbon_ids)))
+    return reduce(lambda a, b: a.union(b), frames)
+
+
+def read(spark: Any, path: str, table: TableHandle, names: list[str] | None, filter: str | None,
+         files: list[DataFile], reader_options: dict[str, str] | None = None) -> Any | None:
+    """``carbon_ds.read``'s native union of the snapshot's ``files``: ``names`` (None: all) of the rows
+    where ``filter`` is TRUE; None when the table has no external segment Spark reads."""
+    plan = plan_mixed(table, files=files)
+    if plan is None:
+        return None
     schema = table.schema
     target = pa.schema([schema.field(n) for n in names]) if names is not None else schema
-    # the filter may name columns outside the projection: read those too, select at the end
-    files = table.files(segments)
-    # stream segments' row files have no Spark reader: the carbondata source reads them with the rest
-    ours = [f for f in files if f.external is None or f.external.format == STREAM_FORMAT]
-    carbon_ids = list(dict.fromkeys(f.segment_id for f in ours))
-    groups: dict[tuple, list[str]] = {}
-    for f in files:
-        if f.external is not None and f.external.format != STREAM_FORMAT:
-            groups.setdefault((f.external.format, f.external), []).append(table.storage.uri(f.path))
-    frames = [_external_frame(spark, fmt, paths, ref, schema, table.columns) for (fmt, ref), paths in groups.items()]
-    if carbon_ids or not frames:
-        reader = spark.read.format("carbondata").schema(from_arrow_schema(schema, prefer_timestamp_ntz=False))
+    declared = from_arrow_schema(target, prefer_timestamp_ntz=False)
+
+    def carbon_part(struct: StructType, ids: str) -> Any:
+        reader = spark.read.format("carbondata").schema(struct).options(**(reader_options or {}))
         if filter:
             reader = reader.option("filter", filter)
-        frames.insert(0, reader.option("segments", ",".join(carbon_ids) or "-1").load(path) if carbon_ids
-                      else spark.createDataFrame([], from_arrow_schema(schema, prefer_timestamp_ntz=False)))
-    df = reduce(lambda a, b: a.unionByName(b), frames)
-    if filter:
-        df = df.where(filter)
-    return df.select(*[f"`{n}`" for n in target.names])
+        return reader.option("segments", ids).load(path)
+
+    return union_frame(spark, plan, declared, carbon_part, filter)

@@ -42,6 +42,7 @@ from carbon_ds.spark.catalyst import field_kind, jvm_class, node_name, scala_obj
 from carbon_ds.spark.datasource import UNSCALED_OPTION
 from carbon_ds.spark.direct import direct_enabled, direct_frame
 from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame, local_limit
+from carbon_ds.spark.native_read import MixedPlan, mixed_of, union_frame
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
 from carbon_ds.spark.sizes import row_width, sized
 from carbon_ds.table.meta.conform import has_unscaled_form
@@ -322,6 +323,9 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
     local = _local(spark, rel, read, fields, estimate) if try_local else None
     if local is not None:
         return local, {}
+    mixed = mixed_of(spark, read.path, segments) if _table_columns(read, fields) else None
+    if mixed is not None:
+        return _native(spark, rel, read, fields, mixed, sizing), {}
     unscaled = _unscaled(read.path, fields)
     declared = StructType.fromJson({"type": "struct", "fields": [
         {**f, "type": "long"} if f["name"].lower() in unscaled else f for f in fields]})
@@ -345,6 +349,42 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
     except Exception:  # noqa: BLE001 - without an estimate the relation is planned as before
         node = None
     return (node if node is not None else jdf.queryExecution().analyzed()), unscaled
+
+
+def _table_columns(read: RelationRead, fields: list[dict[str, Any]]) -> bool:
+    """Whether every declared column is a table column (a user schema may declare others)."""
+    names = {f.name.lower() for f in arrow_schema_of(read.path)}
+    return all(f["name"].lower() in names for f in fields)
+
+
+def _native(spark: Any, rel: Relation, read: RelationRead, fields: list[dict[str, Any]], mixed: MixedPlan,
+            sizing: bool) -> Any:
+    """The plan of the native union (carbon_ds.spark.native_read) of a mixed table: Spark's own scans of
+    the external files, unioned with the carbondata segments read as usual (``read.filter`` prunes them).
+    The external scans get no filter text: the query's own Filter above the drop-in node reaches them
+    through Spark's optimizer (pushed filters, literal partition columns folded), with Spark's semantics.
+    Spark sizes its scans itself; the carbondata part gets the estimate of its own segments."""
+    declared = StructType.fromJson({"type": "struct", "fields": fields})
+    options = {k: v for k, v in rel.options.items() if k not in ("path", "paths", "filter", "segments")}
+    options[PRUNED_OPTION] = "true"
+    if read.filter:
+        options["filter"] = read.filter
+
+    def carbon_part(struct: StructType, ids: str) -> DataFrame:
+        opts = {**options, "segments": ids}
+        frame = direct_frame(spark, read.path, struct, opts) if direct_enabled(spark) else None
+        if frame is None:
+            frame = spark.read.format("carbondata").schema(struct).options(**opts).load(read.path)
+        if not sizing:
+            return frame
+        try:
+            size = scan_estimate(read.path, read.filter, ids)[0] if struct.fields else 0
+            node = sized(spark, frame._jdf, size * row_width(fields) // max(1, row_width(rel.fields)))
+        except Exception:  # noqa: BLE001 - without an estimate the part is planned as before
+            node = None
+        return frame if node is None else _dataframe(spark, node)
+
+    return union_frame(spark, mixed, declared, carbon_part)._jdf.queryExecution().analyzed()
 
 
 def _unscaled(path: str, fields: list[dict[str, Any]]) -> dict[str, tuple[int, int]]:

@@ -96,7 +96,9 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
         columns: the columns to read (any case); None reads all.
         filter: a SQL predicate (see docs/pruning.md); it prunes and filters exactly.
         segments: read only these segments ("0,2").
-        native: read external (Parquet/ORC/CSV/JSON) segments with Spark's own readers.
+        native: read external (Parquet/ORC/CSV/JSON) segments with Spark's own file scans, unioned with
+            the data source's read of the carbondata segments (carbon_ds.spark.native_read). None (the
+            default) follows the Spark conf ``carbon_ds.spark.nativeExternal`` (default true).
         storage_options: the store's settings (as for carbon_ds.read_table); they reach Spark's Python
             workers as the options ``storage.<name>``.
     """
@@ -107,19 +109,22 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
         raise CarbonOptionError(f"read(): filter must be SQL text for Spark, found {type(filter).__name__}")
     if filter:
         as_expr(filter, source.schema)  # fail here, on the driver, with the parser's message
-    if native and source.external:
-        # Spark's own scans of the Parquet/ORC/CSV/JSON segments, unioned with the carbondata ones
-        # (see docs/segments.md "Adding external data"); off by default
-        return native_read.read(spark, text, source.table, names, filter, segments)
     register(spark)
+    storage = {STORAGE_PREFIX + k: str(v) for k, v in (storage_options or {}).items()}
     schema = pa.schema([source.schema.field(n) for n in names]) if names is not None else source.schema
     spark_schema = from_arrow_schema(schema, prefer_timestamp_ntz=False)
     segment_text = None if segments is None else segments if isinstance(segments, str) else ",".join(map(str, segments))
     # a small pruned read (a point lookup on a sort column) is done here: no Python worker (spark/local.py)
-    local = local_frame(spark, text, spark_schema.jsonValue()["fields"], list(schema.names), filter or None,
+    local = None if native else local_frame(spark, text, spark_schema.jsonValue()["fields"], list(schema.names), filter or None,
                         segment_text, from_arrow_schema(source.schema, prefer_timestamp_ntz=False).jsonValue()["fields"])
     if local is not None:
         return local
+    if source.external and source.table is not None and native_read.native_enabled(spark, native):
+        # Spark's own scans of the Parquet/ORC/CSV/JSON segments, unioned with the carbondata ones
+        # (see docs/segments.md "Adding external data")
+        df = native_read.read(spark, text, source.table, names, filter, source.data_files, storage)
+        if df is not None:
+            return df
     reader = spark.read.format("carbondata")
     if names is not None:
         reader = reader.schema(spark_schema)
@@ -127,6 +132,6 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
         reader = reader.option("filter", filter)
     if segment_text is not None:
         reader = reader.option("segments", segment_text)
-    for key, value in (storage_options or {}).items():
-        reader = reader.option(STORAGE_PREFIX + key, str(value))
+    for key, value in storage.items():
+        reader = reader.option(key, value)
     return reader.load(text)

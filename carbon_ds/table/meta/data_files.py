@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import TYPE_CHECKING
 
 from carbon_ds.errors import CarbonMissingFileError, CarbonTableError
@@ -77,8 +78,11 @@ def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
     fmt = (detail.file_format or COLUMNAR).lower()
     found: list[tuple[str, int]] = []
     refs: dict[str, ExternalRef] = {}  # non-carbondata files: how to read them
+    rows: dict[str, int] = {}  # external files whose recorded footer row count still holds
     if detail.segment_file:
         seg = segfiles.read(storage, table.path, detail.segment_file)
+        recorded = recorded_rows(seg.options)
+        options = {k: v for k, v in seg.options.items() if k.lower() != FOOTER_ROWS}
         for folder, details in seg.folders(table.path):
             if details.status and details.status != "Success" and details.status != "Marked for Update":
                 continue
@@ -86,9 +90,16 @@ def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
                 # External folders list their data files directly.
                 for name in details.files:
                     path = Storage.join(folder, name) if "/" not in name else name
-                    found.append((path, storage.size(path)))
+                    if name in recorded:
+                        size, mtime = storage.stat(path)
+                        n, want_size, want_mtime = recorded[name]
+                        if size == want_size and mtime == want_mtime:
+                            rows[path] = n  # else changed since ADD SEGMENT: counted from its footer again
+                    else:
+                        size = storage.size(path)
+                    found.append((path, size))
                     if fmt != COLUMNAR:
-                        refs[path] = external_ref(fmt, details.partitions, seg.options)
+                        refs[path] = external_ref(fmt, details.partitions, options)
                 continue
             indexes = [f for f in details.files if f.endswith(INDEX_EXT)]
             found.extend(_data_files_in_folder(storage, folder, indexes, details.merge_file_name))
@@ -104,7 +115,31 @@ def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
                 f"{storage.uri(folder)} does not exist"
             )
         found = _data_files_in_folder(storage, folder, None, None)
-    return [data_file(p, s, detail.name, fmt, refs.get(p)) for p, s in sorted(found)]
+    return [data_file(p, s, detail.name, fmt, refs.get(p), rows.get(p)) if p in rows
+            else data_file(p, s, detail.name, fmt, refs.get(p)) for p, s in sorted(found)]
+
+
+FOOTER_ROWS = "carbon_ds.footer_rows"
+"""Segment file option of an added Parquet/ORC segment: ``{file name as listed: [rows, size, mtime_ns]}``
+(JSON), the footers' row counts read by ADD SEGMENT, so a count does not open every footer again. A file
+whose size or modification time differs is counted from its footer (CarbonData ignores the option)."""
+
+
+def recorded_rows(options: dict) -> dict[str, tuple[int, int, int | None]]:
+    """The recorded footer row counts of a segment file's ``options`` (empty when none or unreadable)."""
+    text = next((v for k, v in (options or {}).items() if str(k).lower() == FOOTER_ROWS), None)
+    if not text:
+        return {}
+    try:
+        doc = json.loads(text)
+        return {str(k): (int(v[0]), int(v[1]), None if v[2] is None else int(v[2])) for k, v in doc.items()}
+    except (ValueError, TypeError, IndexError, AttributeError):
+        return {}  # a damaged record only costs the footers' reads
+
+
+def record_rows(files: dict[str, tuple[int, int, int | None]]) -> str:
+    """The ``FOOTER_ROWS`` option text of ``{listed name: (rows, size, mtime_ns)}``."""
+    return json.dumps({k: list(v) for k, v in files.items()}, separators=(",", ":"))
 
 
 def external_ref(fmt: str, partitions: list[str], options: dict) -> ExternalRef:

@@ -75,6 +75,7 @@ class DataFile:
     segment_id: str
     file_format: str = COLUMNAR
     external: ExternalRef | None = None  # how to read a non-carbondata file (format, partition values, options)
+    rows: int | None = None  # rows ADD SEGMENT recorded from the footer, the file unchanged since (size, mtime)
 
 
 def parse_segment_ids(segments_arg: str | list | tuple | None) -> list[str] | None:

@@ -32,6 +32,7 @@ from carbon_ds.readers import external as ext
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.data_files import FOOTER_ROWS, record_rows
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.naming import is_columnar
 from carbon_ds.table.meta.tablestatus import LoadDetail
@@ -443,7 +444,11 @@ def _commit(table: TableHandle, report: ValidationReport, fmt: str, given: dict[
                 files=names, partitions=[f"{c.lower()}={v}" for c, v in s.partitions], is_relative=False
             )
             seg_name = segfiles.segment_file_name(seg, end)
-            segfiles.write(storage, table.path, seg_name, segfiles.SegmentFile({s.folder: details}, seg_options))
+            options = dict(seg_options)
+            if fmt in FOOTER_FORMATS:
+                # the footers' row counts read while checking, so a count never opens them again
+                options[FOOTER_ROWS] = record_rows(_footer_rows(storage, s.files, names))
+            segfiles.write(storage, table.path, seg_name, segfiles.SegmentFile({s.folder: details}, options))
             index_size = "NA"
             if fmt == "carbondata":
                 index_size = str(sum(f.size for f in storage.list(s.folder, recursive=True)
@@ -455,6 +460,20 @@ def _commit(table: TableHandle, report: ValidationReport, fmt: str, given: dict[
             ))
             added.append(seg)
     return added
+
+
+FOOTER_FORMATS = ("parquet", "orc")  # formats whose footers hold exact row counts
+
+
+def _footer_rows(storage, files: list[FileCheck], names: list[str]) -> dict[str, tuple[int, int, int | None]]:
+    """{listed name: (rows, size, mtime_ns)} of the checked files whose row count is known."""
+    out = {}
+    for f, name in zip(files, names, strict=True):
+        if f.rows is not None:
+            size, mtime = storage.stat(Storage.for_path(f.path)[1])
+            if size == f.size:  # else rewritten since it was checked: its footer is read when counted
+                out[name] = (f.rows, size, mtime)
+    return out
 
 
 # ------------------------------------------------------------------------------------------ mixed tables
