@@ -1,0 +1,284 @@
+"""Mixed tables (carbondata segments plus added Parquet / ORC / CSV / JSON folders) read through Spark's own
+file scans on every Python route (carbon_ds.read, carbon_ds.sql, carbon_ds.optimize), checked against Spark
+reading the same rows from one Parquet copy written by pyarrow; counts of Parquet/ORC segments from the
+row counts ADD SEGMENT recorded."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+from contextlib import contextmanager
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pcsv
+import pyarrow.orc as po
+import pyarrow.parquet as pq
+import pytest
+
+import carbon_ds
+from carbon_ds.readers import external
+from carbon_ds.spark.local import CONF_LOCAL_BYTES
+from carbon_ds.spark.native_read import CONF_NATIVE
+from carbon_ds.table import CarbonTable
+from carbon_ds.table.read import pruning
+
+SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.float64()), ("s", pa.string()), ("d", pa.date32()),
+                    ("k", pa.int32())])
+
+
+def _rows(lo: int, hi: int) -> pa.Table:
+    ids = list(range(lo, hi))
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "v": pa.array([None if i % 13 == 0 else i * 0.25 for i in ids], pa.float64()),
+        "s": pa.array([None if i % 17 == 0 else "abcde"[i % 5] for i in ids], pa.string()),
+        "d": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=i % 40) for i in ids], pa.date32()),
+        "k": pa.array([i % 4 for i in ids], pa.int32()),
+    }, schema=SCHEMA)
+
+
+@contextmanager
+def _conf(spark, **values):
+    old = {k: spark.conf.get(k, None) for k in values}
+    for k, v in values.items():
+        spark.conf.set(k, v)
+    try:
+        yield
+    finally:
+        for k, v in old.items():
+            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
+
+
+@pytest.fixture(scope="module")
+def mixed(spark, tmp_path_factory):
+    """(table path, Parquet oracle path): carbondata rows 0-199, a Parquet folder of two files (small row
+    groups) 200-599, ORC 600-799, CSV 800-899, JSON 900-999."""
+    root = tmp_path_factory.mktemp("mixed")
+    path = str(root / "t")
+    carbon_ds.write_table(_rows(0, 200), path)
+    (root / "pq").mkdir()
+    pq.write_table(_rows(200, 400), root / "pq" / "a.parquet", row_group_size=50)
+    pq.write_table(_rows(400, 600), root / "pq" / "b.parquet", row_group_size=50)
+    (root / "orc").mkdir()
+    po.write_table(_rows(600, 800), root / "orc" / "a.orc", stripe_size=4096)
+    (root / "csv").mkdir()
+    pcsv.write_csv(_rows(800, 900), root / "csv" / "a.csv")
+    (root / "json").mkdir()
+    with open(root / "json" / "a.json", "w") as fh:
+        for r in _rows(900, 1000).to_pylist():
+            fh.write(json.dumps({**r, "d": r["d"].isoformat()}) + "\n")
+    t = CarbonTable.open(path)
+    for fmt in ("parquet", "orc", "csv", "json"):
+        t.add_segment(str(root / ("pq" if fmt == "parquet" else fmt)), format=fmt)
+    pq.write_table(_rows(0, 1000), root / "oracle.parquet")
+    spark.read.format("carbondata").load(path).createOrReplaceTempView("mixed_t")
+    spark.read.parquet(str(root / "oracle.parquet")).createOrReplaceTempView("mixed_oracle")
+    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):  # no driver-side local relations: Spark's scans run
+        yield path, str(root / "oracle.parquet")
+
+
+def _same(df, oracle) -> None:
+    got, want = [tuple(r) for r in df.collect()], [tuple(r) for r in oracle.collect()]
+    key = lambda r: tuple((x is None, x) for x in r)  # noqa: E731 - None sorts first
+    assert sorted(got, key=key) == sorted(want, key=key)
+    assert got, "an empty answer proves nothing"
+
+
+QUERIES = [
+    "SELECT * FROM {t}",
+    "SELECT id, s FROM {t} WHERE id BETWEEN 150 AND 950 AND s = 'b'",
+    "SELECT s, count(*), sum(v), min(d), max(id) FROM {t} GROUP BY s",
+    "SELECT count(*) FROM {t}",
+    "SELECT count(*) FROM {t} WHERE d >= DATE '2020-01-20' AND d < DATE '2020-02-01'",
+    "SELECT k, avg(v) FROM {t} WHERE v > 100 OR s IS NULL GROUP BY k",
+    "SELECT a.id, b.s FROM {t} a JOIN {t} b ON a.id = b.id + 1 WHERE a.id < 30 OR a.id > 990",
+]
+
+
+@pytest.mark.parametrize("query", QUERIES)
+def test_sql_and_optimize_equal_parquet(spark, mixed, query):
+    oracle = spark.sql(query.format(t="mixed_oracle"))
+    _same(carbon_ds.sql(spark, query.format(t="mixed_t")), oracle)
+    _same(carbon_ds.optimize(spark.sql(query.format(t="mixed_t"))), oracle)
+    with _conf(spark, **{CONF_NATIVE: "false"}):  # the data source path stays right too
+        _same(carbon_ds.sql(spark, query.format(t="mixed_t")), oracle)
+
+
+@pytest.mark.parametrize("columns,filter", [(None, None), (["s", "id"], "id >= 180 AND id < 920 AND k = 2"),
+                                            (["d"], "s = 'e'"), ([], None)])
+def test_read_equals_parquet(spark, mixed, columns, filter):
+    path, oracle_path = mixed
+    df = carbon_ds.read(spark, path, columns=columns, filter=filter)
+    oracle = spark.read.parquet(oracle_path)
+    if filter:
+        oracle = oracle.where(filter)
+    if columns is not None:
+        oracle = oracle.select(*columns)
+    assert df.columns == oracle.columns
+    if columns == []:
+        assert df.count() == oracle.count() == 1000
+    else:
+        _same(df, oracle)
+    # the pure-Python route reads the same rows
+    assert carbon_ds.read_table(path, columns=columns or None, filter=filter).num_rows == oracle.count()
+
+
+def _scans(df) -> list[str]:
+    """The executed plan's file scan nodes, as Spark prints them."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return [line[line.index("FileScan"):] for line in plan.splitlines() if "FileScan" in line]
+
+
+def test_external_segments_are_spark_file_scans_with_pushed_filters(spark, mixed):
+    df = carbon_ds.sql(spark, "SELECT id, v FROM mixed_t WHERE id >= 500 AND id < 520")
+    scans = _scans(df)
+    assert {s.split()[1] for s in scans} == {"parquet", "orc", "csv", "json"}
+    parquet = next(s for s in scans if s.split()[1] == "parquet")
+    assert "GreaterThanOrEqual(id,500)" in parquet and "LessThan(id,520)" in parquet
+    assert "ReadSchema: struct<id:bigint,v:double>" in parquet  # the query's columns only
+    assert len(df.collect()) == 20
+    # carbon_ds.read hands its filter to the same scans
+    scans = _scans(carbon_ds.read(spark, mixed[0], columns=["s"], filter="id = 777"))
+    orc = next(s for s in scans if s.split()[1] == "orc")
+    assert "EqualTo(id,777)" in orc and "ReadSchema: struct<id:bigint,s:string>" in orc
+    # turned off: no Spark file scan, the data source reads every segment
+    with _conf(spark, **{CONF_NATIVE: "false"}):
+        assert _scans(carbon_ds.sql(spark, "SELECT id FROM mixed_t WHERE id > 5")) == []
+
+
+def test_join_statistics_include_external_files(spark, mixed):
+    df = carbon_ds.sql(spark, "SELECT id, s FROM mixed_t WHERE id > 10")
+    size = int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
+    assert 0 < size < 2**62  # Spark's default for an unsized relation is Long.MaxValue
+    # the broadcast threshold applies: a small mixed side is broadcast
+    joined = carbon_ds.sql(spark, "SELECT count(*) FROM mixed_oracle o JOIN mixed_t m ON o.id = m.id")
+    assert "BroadcastHashJoin" in joined._jdf.queryExecution().executedPlan().toString()
+    assert joined.collect()[0][0] == 1000
+
+
+def test_hive_partitioned_external_folders(spark, tmp_path):
+    rows = _rows(0, 300)
+    days = pa.array([i % 3 for i in range(300)], pa.int32())
+    schema = pa.schema([*SCHEMA, ("day", pa.int32())])
+    t = CarbonTable.create(str(tmp_path / "t"), schema, partition_by=["day"])
+    for day in range(3):
+        folder = tmp_path / "hive" / f"day={day}"
+        folder.mkdir(parents=True)
+        part = rows.filter(pc.equal(days, day))
+        pq.write_table(part, folder / "p.parquet", row_group_size=25)
+    t.add_segment(str(tmp_path / "hive"), format="parquet", partition="day:int")
+    pq.write_table(rows.append_column("day", days), tmp_path / "oracle.parquet")
+    spark.read.format("carbondata").load(t.path).createOrReplaceTempView("hive_t")
+    spark.read.parquet(str(tmp_path / "oracle.parquet")).createOrReplaceTempView("hive_oracle")
+    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+        for q in ("SELECT day, count(*), sum(id) FROM {t} GROUP BY day",
+                  "SELECT id, s, day FROM {t} WHERE day = 1 AND id < 100"):
+            _same(carbon_ds.sql(spark, q.format(t="hive_t")), spark.sql(q.format(t="hive_oracle")))
+        df = carbon_ds.sql(spark, "SELECT id FROM hive_t WHERE day = 2")
+        scans = _scans(df)  # a filter on the partition value skips the other folders
+        assert len(scans) == 1
+        files = df.inputFiles()
+        assert files and all("/day=2/" in f for f in files)
+        assert sorted(r.id for r in df.collect()) == [i for i in range(300) if i % 3 == 2]
+
+
+def test_renamed_added_and_widened_columns(spark, tmp_path):
+    t = CarbonTable.create(str(tmp_path / "t"), pa.schema([("id", pa.int32()), ("name", pa.string())]))
+    for fmt, write in (("parquet", pq.write_table), ("orc", po.write_table)):
+        (tmp_path / fmt).mkdir()
+        write(pa.table({"id": pa.array([10, 11], pa.int32()), "name": ["x", "y"]}), tmp_path / fmt / "a")
+        t.add_segment(str(tmp_path / fmt), format=fmt)
+    carbon_ds.write_table(pa.table({"id": pa.array([1], pa.int32()), "name": ["a"]}), t.path)
+    with t.update_schema() as u:
+        u.rename_column("name", "nm").add_column("q", pa.int64(), default=5).widen_column("id", pa.int64())
+    want = pa.table({"id": pa.array([1, 10, 11, 10, 11], pa.int64()), "nm": ["a", "x", "y", "x", "y"],
+                     "q": pa.array([5] * 5, pa.int64())})
+    pq.write_table(want, tmp_path / "oracle.parquet")
+    spark.read.format("carbondata").load(t.path).createOrReplaceTempView("evo_mixed")
+    spark.read.parquet(str(tmp_path / "oracle.parquet")).createOrReplaceTempView("evo_oracle")
+    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+        for q in ("SELECT * FROM {t}", "SELECT nm, q FROM {t} WHERE id > 5 AND nm <> 'y'",
+                  "SELECT q, count(*) FROM {t} GROUP BY q"):
+            _same(carbon_ds.sql(spark, q.format(t="evo_mixed")), spark.sql(q.format(t="evo_oracle")))
+        _same(carbon_ds.read(spark, t.path, columns=["nm", "q"], filter="id >= 11"),
+              spark.sql("SELECT nm, q FROM evo_oracle WHERE id >= 11"))
+        assert _scans(carbon_ds.sql(spark, "SELECT nm FROM evo_mixed"))
+
+
+def test_a_commit_after_planning_is_not_seen(spark, tmp_path):
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(_rows(0, 10), path)
+    (tmp_path / "a").mkdir()
+    pq.write_table(_rows(10, 20), tmp_path / "a" / "a.parquet")
+    t = CarbonTable.open(path)
+    t.add_segment(str(tmp_path / "a"), format="parquet")
+    spark.read.format("carbondata").load(path).createOrReplaceTempView("snap_t")
+    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+        planned = [carbon_ds.sql(spark, "SELECT id FROM snap_t"), carbon_ds.read(spark, path, columns=["id"])]
+        (tmp_path / "b").mkdir()
+        pq.write_table(_rows(20, 30), tmp_path / "b" / "b.parquet")
+        t.add_segment(str(tmp_path / "b"), format="parquet")
+        carbon_ds.write_table(_rows(30, 40), path, mode="append")
+        for df in planned:
+            assert sorted(r.id for r in df.collect()) == list(range(20))
+        assert carbon_ds.sql(spark, "SELECT count(*) FROM snap_t").collect()[0][0] == 40
+
+
+# ------------------------------------------------------------------------------------------ counts
+def test_count_from_recorded_footer_rows(tmp_path, monkeypatch):
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(_rows(0, 10), path)
+    (tmp_path / "pq").mkdir()
+    pq.write_table(_rows(10, 60), tmp_path / "pq" / "a.parquet", row_group_size=7)
+    pq.write_table(_rows(60, 100), tmp_path / "pq" / "b.parquet")
+    (tmp_path / "orc").mkdir()
+    po.write_table(_rows(100, 130), tmp_path / "orc" / "a.orc")
+    (tmp_path / "csv").mkdir()
+    pcsv.write_csv(_rows(130, 135), tmp_path / "csv" / "a.csv")
+    t = CarbonTable.open(path)
+    for fmt, folder in (("parquet", "pq"), ("orc", "orc"), ("csv", "csv")):
+        t.add_segment(str(tmp_path / folder), format=fmt)
+
+    opened: list[str] = []
+    real = external.open_reader
+
+    def spy(storage, p, fmt, *args, **kwargs):
+        opened.append(fmt)
+        return real(storage, p, fmt, *args, **kwargs)
+
+    monkeypatch.setattr(pruning, "open_reader", spy)
+    assert CarbonTable.open(path).count() == 135
+    assert opened == []  # CSV is never opened to count either: it is read by the scan below
+    # a filtered count plans (and opens) as before
+    assert t.count("id >= 50") == 85 and opened
+
+    # a rewritten file (other size) is counted from its footer again
+    opened.clear()
+    pq.write_table(_rows(60, 70), tmp_path / "pq" / "b.parquet")
+    assert CarbonTable.open(path).count() == 105 and opened == ["parquet"]
+    # same size, new modification time: counted again too
+    opened.clear()
+    st = os.stat(tmp_path / "orc" / "a.orc")
+    os.utime(tmp_path / "orc" / "a.orc", ns=(st.st_atime_ns, st.st_mtime_ns + 5_000_000_000))
+    assert CarbonTable.open(path).count() == 105 and opened == ["parquet", "orc"]
+
+
+def test_deleted_rows_and_deleted_segments_stay_deleted(spark, tmp_path):
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(_rows(0, 20), path)
+    t = CarbonTable.open(path)
+    assert t.delete("id < 5") == 5  # delete deltas on the carbondata segment, before any external one
+    for name, lo in (("a", 20), ("b", 30)):
+        (tmp_path / name).mkdir()
+        pq.write_table(_rows(lo, lo + 10), tmp_path / name / "x.parquet")
+        t.add_segment(str(tmp_path / name), format="parquet")
+    t.delete_segments(["2"])  # the second Parquet folder
+    spark.read.format("carbondata").load(path).createOrReplaceTempView("del_t")
+    want = list(range(5, 30))
+    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+        assert sorted(r.id for r in carbon_ds.sql(spark, "SELECT id FROM del_t").collect()) == want
+        assert sorted(r.id for r in carbon_ds.read(spark, path, columns=["id"]).collect()) == want
+        assert carbon_ds.sql(spark, "SELECT count(*) FROM del_t").collect()[0][0] == len(want)
+    assert CarbonTable.open(path).count() == len(want)
