@@ -1,63 +1,167 @@
-"""Mixed table read: the carbondata data source reading every segment (Parquet/ORC through pyarrow in
-Python workers) vs the Spark-native union (Spark's own Parquet/ORC scans of the external segments unioned
-with the data source's read of the carbondata segments), for a full scan, a projection + filter, and count.
+"""A mixed table as a migrating user builds it, against the files it holds read by plain Spark.
 
-    .venv/bin/python benchmarks/mixed_read.py --rows 2000000 --repeat 3
+TPC-H lineitem at ``--sf``: the rows of the lowest 10% of order keys written as a carbondata segment, the
+other 90% a folder Spark wrote as Parquet (and, as a second variant, ORC) added with ADD SEGMENT. Q1, Q6,
+Q12, Q14, Q19, ``count(*)``, an ``l_orderkey`` point lookup and a date-range aggregation run through
+``carbon_ds.sql`` over the mixed table and through ``spark.sql`` over one Spark-written Parquet copy of all
+rows (orders and part are Parquet views on both sides). One warm-up per case and side (results compared),
+then ``--repeat`` timed runs, the two sides interleaved; the median is kept. Saves mixed_read.json and
+mixed_read.md under ``--results``.
+
+    .venv/bin/python benchmarks/mixed_read.py --sf 1 --repeat 3
 """
 
 from __future__ import annotations
 
+import argparse
+import json
+import math
 import os
+import platform
+import re
+import shutil
+import statistics
 import sys
 import tempfile
+import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from common import parser, save, spark_session, timed  # noqa: E402
+import tpch_queries as tq  # noqa: E402
+from common import spark_session  # noqa: E402
+
+QUERIES = (1, 6, 12, 14, 19)
+CARBON_SHARE = 0.10
 
 
-def main() -> None:
-    args = parser(__doc__, rows=1_000_000, repeat=3).parse_args()
-    import pyarrow as pa
+def parse_args() -> argparse.Namespace:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--sf", type=float, default=1.0, help="TPC-H scale factor (default 1)")
+    ap.add_argument("--repeat", type=int, default=3, help="timed runs per case and side, after one warm-up")
+    ap.add_argument("--formats", default="parquet,orc", help="variants: the added folder's format(s)")
+    ap.add_argument("--out", default=os.path.join(tempfile.gettempdir(), "carbon-ds-mixed"),
+                    help="work folder: generated data (kept per scale factor) and the tables")
+    ap.add_argument("--results", default="benchmarks/results", help="where mixed_read.json/.md go")
+    ap.add_argument("--memory", default="6g", help="Spark driver memory")
+    return ap.parse_args()
+
+
+def cases(sf: float, lookup_key: int) -> dict[str, str]:
+    out = {f"Q{n}": tq.query(n, sf) for n in QUERIES}
+    out["count(*)"] = "select count(*) from lineitem"
+    out["point lookup"] = f"select * from lineitem where l_orderkey = {lookup_key}"
+    out["date range agg"] = ("select l_shipmode, count(*), sum(l_extendedprice), avg(l_discount) from lineitem "
+                             "where l_shipdate >= date '1995-03-01' and l_shipdate < date '1995-04-01' "
+                             "group by l_shipmode")
+    return out
+
+
+def build(spark, data: dict[str, str], work: str, fmt: str) -> tuple[str, int, int]:
+    """The mixed table (a carbondata segment of the lowest order keys, the rest added as a Spark-written
+    ``fmt`` folder): (table path, the split key, a point-lookup key inside the added folder)."""
     import pyarrow.compute as pc
-    import pyarrow.orc as po
     import pyarrow.parquet as pq
 
     import carbon_ds
     from carbon_ds.table.table import CarbonTable
 
-    spark = spark_session("4g")
-    tmp = tempfile.mkdtemp(prefix="mixed_read_")
-    n = args.rows // 3
+    keys = pq.read_table(data["lineitem"], columns=["l_orderkey"]).column(0)
+    lo, hi = pc.min(keys).as_py(), pc.max(keys).as_py()
+    split = lo + int((hi - lo) * CARBON_SHARE)
+    lookup = int(keys[int(len(keys) * 0.7)].as_py())
+    path, folder = os.path.join(work, f"mixed_{fmt}"), os.path.join(work, f"added_{fmt}")
+    shutil.rmtree(path, ignore_errors=True)
+    shutil.rmtree(folder, ignore_errors=True)
+    carbon_ds.write_table(pq.read_table(data["lineitem"], filters=[("l_orderkey", "<=", split)]), path)
+    spark.read.parquet(data["lineitem"]).where(f"l_orderkey > {split}").write.format(fmt).save(folder)
+    CarbonTable.open(path).add_segment(folder, format=fmt)
+    return path, split, lookup
 
-    def part(lo):
-        ids = pa.array(range(lo, lo + n), pa.int64())
-        return pa.table({"id": ids, "v": pc.multiply(ids, 0.5), "s": pc.cast(pc.divide(ids, 1000), pa.string())})
 
-    carbon_ds.write_table(part(0), f"{tmp}/t")
-    os.makedirs(f"{tmp}/pq")
-    pq.write_table(part(n), f"{tmp}/pq/a.parquet", row_group_size=100_000)
-    os.makedirs(f"{tmp}/orc")
-    po.write_table(part(2 * n), f"{tmp}/orc/a.orc", stripe_size=8 << 20)
-    t = CarbonTable.open(f"{tmp}/t")
-    t.add_segment(f"{tmp}/pq", "parquet")
-    t.add_segment(f"{tmp}/orc", "orc")
-    flt = f"id >= {n + n // 2} AND id < {n + n // 2 + 1000}"
-    results = {}
+def timed(fn) -> tuple[float, list]:
+    t0 = time.perf_counter()
+    rows = fn()
+    return time.perf_counter() - t0, rows
+
+
+def run_variant(spark, fmt: str, path: str, texts: dict[str, str], repeat: int) -> dict[str, dict]:
+    import carbon_ds
+
+    spark.read.format("carbondata").load(path).createOrReplaceTempView("lineitem_mixed")
+
+    def on(view: str, text: str) -> str:
+        return re.sub(r"\blineitem\b", view, text)
+
+    sides = {"mixed": lambda t: carbon_ds.sql(spark, on("lineitem_mixed", t)).collect(),
+             "parquet": lambda t: spark.sql(on("lineitem_pq", t)).collect()}
+    out: dict[str, dict] = {}
+    for name, text in texts.items():
+        warm = {side: fn(text) for side, fn in sides.items()}
+        equal, note = tq.compare(warm["mixed"], warm["parquet"], tq.ordered(text))
+        times: dict[str, list[float]] = {side: [] for side in sides}
+        for r in range(repeat):
+            order = list(sides) if r % 2 == 0 else list(reversed(sides))  # interleaved, alternating first
+            for side in order:
+                times[side].append(timed(lambda s=side, t=text: sides[s](t))[0])
+        mixed, plain = statistics.median(times["mixed"]), statistics.median(times["parquet"])
+        out[name] = {"mixed_s": mixed, "parquet_s": plain, "ratio": mixed / plain, "equal": equal, "note": note,
+                     "runs": times}
+        print(f"{fmt:8} {name:15} mixed {mixed:7.3f}s  parquet {plain:7.3f}s  ratio {mixed / plain:5.2f}  "
+              f"{'equal' if equal else 'DIFFERENT: ' + str(note)}", flush=True)
+    return out
+
+
+def geomean(values: list[float]) -> float:
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else float("nan")
+
+
+def markdown(results: dict[str, dict[str, dict]], sf: float, repeat: int, load: tuple) -> str:
+    lines = [f"Mixed table read, TPC-H lineitem SF {sf:g}: {CARBON_SHARE:.0%} carbondata + "
+             f"{1 - CARBON_SHARE:.0%} added folder, carbon_ds.sql vs plain Spark over one Parquet copy "
+             f"(local[2], median of {repeat} interleaved runs after a warm-up; load average at the end "
+             f"{load[0]:.1f}).", ""]
+    for fmt, rows in results.items():
+        lines += [f"### added folder: {fmt}", "", "| case | mixed (s) | Spark Parquet (s) | ratio | equal |",
+                  "|---|---:|---:|---:|---|"]
+        for name, r in rows.items():
+            lines.append(f"| {name} | {r['mixed_s']:.3f} | {r['parquet_s']:.3f} | {r['ratio']:.2f}x | "
+                         f"{'yes' if r['equal'] else 'NO'} |")
+        lines += [f"| **geomean** | | | **{geomean([r['ratio'] for r in rows.values()]):.2f}x** | |", ""]
+    return "\n".join(lines)
+
+
+def main() -> None:
+    args = parse_args()
+    formats = [f.strip() for f in args.formats.split(",") if f.strip()]
+    data = tq.generate(args.sf, os.path.join(args.out, f"data-sf{args.sf:g}"))
+    spark = spark_session(args.memory)
     try:
-        for native in (False, True):
-            name = "native_union" if native else "data_source"
-            results[name] = {
-                "full_scan_s": timed(lambda nat=native: carbon_ds.read(spark, f"{tmp}/t", native=nat)
-                                     .selectExpr("sum(id)", "sum(v)", "count(s)").collect(), args.repeat),
-                "filter_s": timed(lambda nat=native: carbon_ds.read(spark, f"{tmp}/t", columns=["id", "s"], filter=flt,
-                                                                   native=nat).collect(), args.repeat),
-                "count_s": timed(lambda nat=native: carbon_ds.read(spark, f"{tmp}/t", native=nat).count(), args.repeat),
-            }
-            print(name, results[name])
+        work = os.path.join(args.out, f"tables-sf{args.sf:g}")
+        os.makedirs(work, exist_ok=True)
+        peer = os.path.join(work, "lineitem_pq")
+        shutil.rmtree(peer, ignore_errors=True)
+        spark.read.parquet(data["lineitem"]).write.parquet(peer)
+        spark.read.parquet(peer).createOrReplaceTempView("lineitem_pq")
+        for t in ("orders", "part"):
+            spark.read.parquet(data[t]).createOrReplaceTempView(t)
+        results: dict[str, dict[str, dict]] = {}
+        for fmt in formats:
+            path, _split, lookup = build(spark, data, work, fmt)
+            results[fmt] = run_variant(spark, fmt, path, cases(args.sf, lookup), args.repeat)
     finally:
         spark.stop()
-    print(save(args.out, "mixed_read.json", {"rows": args.rows, "repeat": args.repeat, "results": results}))
+    load = os.getloadavg()
+    summary = {fmt: {"geomean": geomean([r["ratio"] for r in rows.values()]),
+                     "max": max(r["ratio"] for r in rows.values()),
+                     "all_equal": all(r["equal"] for r in rows.values())} for fmt, rows in results.items()}
+    os.makedirs(args.results, exist_ok=True)
+    with open(os.path.join(args.results, "mixed_read.json"), "w") as fh:
+        json.dump({"machine": platform.platform(), "cpus": os.cpu_count(), "sf": args.sf, "repeat": args.repeat,
+                   "load_avg": load, "summary": summary, "results": results}, fh, indent=2)
+    text = markdown(results, args.sf, args.repeat, load)
+    with open(os.path.join(args.results, "mixed_read.md"), "w") as fh:
+        fh.write(text + "\n")
+    print(text)
 
 
 if __name__ == "__main__":

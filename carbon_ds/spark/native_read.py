@@ -16,14 +16,15 @@ reaches Spark's scans through its optimizer (pushed filters, literal partition c
 
 from __future__ import annotations
 
+import datetime as dt
 import inspect
 from collections.abc import Callable
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import reduce
 from typing import Any
 
 import pyarrow as pa
-from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from pyspark.sql.types import DataType, StructType
 
@@ -109,10 +110,35 @@ def _has_ntz_arg() -> bool:
     return "prefer_timestamp_ntz" in inspect.signature(from_arrow_type).parameters
 
 
+def _sql_literal(value: Any) -> str:
+    """``value`` (a Python value of an Arrow scalar) as Spark SQL literal text."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return "TRUE" if value else "FALSE"
+    if isinstance(value, int | float | Decimal):
+        return repr(float(value)) + "D" if isinstance(value, float) else str(value)
+    if isinstance(value, dt.datetime):
+        return f"TIMESTAMP '{value.isoformat()}'"
+    if isinstance(value, dt.date):
+        return f"DATE '{value.isoformat()}'"
+    if isinstance(value, bytes | bytearray):
+        return f"X'{bytes(value).hex()}'"
+    return _quote_text(str(value))
+
+
+def _quote_text(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def _name(column: str) -> str:
+    return "`" + column.replace("`", "``") + "`"
+
+
 def _external_frame(spark: Any, ref: ExternalRef, paths: list[str], table: TableHandle, names: list[str],
                     types: dict[str, DataType]) -> Any:
     """Spark's scan of ``paths`` as the table columns ``names`` (table spelling), each cast to
-    ``types[name.lower()]`` (default: the table's type)."""
+    ``types[name.lower()]`` (default: the table's type). The projection is SQL text, one JVM call."""
     fmt, opts = ref.format, ref.options_dict
     schema = table.schema
     reader = spark.read.format(fmt)
@@ -124,36 +150,41 @@ def _external_frame(spark: Any, ref: ExternalRef, paths: list[str], table: Table
         if spark_key and spark_key != "header":
             reader = reader.option(spark_key, value)
     df = reader.load(paths)
+    found = {f.name: f.dataType for f in df.schema.fields}
     if fmt == "csv" and not header:  # columns in table order, as ADD SEGMENT read them
-        df = df.toDF(*schema.names[:len(df.columns)])
-    by_lower = {c.lower(): c for c in df.columns}
+        df = df.toDF(*schema.names[:len(found)])
+        found = dict(zip(schema.names, found.values(), strict=False))
+    by_lower = {c.lower(): c for c in found}
     # schema evolution: a renamed column under an earlier name, an added one as its default
-    renames, absent = external_names(list(df.columns), table.columns)
+    renames, absent = external_names(list(found), table.columns)
     by_lower.update({t.lower(): s for s, t in renames.items()})
     defaults = {c.column_name.lower(): c for c in absent if c.default_value is not None}
     parts = {k.lower(): v for k, v in ref.partitions}
-    cols = []
+    items = []
     for name in names:
         f = schema.field(name)
-        st = _spark_type(f.type)
+        want = types.get(f.name.lower()) or _spark_type(f.type)
         key = f.name.lower()
         if key in parts:  # the folder's value wins: ADD SEGMENT checked the file agrees
             raw = parts[key]
-            col = F.lit(None if raw == HIVE_DEFAULT_PARTITION else raw).cast(st)
+            text = f"CAST({'NULL' if raw == HIVE_DEFAULT_PARTITION else _quote_text(raw)} AS {want.simpleString()})"
         elif key in by_lower:
-            col = F.col(f"`{by_lower[key]}`")
+            source = by_lower[key]
+            text = _name(source)
             if fmt in ("csv", "json") and (pa.types.is_timestamp(f.type) or pa.types.is_date(f.type)):
                 pattern = opts.get("timestampformat" if pa.types.is_timestamp(f.type) else "dateformat")
                 if pattern:
-                    col = F.to_timestamp(col, pattern) if pa.types.is_timestamp(f.type) else F.to_date(col, pattern)
-            col = col.cast(st)
+                    fn = "to_timestamp" if pa.types.is_timestamp(f.type) else "to_date"
+                    text = f"{fn}({text}, {_quote_text(pattern)})"
+            if found[source] != want or text != _name(source):
+                text = f"CAST({text} AS {want.simpleString()})"
         elif key in defaults:
-            col = F.lit(default_scalar(defaults[key], f.type).as_py()).cast(st)
+            value = default_scalar(defaults[key], f.type).as_py()
+            text = f"CAST({_sql_literal(value)} AS {want.simpleString()})"
         else:
-            col = F.lit(None).cast(st)
-        want = types.get(key, st)
-        cols.append((col if want == st else col.cast(want)).alias(f.name))
-    return df.select(*cols)
+            text = f"CAST(NULL AS {want.simpleString()})"
+        items.append(f"{text} AS {_name(f.name)}")
+    return df.selectExpr(*items)
 
 
 def union_frame(spark: Any, plan: MixedPlan, declared: StructType, carbon_part: Callable[[StructType, str], Any],
@@ -175,8 +206,9 @@ def union_frame(spark: Any, plan: MixedPlan, declared: StructType, carbon_part: 
         df = _external_frame(spark, ref, list(paths), plan.table, names + extra, types)
         if filter:
             df = df.where(filter)
-        frames.append(df.select(*[F.col(f"`{n}`").alias(f.name) for n, f in zip(names, declared.fields,
-                                                                                  strict=True)]))
+        if extra:
+            df = df.selectExpr(*[_name(n) for n in names])
+        frames.append(df)
     if plan.carbon_ids:
         frames.insert(0, carbon_part(declared, ",".join(plan.carbon_ids)))
     return reduce(lambda a, b: a.union(b), frames)

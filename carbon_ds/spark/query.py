@@ -49,6 +49,7 @@ from carbon_ds.table.meta.conform import has_unscaled_form
 from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.read.pruning import as_expr
 from carbon_ds.table.read.scan import arrow_schema_of, scan_estimate
+from carbon_ds.table.read.scan import count as count_rows
 
 __all__ = ["CONF_LOCAL_BYTES", "CONF_REWRITE", "CONF_STATISTICS", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
 
@@ -371,6 +372,9 @@ def _native(spark: Any, rel: Relation, read: RelationRead, fields: list[dict[str
         options["filter"] = read.filter
 
     def carbon_part(struct: StructType, ids: str) -> DataFrame:
+        if not struct.fields and not read.filter:
+            # rows only (count(*)): the carbondata segments' count from their index files, here
+            return spark.range(0, count_rows(read.path, None, ids), 1, 1).select()
         opts = {**options, "segments": ids}
         frame = direct_frame(spark, read.path, struct, opts) if direct_enabled(spark) else None
         if frame is None:
