@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import datetime as dt
 import inspect
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 from decimal import Decimal
@@ -66,11 +67,7 @@ class MixedPlan:
 
     table: TableHandle
     carbon_ids: tuple[str, ...]
-    external: tuple[tuple[ExternalRef, tuple[str, ...], int], ...]  # (ref, file URIs, their bytes)
-
-    @property
-    def external_bytes(self) -> int:
-        return sum(size for _r, _p, size in self.external)
+    external: tuple[tuple[ExternalRef, tuple[str, ...], tuple[int, ...]], ...]  # (ref, file URIs, their sizes)
 
 
 def plan_mixed(table: TableHandle, segments=None, files: list[DataFile] | None = None) -> MixedPlan | None:
@@ -88,7 +85,7 @@ def plan_mixed(table: TableHandle, segments=None, files: list[DataFile] | None =
     if not groups:
         return None
     return MixedPlan(table, tuple(dict.fromkeys(f.segment_id for f in ours)),
-                     tuple((ref, tuple(p), sum(s)) for ref, (p, s) in groups.items()))
+                     tuple((ref, tuple(p), tuple(s)) for ref, (p, s) in groups.items()))
 
 
 def mixed_of(spark: Any, path: str, segments=None) -> MixedPlan | None:
@@ -135,8 +132,14 @@ def _name(column: str) -> str:
     return "`" + column.replace("`", "``") + "`"
 
 
-def _external_frame(spark: Any, ref: ExternalRef, paths: list[str], table: TableHandle, names: list[str],
-                    types: dict[str, DataType]) -> Any:
+# Spark's schema of a set of external files: {(ref, paths, sizes): StructType}
+_SCHEMAS: dict[tuple, StructType] = {}
+_SCHEMAS_LOCK = threading.Lock()
+_SCHEMAS_MAX = 256
+
+
+def _external_frame(spark: Any, ref: ExternalRef, paths: list[str], sizes: tuple[int, ...], table: TableHandle,
+                    names: list[str], types: dict[str, DataType]) -> Any:
     """Spark's scan of ``paths`` as the table columns ``names`` (table spelling), each cast to
     ``types[name.lower()]`` (default: the table's type). The projection is SQL text, one JVM call."""
     fmt, opts = ref.format, ref.options_dict
@@ -149,8 +152,18 @@ def _external_frame(spark: Any, ref: ExternalRef, paths: list[str], table: Table
         spark_key = _SPARK_OPTIONS.get(fmt, {}).get(key)
         if spark_key and spark_key != "header":
             reader = reader.option(spark_key, value)
-    df = reader.load(paths)
-    found = {f.name: f.dataType for f in df.schema.fields}
+    # Spark infers a schema by reading a footer (a job) or, for JSON, every file: once per set of files
+    key = (ref, tuple(paths), sizes)
+    with _SCHEMAS_LOCK:
+        known = _SCHEMAS.get(key)
+    df = (reader.schema(known) if known is not None else reader).load(paths)
+    if known is None:
+        known = df.schema
+        with _SCHEMAS_LOCK:
+            if len(_SCHEMAS) >= _SCHEMAS_MAX:
+                _SCHEMAS.pop(next(iter(_SCHEMAS)))
+            _SCHEMAS[key] = known
+    found = {f.name: f.dataType for f in known.fields}
     if fmt == "csv" and not header:  # columns in table order, as ADD SEGMENT read them
         df = df.toDF(*schema.names[:len(found)])
         found = dict(zip(schema.names, found.values(), strict=False))
@@ -202,8 +215,8 @@ def union_frame(spark: Any, plan: MixedPlan, declared: StructType, carbon_part: 
         expr_cols = {c.lower() for c in as_expr(filter, schema).columns()}
         extra = [n for n in schema.names if n.lower() in expr_cols and n.lower() not in types]
     frames = []
-    for ref, paths, _size in plan.external:
-        df = _external_frame(spark, ref, list(paths), plan.table, names + extra, types)
+    for ref, paths, sizes in plan.external:
+        df = _external_frame(spark, ref, list(paths), sizes, plan.table, names + extra, types)
         if filter:
             df = df.where(filter)
         if extra:
