@@ -27,7 +27,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
-from pyspark.sql.types import DataType, StructType
+from pyspark.sql.types import DataType, DoubleType, FloatType, StructType, TimestampNTZType, TimestampType
 
 from carbon_ds.format.column_view import default_scalar
 from carbon_ds.format.hive import DEFAULT_PARTITION as HIVE_DEFAULT_PARTITION
@@ -189,8 +189,16 @@ def _external_frame(spark: Any, ref: ExternalRef, paths: list[str], sizes: tuple
                 if pattern:
                     fn = "to_timestamp" if pa.types.is_timestamp(f.type) else "to_date"
                     text = f"{fn}({text}, {_quote_text(pattern)})"
+            if isinstance(found[source], TimestampNTZType) and isinstance(want, TimestampType):
+                # a zone-less file timestamp is UTC (as ADD SEGMENT and the data source read it), where
+                # Spark's cast would take the session's time zone
+                text = f"convert_timezone('UTC', current_timezone(), {text})"
             if found[source] != want or text != _name(source):
                 text = f"CAST({text} AS {want.simpleString()})"
+            if fmt in ("parquet", "orc") and isinstance(want, DoubleType | FloatType):
+                # an identity Spark cannot push into the scan: Parquet/ORC statistics and dictionaries order
+                # -0.0 before 0.0, so a pushed `d = 0.0` or `d >= 0.0` drops -0.0 rows Spark SQL keeps
+                text = f"nanvl({text}, {text})"
         elif key in defaults:
             value = default_scalar(defaults[key], f.type).as_py()
             text = f"CAST({_sql_literal(value)} AS {want.simpleString()})"

@@ -282,3 +282,36 @@ def test_deleted_rows_and_deleted_segments_stay_deleted(spark, tmp_path):
         assert sorted(r.id for r in carbon_ds.read(spark, path, columns=["id"]).collect()) == want
         assert carbon_ds.sql(spark, "SELECT count(*) FROM del_t").collect()[0][0] == len(want)
     assert CarbonTable.open(path).count() == len(want)
+
+
+def test_zone_less_parquet_timestamps_read_as_utc(spark, tmp_path):
+    path = str(tmp_path / "t")
+    utc = pa.timestamp("us", "UTC")
+    stamps = [dt.datetime(2021, 11, 23, 8, 30), dt.datetime(2000, 1, 1)]
+    carbon_ds.write_table(pa.table({"id": pa.array([1], pa.int64()), "ts": pa.array([stamps[0]], utc)}), path)
+    (tmp_path / "pq").mkdir()
+    pq.write_table(pa.table({"id": pa.array([2, 3], pa.int64()), "ts": pa.array(stamps, pa.timestamp("us"))}),
+                   tmp_path / "pq" / "a.parquet")  # naive: isAdjustedToUTC false
+    CarbonTable.open(path).add_segment(str(tmp_path / "pq"), format="parquet")
+    want = carbon_ds.read_table(path).sort_by("id").column("ts").to_pylist()
+    with _conf(spark, **{CONF_LOCAL_BYTES: "0", "spark.sql.session.timeZone": "America/New_York"}):
+        for df in (carbon_ds.read(spark, path), carbon_ds.read(spark, path, native=False)):
+            got = [r.ts for r in df.selectExpr("id", "CAST(unix_micros(ts) AS BIGINT) AS ts").orderBy("id").collect()]
+            assert got == [int(w.timestamp() * 1_000_000) for w in want]
+
+
+def test_negative_zero_in_external_segments_equals_zero(spark, tmp_path):
+    """Spark SQL says -0.0 = 0.0; Parquet statistics and dictionaries order them, so a filter Spark pushed
+    into the Parquet scan of a row group holding only -0.0 would drop it. Double columns are not pushed."""
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(pa.table({"id": pa.array([1], pa.int64()), "v": pa.array([1.5])}), path)
+    (tmp_path / "pq").mkdir()
+    pq.write_table(pa.table({"id": pa.array([2, 3, 4], pa.int64()), "v": pa.array([-0.0, -0.0, 2.0])}),
+                   tmp_path / "pq" / "a.parquet", row_group_size=2)
+    CarbonTable.open(path).add_segment(str(tmp_path / "pq"), format="parquet")
+    spark.read.format("carbondata").load(path).createOrReplaceTempView("negzero_mixed")
+    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+        for where in ("v = 0.0", "v >= 0.0 AND v < 1.0", "v IN (0.0, 7.0)"):
+            rows = carbon_ds.sql(spark, f"SELECT id FROM negzero_mixed WHERE {where}").collect()
+            assert sorted(r.id for r in rows) == [2, 3], where
+        assert sorted(r.id for r in carbon_ds.read(spark, path, filter="v = 0.0", native=True).collect()) == [2, 3]
