@@ -324,8 +324,8 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
     local = _local(spark, rel, read, fields, estimate) if try_local else None
     if local is not None:
         return local, {}
-    mixed = mixed_of(spark, read.path, segments) if _table_columns(read, fields) else None
-    if mixed is not None:
+    mixed = mixed_of(spark, read.path, segments)
+    if mixed is not None and _table_columns(read, fields):
         return _native(spark, rel, read, fields, mixed, sizing), {}
     unscaled = _unscaled(read.path, fields)
     declared = StructType.fromJson({"type": "struct", "fields": [
