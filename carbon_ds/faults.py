@@ -4,7 +4,7 @@ Production code calls ``point("name")`` at each step of a commit protocol (a no-
 a hook); tests use ``with inject(hook): ...`` where ``hook(name)`` may raise to simulate a crash there.
 The points: ``load.segment_file``, ``load.index_moved``, ``load.before_status``, ``load.committed``
 (partitioned loads), ``dml.deltas_written``, ``dml.before_status`` (DELETE / UPDATE),
-``schema.before_write``, ``schema.after_write`` (schema changes), ``stream.committed`` (a streaming
+``merge.joined`` (MERGE, after the join, before any file), ``schema.before_write``, ``schema.after_write`` (schema changes), ``stream.committed`` (a streaming
 micro-batch's commit point just passed).
 """
 

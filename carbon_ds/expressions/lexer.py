@@ -61,7 +61,8 @@ FILTER = Dialect(
 # UPDATE ... SET values: arithmetic, so a sign is an operator
 SET_VALUE = Dialect(
     strings={"'": "'"}, identifiers={"`": "`"}, backslash_escapes=False,
-    word=re.compile(r"[A-Za-z_][A-Za-z0-9_]*"), number=re.compile(r"\d+\.\d*|\.\d+|\d+"),
+    word=re.compile(r"[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)?"),  # alias.col in MERGE
+    number=re.compile(r"\d+\.\d*|\.\d+|\d+"),
     operators=("+", "-", "*", "/"), punct="()",
 )
 # CarbonData's statements as its documents write them: typographic quotes, backslash escapes

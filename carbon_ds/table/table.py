@@ -12,7 +12,7 @@ from carbon_ds.table.meta.handle import DataFile, SegmentInfo, TableHandle, reso
 from carbon_ds.table.meta.options import LoadOptions, parse_write
 from carbon_ds.table.meta.partition_spec import HashPartition, ListPartition, RangePartition
 from carbon_ds.table.meta.partitioning import HivePartitioning, IdPartitioning
-from carbon_ds.table.ops import add_segment, compaction, delete_update, hive_partitions, id_partitions
+from carbon_ds.table.ops import add_segment, compaction, delete_update, hive_partitions, id_partitions, upsert
 from carbon_ds.table.ops import schema_update as schema_ops
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops.loads import start_load
@@ -114,6 +114,14 @@ class CarbonTable(TableHandle):
     def update(self, assignments: dict, where: Any = None, **kwargs: Any) -> int:
         """Set columns of the rows where ``where`` is TRUE; returns rows updated."""
         return delete_update.update(self, assignments, where, **kwargs)
+
+    def merge(self, source: Any, on: str | list[str] | dict[str, str], *, source_alias: str = "source",
+              target_alias: str = "target", **kwargs: Any) -> upsert.TableMerger:
+        """MERGE ``source`` (Arrow / pandas / Spark rows) into this table on the key columns ``on``; add
+        ``when_matched_update(set=...)`` / ``when_matched_update_all()`` / ``when_matched_delete()`` /
+        ``when_not_matched_insert(values=...)`` / ``when_not_matched_insert_all()`` clauses, then
+        ``execute()`` (one commit; returns MergeMetrics)."""
+        return upsert.TableMerger(self, source, on, source_alias, target_alias, **kwargs)
 
     # ------------------------------------------------------------------ partitions
     def show_partitions(self) -> list[str]:
