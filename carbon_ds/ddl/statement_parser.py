@@ -559,6 +559,8 @@ def parse(text: str):
         return _Parser(text, tokenize(text), "SHOW SEGMENTS").show_segments()
     if words[:3] == ["DELETE", "FROM", "TABLE"]:
         return _Parser(text, tokenize(text), "DELETE FROM TABLE ... WHERE SEGMENT").delete_segments()
+    if words[:2] == ["MERGE", "INTO"]:
+        return parse_merge(text)
     if words[:2] == ["DELETE", "FROM"] or head == "UPDATE":
         return parse_row_dml(text)  # row DELETE / UPDATE through delete deltas
     if words[:2] == ["SHOW", "PARTITIONS"]:
@@ -682,3 +684,143 @@ def parse_row_dml(text: str) -> DeleteRows | UpdateRows:
             pairs.append((col, val))
     return UpdateRows(table_name(m.group("name")),
                       tuple((c.strip().strip("`"), v.strip()) for c, v in pairs), m.group("where"))
+
+
+@dataclass(frozen=True)
+class MergeClause:
+    """``WHEN [NOT] MATCHED [AND cond] THEN UPDATE SET ... | DELETE | INSERT ...``; ``sets`` None means
+    ``UPDATE SET *`` / ``INSERT *``, else (column, SQL expression) pairs."""
+
+    matched: bool
+    action: str  # "update" | "delete" | "insert"
+    condition: str | None
+    sets: tuple[tuple[str, str], ...] | None
+
+
+@dataclass(frozen=True)
+class MergeInto:
+    table: TableName
+    target_alias: str
+    source: str  # a table name, or a query when ``source_is_query``
+    source_is_query: bool
+    source_alias: str
+    on: str
+    clauses: tuple[MergeClause, ...]
+
+
+_MERGE_HEAD = re.compile(r"^\s*MERGE\s+INTO\s+(?P<name>[^\s;()]+)(?:\s+(?:AS\s+)?(?P<alias>(?!USING\b)[A-Za-z_]\w*))?"
+                         r"\s+USING\s+", re.I | re.S)
+_ALIAS = re.compile(r"\s*(?:AS\s+)?(?P<alias>(?!ON\b)[A-Za-z_]\w*)?\s*ON\s+", re.I | re.S)
+_WHEN = re.compile(r"^WHEN\s+(?P<not>NOT\s+)?MATCHED(?:\s+BY\s+TARGET)?(?:\s+AND\s+(?P<cond>.+?))?\s+THEN\s+"
+                   r"(?P<action>.+)$", re.I | re.S)
+
+
+def _top_words(text: str, word: str) -> list[int]:
+    """Offsets of ``word`` (a keyword, any case) outside quotes and parentheses."""
+    out, depth, quote, cases = [], 0, None, 0
+    pat = re.compile(rf"{word}\b", re.I)
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+        elif depth == 0 and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_.")):
+            # CASE WHEN ... END inside a condition or a SET value is not a clause boundary
+            if re.match(r"CASE\b", text[i:i + 5], re.I):
+                cases += 1
+            elif re.match(r"END\b", text[i:i + 4], re.I):
+                cases -= 1
+            elif cases == 0 and pat.match(text, i):
+                out.append(i)
+    return out
+
+
+def _merge_action(text: str, matched: bool, condition: str | None, clause: str) -> MergeClause:
+    act = text.strip().rstrip(";").strip()
+    up = act.upper()
+    if matched and up == "DELETE":
+        return MergeClause(True, "delete", condition, None)
+    if matched and up.startswith("UPDATE"):
+        m = re.match(r"^UPDATE\s+SET\s+(?P<sets>.+)$", act, re.I | re.S)
+        if m is None:
+            raise CarbonOptionError(f"MERGE: expected UPDATE SET * or UPDATE SET col = expr [, ...] in {clause!r}")
+        body = m.group("sets").strip()
+        if body == "*":
+            return MergeClause(True, "update", condition, None)
+        pairs = []
+        for part in _split_top(body):
+            col, eq, val = part.partition("=")
+            if not eq or not col.strip() or not val.strip():
+                raise CarbonOptionError(f"MERGE: expected column = expression in UPDATE SET, found {part!r}")
+            pairs.append((_bare(col), val.strip()))
+        return MergeClause(True, "update", condition, tuple(pairs))
+    if not matched and up.startswith("INSERT"):
+        if re.match(r"^INSERT\s*\*$", act, re.I):
+            return MergeClause(False, "insert", condition, None)
+        m = re.match(r"^INSERT\s*\((?P<cols>[^)]*)\)\s*VALUES\s*\((?P<vals>.*)\)$", act, re.I | re.S)
+        if m is None:
+            raise CarbonOptionError(f"MERGE: expected INSERT * or INSERT (cols) VALUES (exprs) in {clause!r}")
+        cols, vals = _split_top(m.group("cols")), _split_top(m.group("vals"))
+        if len(cols) != len(vals):
+            raise CarbonOptionError(f"MERGE: INSERT lists {len(cols)} columns but {len(vals)} values in {clause!r}")
+        return MergeClause(False, "insert", condition, tuple((_bare(c), v) for c, v in zip(cols, vals, strict=True)))
+    allowed = "UPDATE SET ... or DELETE" if matched else "INSERT"
+    raise CarbonOptionError(f"MERGE: WHEN {'' if matched else 'NOT '}MATCHED expects THEN {allowed}, found {act!r}")
+
+
+def _bare(col: str) -> str:
+    """``t.c`` / `c` -> c (SET and INSERT name target columns)."""
+    return col.strip().rsplit(".", 1)[-1].strip("`")
+
+
+def parse_merge(text: str) -> MergeInto:
+    """``MERGE INTO t [[AS] a] USING (s | (query)) [[AS] b] ON cond WHEN ...`` (CarbonData 2.2 / Spark)."""
+    body = text.strip().rstrip(";")
+    m = _MERGE_HEAD.match(body)
+    if m is None:
+        raise CarbonOptionError(f"MERGE: expected MERGE INTO <table> [AS alias] USING <source> ON <condition> "
+                                f"WHEN ..., found {text[:120]!r}")
+    rest = body[m.end():]
+    if rest.startswith("("):
+        depth = close = 0
+        while close < len(rest):
+            depth += (rest[close] == "(") - (rest[close] == ")")
+            if depth == 0:
+                break
+            close += 1
+        source, is_query, rest = rest[1:close].strip(), True, rest[close + 1:]
+    else:
+        sm = re.match(r"(?P<src>[^\s;()]+)", rest)
+        if sm is None:
+            raise CarbonOptionError(f"MERGE: expected a source table or (query) after USING in {text[:120]!r}")
+        source, is_query, rest = sm.group("src"), False, rest[sm.end():]
+    am = _ALIAS.match(rest)
+    if am is None:
+        raise CarbonOptionError(f"MERGE: expected [AS alias] ON <condition> after the source, found {rest[:60]!r}")
+    rest = rest[am.end():]
+    whens = _top_words(rest, "WHEN")
+    if not whens:
+        raise CarbonOptionError("MERGE: expected at least one WHEN [NOT] MATCHED ... THEN ... clause")
+    on = rest[:whens[0]].strip()
+    clauses = []
+    for a, b in zip(whens, whens[1:] + [len(rest)], strict=True):
+        part = rest[a:b].strip()
+        w = _WHEN.match(part)
+        if w is None:
+            raise CarbonOptionError(f"MERGE: expected WHEN [NOT] MATCHED [AND <condition>] THEN <action>, "
+                                    f"found {part[:80]!r}")
+        clauses.append(_merge_action(w.group("action"), not w.group("not"), w.group("cond"), part))
+    for kind in (True, False):
+        same = [c for c in clauses if c.matched is kind]
+        if any(c.condition is None for c in same[:-1]):
+            raise CarbonOptionError(f"MERGE: only the last WHEN {'' if kind else 'NOT '}MATCHED clause may omit "
+                                    "its AND condition (a later one could never act)")
+    name = table_name(m.group("name"))
+    source_alias = am.group("alias") or (None if is_query else table_name(source).name)
+    if source_alias is None:
+        raise CarbonOptionError("MERGE: a USING (query) needs an alias: USING (SELECT ...) AS s")
+    return MergeInto(name, m.group("alias") or name.name, source, is_query, source_alias, on, tuple(clauses))

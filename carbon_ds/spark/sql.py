@@ -24,6 +24,7 @@ from carbon_ds.ddl.statement_parser import (
     DeleteSegments,
     DropTable,
     Insert,
+    MergeInto,
     ShowPartitions,
     ShowSegments,
     Unsupported,
@@ -38,6 +39,7 @@ from carbon_ds.spark.compaction_tasks import compact_with_spark
 from carbon_ds.spark.connect import check_reachable
 from carbon_ds.spark.dataframe_write import write as write_by_partition
 from carbon_ds.spark.dml import run_row_dml
+from carbon_ds.spark.merge_into import run_merge_statement
 from carbon_ds.spark.messages import surface
 from carbon_ds.spark.query import run as run_query
 from carbon_ds.spark.session import register
@@ -448,6 +450,14 @@ def _row_dml(spark: Any, stmt: DeleteRows | UpdateRows, text: str):
     return spark.createDataFrame([(n,)], "num_affected_rows long")
 
 
+def _merge_statement(spark: Any, stmt: MergeInto, text: str):
+    # the join, conditions and values are Spark's; the deltas and the new segment are committed here
+    m = run_merge_statement(spark, CarbonTable.open(catalog.ensure(spark, stmt.table).path), stmt)
+    return spark.createDataFrame(
+        [(m.rows_updated + m.rows_deleted + m.rows_inserted, m.rows_updated, m.rows_deleted, m.rows_inserted)],
+        "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long")
+
+
 def _insert_statement(spark: Any, stmt: Insert, text: str):
     out = _insert(spark, stmt, text)
     return run_query(spark, text) if out is None else out
@@ -469,6 +479,7 @@ _HANDLERS: dict[type, Any] = {
     Unsupported: _unsupported,
     DeleteRows: _row_dml,
     UpdateRows: _row_dml,
+    MergeInto: _merge_statement,
     Insert: _insert_statement,
 }
 

@@ -67,7 +67,7 @@ class MergeMetrics:
     """What one merge did. ``rows_copied`` counts unchanged target rows rewritten (always 0 here: replaced
     rows are deleted through deltas); ``rows_written`` the rows of the new segment."""
 
-    source_rows: int = 0
+    source_rows: int | None = None  # None through Spark (counting would run the source once more)
     rows_matched: int = 0
     rows_updated: int = 0
     rows_deleted: int = 0

@@ -1,0 +1,139 @@
+"""MERGE INTO with the join run in Spark (``carbon_ds.sql(spark, "MERGE INTO ...")``, docs/dml.md).
+
+The target is read with its row positions (``with_row_positions``) and joined with the source on the ON
+condition (inner; right outer when a NOT MATCHED clause exists, so unmatched source rows survive, target
+rows without a match never leave Spark). One Spark expression picks, per joined row, the first clause whose
+condition is TRUE and computes the written columns; only the rows a clause acts on are collected: the
+positions of the matched ones (their delete deltas) and the new values (one new segment). The commit is
+carbon_ds.table.ops.upsert's: one tablestatus write under the update lock.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+from pyspark.sql import functions as F
+from pyspark.sql.pandas.types import from_arrow_type
+
+from carbon_ds import faults
+from carbon_ds.ddl.statement_parser import MergeClause, MergeInto
+from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.table.meta.conform import conform
+from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.ops.delete_update import DEFAULT_DELTA_THRESHOLD, POSITION_NAMES
+from carbon_ds.table.ops.upsert import MergeMetrics, commit_merge
+
+ACTION = "__merge_action"
+
+
+def _q(alias: str, name: str):
+    return F.col(f"`{alias}`.`{name}`")
+
+
+def _written(clause: MergeClause, name: str, ta: str, sa: str, source_cols: dict[str, str], where: str):
+    """The value clause ``clause`` writes into target column ``name``."""
+    if clause.sets is None:
+        src = source_cols.get(name.lower())
+        if src is None:
+            raise CarbonOptionError(
+                f"{where}: {'UPDATE SET *' if clause.matched else 'INSERT *'} needs source column {name!r}; "
+                f"the source has {', '.join(source_cols.values())}")
+        return _q(sa, src)
+    for col, expr in clause.sets:
+        if col.lower() == name.lower():
+            return F.expr(expr)
+    return _q(ta, name) if clause.matched else F.lit(None)
+
+
+def spark_merge(spark: Any, table: TableHandle, source_df: Any, on: str, clauses: list[MergeClause],
+                target_alias: str = "target", source_alias: str = "source",
+                threshold: int = DEFAULT_DELTA_THRESHOLD, lock_timeout: float = 0.0) -> MergeMetrics:
+    """MERGE ``source_df`` (a Spark DataFrame) into ``table``: ``on`` and the clauses' conditions and values
+    are Spark SQL over ``target_alias.col`` / ``source_alias.col``."""
+    where = f"MERGE into {table.uri}"
+    if not clauses:
+        raise CarbonOptionError(f"{where}: no WHEN clause")
+    if target_alias.lower() == source_alias.lower():
+        raise CarbonOptionError(f"{where}: the target and the source are both called {target_alias!r}; give one "
+                                "an alias")
+    schema = table.schema
+    table.require_all_carbondata("MERGE")
+    for c in clauses:
+        if c.sets is not None:
+            resolve_columns(schema, [col for col, _ in c.sets], f"{where}: SET / INSERT columns")
+    source_cols = {n.lower(): n for n in source_df.columns}
+    matched = [c for c in clauses if c.matched]
+    inserts = [c for c in clauses if not c.matched]
+    ordered = matched + inserts
+    key_cols = [k for k in dict.fromkeys(re.findall(rf"\b{re.escape(target_alias)}\.`?(\w+)`?", on))
+                if k.lower() in {n.lower() for n in schema.names}]
+    metrics = MergeMetrics()
+    with table.update_lock("MERGE", lock_timeout):
+        tdf = spark.read.format("carbondata").option("with_row_positions", "true").load(table.uri).alias(target_alias)
+        sdf = source_df.alias(source_alias)
+        joined = tdf.join(sdf, F.expr(on), "right" if inserts else "inner")
+        is_matched = _q(target_alias, POSITION_NAMES[0]).isNotNull()
+        action = None
+        for i, c in enumerate(ordered):
+            cond = is_matched if c.matched else ~is_matched
+            if c.condition:
+                cond = cond & F.expr(c.condition)
+            action = F.when(cond, F.lit(i)) if action is None else action.when(cond, F.lit(i))
+        joined = joined.withColumn(ACTION, action)
+        outs = []
+        writers = [i for i, c in enumerate(ordered) if c.action != "delete"]
+        for f in schema:
+            val = None
+            for i in writers:
+                e = _written(ordered[i], f.name, target_alias, source_alias, source_cols,
+                             f"{where}: WHEN {'' if ordered[i].matched else 'NOT '}MATCHED clause")
+                val = F.when(F.col(ACTION) == i, e) if val is None else val.when(F.col(ACTION) == i, e)
+            val = F.lit(None) if val is None else val
+            outs.append(val.cast(from_arrow_type(f.type)).alias(f.name))
+        got = (joined.where(F.col(ACTION).isNotNull())
+               .select(*outs, *[_q(target_alias, n).alias(n) for n in POSITION_NAMES],
+                       *[_q(target_alias, k).alias(f"__key_{k}") for k in key_cols], F.col(ACTION))
+               .toArrow())
+        faults.point("merge.joined")
+        acts = got.column(ACTION).to_numpy(zero_copy_only=False).astype(np.int64)
+        kinds = np.array([c.action for c in ordered] or ["none"])
+        file_valid = pc.is_valid(got.column(POSITION_NAMES[0])).to_numpy(zero_copy_only=False)
+        positions = got.filter(pa.array(file_valid)).select(list(POSITION_NAMES))
+        _check_duplicates(positions, got.filter(pa.array(file_valid)), key_cols, where)
+        kind = kinds[acts] if len(acts) else np.array([], dtype=str)
+        metrics.rows_matched = int(file_valid.sum())
+        metrics.rows_updated = int(((kind == "update") & file_valid).sum())
+        metrics.rows_deleted = int(((kind == "delete") & file_valid).sum())
+        metrics.rows_inserted = int((kind == "insert").sum())
+        write = (kind == "update") | (kind == "insert")
+        new = conform(got.filter(pa.array(write)).select(schema.names), schema, where) if write.any() else None
+        return commit_merge(table, positions if positions.num_rows else None, new, threshold, metrics)
+
+
+def _check_duplicates(positions: pa.Table, rows: pa.Table, key_cols: list[str], where: str) -> None:
+    if positions.num_rows < 2:
+        return
+    file_ids = pc.dictionary_encode(positions.column(POSITION_NAMES[0])).combine_chunks().indices
+    cols = [file_ids.to_numpy()] + [positions.column(n).to_numpy() for n in POSITION_NAMES[1:]]
+    keys = np.stack([np.asarray(c, dtype=np.int64) for c in cols], axis=1)
+    _u, first, counts = np.unique(keys, axis=0, return_index=True, return_counts=True)
+    many = counts > 1
+    if not many.any():
+        return
+    i = int(first[many][0])
+    key = ", ".join(f"{k}={rows.column(f'__key_{k}')[i].as_py()!r}" for k in key_cols) or \
+        f"position {positions.column(POSITION_NAMES[0])[i].as_py()} row {positions.column(POSITION_NAMES[3])[i]}"
+    raise CarbonTableError(
+        f"{where}: the target row with {key} is matched by {int(counts[many][0])} source rows "
+        f"({int(many.sum())} target row(s) in all); a MERGE may change each target row at most once (as in "
+        "Spark): make the source keys unique. Nothing was changed")
+
+
+def run_merge_statement(spark: Any, table: TableHandle, stmt: MergeInto) -> MergeMetrics:
+    """Run a parsed ``MERGE INTO``: the source table or query is Spark's."""
+    source = spark.sql(stmt.source) if stmt.source_is_query else spark.table(stmt.source)
+    return spark_merge(spark, table, source, stmt.on, list(stmt.clauses), stmt.target_alias, stmt.source_alias)
