@@ -24,8 +24,9 @@ from carbon_ds.ddl.statement_parser import MergeClause, MergeInto
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
-from carbon_ds.table.ops.delete_update import DEFAULT_DELTA_THRESHOLD, POSITION_NAMES
+from carbon_ds.table.ops.delete_update import DEFAULT_DELTA_THRESHOLD
 from carbon_ds.table.ops.upsert import MergeMetrics, commit_merge
+from carbon_ds.table.read.task_reader import POSITION_NAMES
 
 ACTION = "__merge_action"
 

@@ -74,17 +74,24 @@ def plan_mixed(table: TableHandle, segments=None, files: list[DataFile] | None =
     """The snapshot of ``table`` (its chosen ``segments``, or ``files`` listed earlier) split for the
     native union; None when it has no external segment Spark can read (nothing to gain)."""
     files = table.files(segments) if files is None else files
-    # stream segments' row files have no Spark reader: the carbondata source reads them with the rest
-    ours = [f for f in files if f.external is None or f.external.format == STREAM_FORMAT]
+    # the carbondata source reads what Spark's readers cannot: stream segments' row files, and segments
+    # with deleted rows in an external file (it applies their deltas)
+    deletes = table.deletes()
+    with_deletes = {f.segment_id for f in files if f.external is not None and deletes is not None
+                    and deletes.status_of(f.path, f.segment_id) is not None}
+
+    def ours(f: DataFile) -> bool:
+        return f.external is None or f.external.format == STREAM_FORMAT or f.segment_id in with_deletes
+
     groups: dict[ExternalRef, tuple[list[str], list[int]]] = {}
     for f in files:
-        if f.external is not None and f.external.format != STREAM_FORMAT:
+        if not ours(f):
             paths, sizes = groups.setdefault(f.external, ([], []))
             paths.append(table.storage.uri(f.path))
             sizes.append(f.size)
     if not groups:
         return None
-    return MixedPlan(table, tuple(dict.fromkeys(f.segment_id for f in ours)),
+    return MixedPlan(table, tuple(dict.fromkeys(f.segment_id for f in files if ours(f))),
                      tuple((ref, tuple(p), tuple(s)) for ref, (p, s) in groups.items()))
 
 

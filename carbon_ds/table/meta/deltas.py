@@ -9,12 +9,18 @@
   deleteDeltaStartTimestamp / deleteDeltaEndTimestamp, deltaFileStamps, actualBlockName, deletedRowsInBlock.
   ``actualBlockName`` is the data file name; for a partitioned table it is prefixed by its partition folders
   ("c=1/part-...carbondata") because one segment can hold equally named files in different partitions.
+- Rows of an external (Parquet / ORC / CSV / JSON) segment's file: the entry's ``actualBlockName`` is the
+  file's full path, ``externalFile`` records its path, size and modification time (a file changed since is
+  refused, not misread), rows are (unit, 0, row in unit) with units its row groups / stripes (CSV, JSON: one),
+  and the delta files live in ``Metadata/external_deltas/Segment_<id>/`` so the external folder is never
+  written to. Apache CarbonData ignores the extra field and does not apply these deletes.
 - The committed update status is the file named by ``updateStatusFileName`` in tablestatus (segment "0"'s
   entry, as CarbonData does). Delta files not listed there are invisible: writing them is not the commit.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import posixpath
 import threading
@@ -23,13 +29,14 @@ from dataclasses import dataclass, field
 import numpy as np
 import pyarrow as pa
 
-from carbon_ds.errors import CarbonFormatError
+from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.fs import Storage, norm_path
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.meta.trash import find_in_trash
 
 DELTA_EXT = ".deletedelta"
+EXTERNAL_DIR = "external_deltas"
 STATUS_PREFIX = "tableupdatestatus-"
 SUCCESS = "Success"
 MARKED_FOR_DELETE = "Marked for Delete"
@@ -52,6 +59,20 @@ def actual_block_name(table_path: str, path: str) -> str:
     return posixpath.basename(rel) if rel.startswith("Fact/") or "/" not in rel else rel
 
 
+def external_block(path: str) -> str:
+    """The block name of an external file's deltas: its path hashed (names repeat across folders)."""
+    return "ext-" + hashlib.sha1(norm_path(path).encode("utf-8")).hexdigest()[:24]
+
+
+def external_folder(table_path: str, segment: str) -> str:
+    return Storage.join(table_path, "Metadata", EXTERNAL_DIR, f"Segment_{segment}")
+
+
+def file_identity(storage: Storage, path: str) -> dict:
+    """What says an external file is still the one its deltas address: path, size, modification time."""
+    return {"path": norm_path(path), "size": storage.size(path), "mtimeNs": storage.mtime_ns(path)}
+
+
 @dataclass
 class BlockStatus:
     """One tableupdatestatus entry."""
@@ -62,12 +83,14 @@ class BlockStatus:
     status: str = SUCCESS
     stamps: list[str] = field(default_factory=list)
     deleted: int = 0
+    external: dict | None = None  # file_identity of an external file
 
     @property
     def key(self) -> tuple[str, str]:
         return (self.segment, self.actual)
 
     def to_json(self) -> dict:
+        extra = {"externalFile": self.external} if self.external else {}
         return {
             "segmentName": self.segment,
             "blockName": self.block,
@@ -77,6 +100,7 @@ class BlockStatus:
             "deltaFileStamps": list(self.stamps),
             "actualBlockName": self.actual,
             "deletedRowsInBlock": str(self.deleted),
+            **extra,
         }
 
     @classmethod
@@ -87,7 +111,8 @@ class BlockStatus:
                 stamps = [obj["deleteDeltaEndTimestamp"]] if obj.get("deleteDeltaEndTimestamp") else []
             return cls(str(obj["segmentName"]), str(obj["blockName"]),
                        str(obj.get("actualBlockName") or obj["blockName"]), str(obj.get("segmentStatus", SUCCESS)),
-                       [str(s) for s in stamps], int(obj.get("deletedRowsInBlock") or 0))
+                       [str(s) for s in stamps], int(obj.get("deletedRowsInBlock") or 0),
+                       obj.get("externalFile") or None)
         except (KeyError, TypeError, ValueError) as e:
             raise CarbonFormatError(f"tableupdatestatus entry {obj!r} lacks or mangles {e}", where) from None
 
@@ -230,6 +255,15 @@ class FileDeletes:
         return mask
 
 
+def unit_keep_mask(fd: FileDeletes, units: list[int], unit_rows: list[int]) -> np.ndarray:
+    """Keep-mask over the rows of an external file's ``units`` (in order, ``unit_rows`` rows each)."""
+    parts = []
+    for u, n in zip(units, unit_rows, strict=True):
+        m = fd.keep_mask(u, [0], [n])
+        parts.append(np.ones(n, dtype=bool) if m is None else m)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+
 class Deletes:
     """The committed deletes of a table: ``lookup(path, segment)`` per data file (None: nothing deleted)."""
 
@@ -240,10 +274,15 @@ class Deletes:
         # Data file names carry their segment id and load time, so the name alone is unique in a table:
         # callers that lost the segment id (Spark partitions) look up by name.
         self.by_actual = {actual: st for (_seg, actual), st in statuses.items()}
+        self.external = any(st.external for st in statuses.values())
 
     def status_of(self, path: str, segment: str | None) -> BlockStatus | None:
         if not self.statuses:
             return None
+        if self.external:
+            st = self.by_actual.get(norm_path(path))
+            if st is not None and st.external:
+                return st
         actual = actual_block_name(self.table_path, path)
         if segment is None:
             return self.by_actual.get(actual)
@@ -254,8 +293,25 @@ class Deletes:
         if st is None:
             return None
         folder = posixpath.dirname(norm_path(path))
+        if st.external:
+            self._check_identity(path, st)
+            folder = external_folder(self.table_path, st.segment)
         rows = merge_rows(*[self._delta(Storage.join(folder, delta_file_name(st.block, s))) for s in st.stamps])
         return FileDeletes(st.status == MARKED_FOR_DELETE, rows)
+
+    def _check_identity(self, path: str, st: BlockStatus) -> None:
+        want = st.external or {}
+        try:
+            found = file_identity(self.storage, path)
+        except (OSError, CarbonFormatError) as e:
+            raise CarbonTableError(f"external file {self.storage.uri(path)} of segment {st.segment} has deleted "
+                                   f"rows but cannot be read: {e}") from None
+        for k in ("size", "mtimeNs"):
+            if want.get(k) is not None and found[k] is not None and want[k] != found[k]:
+                raise CarbonTableError(
+                    f"external file {self.storage.uri(path)} of segment {st.segment} changed since rows of it "
+                    f"were deleted ({k}: expected {want[k]}, found {found[k]}); its delete deltas address rows "
+                    "by position, so it is not read. Restore the file, or delete the segment and add it again")
 
     def _delta(self, path: str) -> dict[tuple[int, int], np.ndarray]:
         try:
@@ -318,13 +374,17 @@ def superseded(storage: Storage, table_path: str, entries: list[LoadDetail], fol
     keep: set[str] = set()
     if name is not None:
         for st in read_status(storage, table_path, name).values():
-            if "/" in st.actual:
+            if st.external:
+                folder = external_folder(table_path, st.segment)
+            elif "/" in st.actual:
                 folder = Storage.join(table_path, *posixpath.dirname(st.actual).split("/"))
             else:
                 folder = Storage.join(table_path, "Fact", "Part0", f"Segment_{st.segment}")
             keep.update(norm_path(Storage.join(folder, delta_file_name(st.block, s))) for s in st.stamps)
     out = []
-    for folder in folders:
+    ext_root = Storage.join(table_path, "Metadata", EXTERNAL_DIR)
+    ext_folders = storage.list_dirs(ext_root) if storage.exists(ext_root) else []
+    for folder in list(folders) + ext_folders:
         for f in storage.list(folder):
             if f.path.endswith(DELTA_EXT) and norm_path(f.path) not in keep:
                 out.append(f.path)

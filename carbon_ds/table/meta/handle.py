@@ -397,11 +397,12 @@ class TableHandle:
         return [d for d in self.load_details() if d.readable and not is_columnar(d.file_format)]
 
     def require_all_carbondata(self, operation: str) -> None:
-        """Refuse ``operation`` (UPDATE, DELETE, ...) on a table holding non-carbondata segments, as
-        CarbonData does: their files are not ours to rewrite and carry no delete deltas.
+        """Refuse ``operation`` (UPDATE, DELETE, MERGE) on a table holding segments whose rows cannot carry
+        delete deltas: streaming segments, and external segments in a format other than Parquet, ORC, CSV
+        and JSON (those get deltas keyed by file in the table's Metadata; their files are never written).
 
         Raises:
-            CarbonTableError: naming the foreign segments and what to do.
+            CarbonTableError: naming the segments and what to do.
         """
         stream = [d.name for d in self.load_details() if is_stream(d)]
         if stream:
@@ -410,13 +411,14 @@ class TableHandle:
                 "segments (row format), which CarbonData does not update either; finish and hand them off in "
                 "CarbonData (ALTER TABLE ... FINISH STREAMING, ALTER TABLE ... COMPACT 'STREAMING') first"
             )
-        foreign = self.external_segments()
+        foreign = [d for d in self.external_segments()
+                   if (d.file_format or "").lower() not in ("parquet", "orc", "csv", "json")]
         if foreign:
             listed = ", ".join(f"{d.name} ({(d.file_format or '').lower()}, {d.path})" for d in foreign)
             raise CarbonTableError(
-                f"{operation} is not allowed on table {self.uri}: it holds non-carbondata segments {listed}; "
-                "delete those segments (DELETE FROM TABLE ... WHERE SEGMENT.ID IN (...)) or add the data in "
-                "carbondata format first"
+                f"{operation} is not allowed on table {self.uri}: segments {listed} are in a format whose rows "
+                "carry no delete deltas (Parquet, ORC, CSV and JSON segments do); delete those segments "
+                "(DELETE FROM TABLE ... WHERE SEGMENT.ID IN (...)) or add the data in another format first"
             )
 
     def __repr__(self) -> str:

@@ -29,11 +29,12 @@ from carbon_ds.expressions.values import SqlExpr, apply_set
 from carbon_ds.fs import Storage, dirname, norm_path
 from carbon_ds.progress import progress
 from carbon_ds.readers.carbon_file import CarbonDataFile
+from carbon_ds.readers.external import open_reader
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.read import pruning, scan
-from carbon_ds.table.read.task_reader import TaskReader
+from carbon_ds.table.read.task_reader import TaskReader, external_positioned
 from carbon_ds.table.write.protocol import reserve_load
 
 # CarbonData's carbon.horizontal.delete.compaction.threshold: merge a block's deltas when more exist
@@ -47,6 +48,7 @@ class Match:
     total_rows: int
     rows: dict[tuple[int, int], np.ndarray] = field(default_factory=dict)
     data: list[pa.Table] = field(default_factory=list)
+    external: dict | None = None  # an external file's identity (deltas.file_identity) when it was read
 
     @property
     def count(self) -> int:
@@ -65,6 +67,11 @@ def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
     reader = TaskReader(table.storage, table.columns, table.path, deletes)
     out = []
     for piece in progress(plan.pieces, "finding rows", unit=" files", min_items=8):
+        if piece.external is not None:
+            m = _external_match(table, piece, reader, cols, schema, expr, prune, want_data)
+            if m is not None:
+                out.append(m)
+            continue
         with reader.opened(piece) as o:
             if o is None:
                 continue
@@ -92,6 +99,39 @@ def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
     return out
 
 
+def _positioned_external(storage: Storage, piece: pruning.Piece, reader: TaskReader, cols: list[str],
+                         schema: pa.Schema, table_columns):
+    """(identity, rows, unit, row in unit, live mask) of an external piece's file, all its units."""
+    ident = D.file_identity(storage, piece.path)
+    fd = reader.external_deletes(piece)
+    t, units, rows, alive = external_positioned(storage, piece.path, piece.external, cols,
+                                                pa.schema([schema.field(n) for n in cols]), None, table_columns, fd)
+    return ident, t, units, rows, alive
+
+
+def _external_match(table: TableHandle, piece: pruning.Piece, reader: TaskReader, cols: list[str],
+                    schema: pa.Schema, expr, prune, want_data: bool) -> Match | None:
+    """The rows of an external file matching ``expr``, located by (unit, 0, row in unit)."""
+    fd = reader.external_deletes(piece)
+    if fd is not None and fd.marked:
+        return None
+    ident, t, units, rows, hit = _positioned_external(table.storage, piece, reader, cols, schema, table.columns)
+    if prune is not None:
+        pos = filter_table(t.append_column("__pos", pa.array(np.arange(t.num_rows))), expr)
+        matched = np.zeros(t.num_rows, dtype=bool)
+        matched[pos.column("__pos").to_numpy()] = True
+        hit = hit & matched
+    if not hit.any():
+        return None
+    m = Match(piece.path, piece.segment_id or "", t.num_rows, external=ident)
+    us, rs = units[hit], rows[hit]
+    for u in np.unique(us):
+        m.rows[(int(u), 0)] = rs[us == u]
+    if want_data:
+        m.data.append(t.filter(pa.array(hit)))
+    return m
+
+
 @dataclass
 class Staged:
     status_name: str
@@ -113,12 +153,22 @@ def _stage(table: TableHandle, matches: list[Match], threshold: int) -> Staged:
     staged = Staged(D.status_file_name(stamp), base, stamp, set(), written, 0)
     try:
         for m in matches:
-            folder = dirname(m.path)
-            block = D.block_name(m.path)
-            actual = D.actual_block_name(table.path, m.path)
+            if m.external is not None:  # never next to the external file: in the table's Metadata
+                folder = D.external_folder(table.path, m.segment)
+                block, actual = D.external_block(m.path), norm_path(m.path)
+            else:
+                folder = dirname(m.path)
+                block = D.block_name(m.path)
+                actual = D.actual_block_name(table.path, m.path)
             old = statuses.get((m.segment, actual))
+            if m.external is not None and old is not None and old.external:
+                for k in ("size", "mtimeNs"):
+                    if old.external.get(k) is not None and old.external.get(k) != m.external.get(k):
+                        raise CarbonTableError(
+                            f"external file {table.storage.uri(m.path)} changed since rows of it were deleted "
+                            f"({k}: {old.external.get(k)} then, {m.external.get(k)} now); nothing was committed")
             st = D.BlockStatus(m.segment, block, actual, D.SUCCESS, list(old.stamps) if old else [],
-                               old.deleted if old else 0)
+                               old.deleted if old else 0, m.external)
             rows = m.rows
             if len(st.stamps) + 1 > threshold:
                 # horizontal compaction: one file with every deleted row replaces the block's deltas
@@ -252,6 +302,7 @@ def matches_from_positions(table: TableHandle, pos: pa.Table, data: pa.Table | N
     row order) is kept for UPDATE's new rows."""
     source = scan.open_source(table)
     seg_of = {norm_path(p): s for p, s in source.files}
+    external = {norm_path(p): ref for p, ref in source.external.items()}
     files = pos.column("__carbon_file").to_numpy(zero_copy_only=False)
     b_ = pos.column("__carbon_blocklet").to_numpy()
     p_ = pos.column("__carbon_page").to_numpy()
@@ -262,13 +313,20 @@ def matches_from_positions(table: TableHandle, pos: pa.Table, data: pa.Table | N
         if seg is None:
             raise CarbonTableError(f"row positions name {path}, which is no longer a file of a readable segment "
                                    f"of {table.uri}; the table changed meanwhile, nothing was committed")
-        f = CarbonDataFile(path, storage=table.storage)
-        try:
-            total = sum(f.blocklet_rows(b) for b in range(f.num_blocklets))
-        finally:
-            f.close()
+        ref = external.get(norm_path(path))
+        ident = None
+        if ref is not None:
+            ident = D.file_identity(table.storage, path)
+            total = open_reader(table.storage, path, ref.format, ref.options_dict, table.schema).num_rows
+            total = total if total is not None else 1 << 62  # unknown: never marked deleted as a whole
+        else:
+            f = CarbonDataFile(path, storage=table.storage)
+            try:
+                total = sum(f.blocklet_rows(b) for b in range(f.num_blocklets))
+            finally:
+                f.close()
         sel = files == path
-        m = Match(path, seg, total)
+        m = Match(path, seg, total, external=ident)
         keys = np.stack([b_[sel], p_[sel]], axis=1)
         rows = r_[sel]
         for b, p in {(int(x), int(y)) for x, y in keys}:

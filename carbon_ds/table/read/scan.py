@@ -169,6 +169,11 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
 
 def _file_rows(table: TableHandle, f: DataFile, names, target: pa.Schema, cols, deletes: Deletes | None) -> pa.Table:
     """One planned file's live rows; read from the trash when CLEAN FILES has moved it since planning."""
+    if f.external is not None:  # deletes of an external file are applied by its reader (units, not pages)
+        fd = deletes.lookup(f.path, f.segment_id) if deletes is not None else None
+        if fd is not None and fd.marked:
+            return target.empty_table()
+        return read_file(table.storage, f, names, target, cols, fd)
     try:
         data = read_file(table.storage, f, names, target, cols)
     except FileNotFoundError:

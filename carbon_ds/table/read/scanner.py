@@ -101,9 +101,13 @@ class Scan:
         deletes = source.deletes  # the snapshot's, never re-read: a DELETE landing mid-scan is not seen
 
         def external(piece: Piece):
+            fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
+
             def run():
                 c = Counts()
-                return how.external(storage, piece, c), c
+                if fd is not None and fd.marked:
+                    return how.need_schema.empty_table().select(how.out_names), c
+                return how.external(storage, piece, c, fd), c
             return run
 
         def blocklet(f: CarbonDataFile, b: int, fd):

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, Expr, filter_table
@@ -32,7 +33,7 @@ from carbon_ds.readers.external.base import ExternalRef, partition_scalar, to_ta
 from carbon_ds.readers.pages import BlockletRows, read_pruned, surviving_pages
 from carbon_ds.table.meta.column_map import external_names, fill_defaults
 from carbon_ds.table.meta.conform import conform
-from carbon_ds.table.meta.deltas import Deletes, FileDeletes
+from carbon_ds.table.meta.deltas import Deletes, FileDeletes, unit_keep_mask
 from carbon_ds.table.meta.handle import DataFile
 from carbon_ds.table.meta.naming import COLUMNAR
 from carbon_ds.table.meta.trash import open_planned
@@ -76,6 +77,10 @@ class TaskReader:
         blocklets = list(piece.blocklets) if piece.blocklets is not None else list(range(f.num_blocklets))
         return OpenPiece(f, fd, blocklets)
 
+    def external_deletes(self, piece: Piece) -> FileDeletes | None:
+        """The committed deletes of an external file (None: none)."""
+        return self.deletes.lookup(piece.path, piece.segment_id) if self.deletes is not None else None
+
     @contextmanager
     def opened(self, piece: Piece) -> Iterator[OpenPiece | None]:
         """``with reader.opened(piece) as o:`` (None: nothing of the file is live); closed on leaving."""
@@ -90,7 +95,9 @@ class TaskReader:
         """Tables of ``how``'s columns, one per surviving blocklet (external files: one per piece)."""
         for piece in pieces:
             if piece.external is not None:
-                yield how.external(self.storage, piece, counts)
+                fd = self.external_deletes(piece)
+                if fd is None or not fd.marked:
+                    yield how.external(self.storage, piece, counts, fd)
                 continue
             with self.opened(piece) as o:
                 if o is None:
@@ -190,9 +197,10 @@ class Reading:
             table = filter_table(table, self.keep_rows)
         return table.select(self.out_names) if self.need != self.out_names else table
 
-    def external(self, storage: Storage, piece: Piece, counts: Counts | None = None) -> pa.Table:
+    def external(self, storage: Storage, piece: Piece, counts: Counts | None = None,
+                 fd: FileDeletes | None = None) -> pa.Table:
         table = read_external(storage, piece.path, piece.external, self.need, self.need_schema, piece.blocklets,
-                              self.table_columns)
+                              self.table_columns, fd)
         if counts is not None:
             counts.rows_read += table.num_rows
         return self._finish(table)
@@ -233,10 +241,35 @@ def read_pieces(storage: Storage, pieces: list[Piece], expr: Expr, columns: list
 
 # ------------------------------------------------------------------------------------------ whole files
 def read_external(storage: Storage, path: str, ref: ExternalRef, columns: list[str] | None, target: pa.Schema,
-                  units=None, table_columns: list[ColumnSchema] | None = None) -> pa.Table:
-    """Rows of one external file (chosen statistics units, None: all) as exactly ``target``. Its columns
-    are matched by name; with ``table_columns`` also by a renamed column's earlier names, and a column
-    added after the file reads as its default."""
+                  units=None, table_columns: list[ColumnSchema] | None = None,
+                  deletes: FileDeletes | None = None) -> pa.Table:
+    """Rows of one external file (chosen statistics units, None: all) as exactly ``target``, less the rows
+    ``deletes`` (its committed delete deltas) removes. Its columns are matched by name; with
+    ``table_columns`` also by a renamed column's earlier names, and a column added after the file reads as
+    its default."""
+    out, _units, _rows = _read_external(storage, path, ref, columns, target, units, table_columns)
+    if deletes is None or not deletes.rows and not deletes.marked:
+        return out
+    return out.filter(pa.array(unit_keep_mask(deletes, _units, _unit_rows(path, out, _units, _rows))))
+
+
+def external_positioned(storage: Storage, path: str, ref: ExternalRef, columns: list[str], target: pa.Schema,
+                        units=None, table_columns: list[ColumnSchema] | None = None,
+                        deletes: FileDeletes | None = None
+                        ) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray]:
+    """Rows of an external file with where each lives, as ``TaskReader.positioned`` gives them: (rows, unit
+    of each row, row in its unit, live mask). Units are row groups / stripes (CSV, JSON: one, 0)."""
+    out, us, maybe = _read_external(storage, path, ref, columns, target, units, table_columns)
+    ns = _unit_rows(path, out, us, maybe)
+    sizes = np.asarray(ns, dtype=np.int64)
+    unit_idx = np.repeat(np.asarray(us, dtype=np.int64), sizes)
+    row_idx = np.arange(len(unit_idx), dtype=np.int64) - np.repeat(np.cumsum(sizes) - sizes, sizes)
+    alive = unit_keep_mask(deletes, us, ns) if deletes is not None else np.ones(out.num_rows, dtype=bool)
+    return out, unit_idx, row_idx, alive
+
+
+def _read_external(storage: Storage, path: str, ref: ExternalRef, columns: list[str] | None, target: pa.Schema,
+                   units, table_columns: list[ColumnSchema] | None) -> tuple[pa.Table, list[int], list[int]]:
     f = open_reader(storage, path, ref.format, ref.options_dict, target)
     by_lower = {n.lower(): n for n in target.names}
     parts = {k: partition_scalar(v, target.field(by_lower[k.lower()]).type)
@@ -248,11 +281,26 @@ def read_external(storage: Storage, path: str, ref: ExternalRef, columns: list[s
     if renames:
         data = data.rename_columns([renames.get(n, n) for n in data.schema.names])
     out = to_table_schema(data, target, parts)
-    return fill_defaults(out, absent, {k.lower() for k in parts}) if absent else out
+    out = fill_defaults(out, absent, {k.lower() for k in parts}) if absent else out
+    chosen = list(units) if units is not None else list(range(max(len(f.units), 1)))
+    return out, chosen, [f.units[u].rows if u < len(f.units) else None for u in chosen]  # type: ignore[misc]
+
+
+def _unit_rows(path: str, out: pa.Table, chosen: list[int], rows: list[int | None]) -> list[int]:
+    """Rows per chosen unit, checked against the rows read (deletes address rows by their place)."""
+    if any(r is None for r in rows):
+        if len(chosen) != 1:
+            raise CarbonTableError(f"{path}: the reader gives no row count for units {chosen}, so deleted rows "
+                                   "cannot be located in them")
+        return [out.num_rows]
+    if sum(rows) != out.num_rows:  # type: ignore[arg-type]
+        raise CarbonTableError(f"{path}: units {chosen} hold {sum(rows)} rows by the file's metadata, but "  # type: ignore[arg-type]
+                               f"{out.num_rows} were read")
+    return rows  # type: ignore[return-value]
 
 
 def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, target: pa.Schema,
-              table_columns: list[ColumnSchema] | None = None) -> pa.Table:
+              table_columns: list[ColumnSchema] | None = None, deletes: FileDeletes | None = None) -> pa.Table:
     """Every row of one data file (``columns`` of it, None: all) as exactly ``target``; with the table's
     ``table_columns`` the file is read through the table's current columns (see meta.column_map)."""
     if data_file.file_format != COLUMNAR:
@@ -261,7 +309,7 @@ def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, 
                 f"segment {data_file.segment_id} has format {data_file.file_format!r} but no reading details"
             )
         return read_external(storage, data_file.path, data_file.external, columns, target,
-                             table_columns=table_columns)
+                             table_columns=table_columns, deletes=deletes)
     with CarbonDataFile(data_file.path, storage, table_columns) as f:
         return conform(f.read(columns=columns if columns is not None else target.names), target, data_file.path)
 
@@ -278,27 +326,50 @@ POSITION_NAMES = tuple(f.name for f in POSITION_FIELDS)
 
 
 def position_tables(storage: Storage, pieces: list[Piece], columns: list[str], schema: pa.Schema,
-                    deletes: Deletes | None, table_columns=None):
+                    deletes: Deletes | None, table_columns=None, keep=None):
     """Every live row of ``pieces`` (``columns`` of ``schema``) plus the position columns, one table per
-    blocklet. No row is filtered here: Spark evaluates the user's predicate on these rows."""
+    blocklet (external files: one per file, positions (unit, 0, row in unit)). No row is filtered here (Spark
+    evaluates the user's predicate on these rows) unless ``keep`` (rows -> boolean array) says which rows
+    are wanted."""
     cols = list(columns) or [schema.names[0]]
     reader = TaskReader(storage, table_columns, None, deletes)
     for piece in pieces:
         if piece.external is not None:
-            raise CarbonTableError(f"with_row_positions: {piece.path} is not a carbondata file; row positions "
-                                   "exist only for carbondata segments")
+            fd = reader.external_deletes(piece)
+            if fd is not None and fd.marked:
+                continue
+            t, units, rows, mask = external_positioned(storage, piece.path, piece.external, cols,
+                                                       pa.schema([schema.field(n) for n in cols]), None,
+                                                       table_columns, fd)
+            mask = _kept(t, mask, keep)
+            if not mask.all():
+                t, units, rows = t.filter(pa.array(mask)), units[mask], rows[mask]
+            yield _with_positions(t, columns, piece.path, units, np.zeros(len(units), dtype=np.int32), rows)
+            continue
         with reader.opened(piece) as o:
             if o is None:
                 continue
             for b in o.blocklets:
                 t, page_idx, row_idx, mask = reader.positioned(o, b, cols, schema)  # type: ignore[misc]
+                mask = _kept(t, mask, keep)
                 if not mask.all():
                     t, page_idx, row_idx = t.filter(pa.array(mask)), page_idx[mask], row_idx[mask]
-                n = t.num_rows
-                t = t.select(list(columns)) if columns else t.select([])
-                for fld, arr in zip(POSITION_FIELDS, (pa.array([piece.path] * n, pa.string()),
-                                                      pa.array(np.full(n, b, dtype=np.int32)),
-                                                      pa.array(page_idx.astype(np.int32)),
-                                                      pa.array(row_idx.astype(np.int32))), strict=True):
-                    t = t.append_column(fld, arr)
-                yield t
+                yield _with_positions(t, columns, piece.path, np.full(t.num_rows, b), page_idx, row_idx)
+
+
+def _kept(t: pa.Table, alive: np.ndarray, keep) -> np.ndarray:
+    if keep is None:
+        return alive
+    want = np.asarray(pc.fill_null(keep(t), False).to_numpy(zero_copy_only=False), dtype=bool)
+    return alive & want
+
+
+def _with_positions(t: pa.Table, columns: list[str], path: str, blocklets, pages, rows) -> pa.Table:
+    n = t.num_rows
+    t = t.select(list(columns)) if columns else t.select([])
+    files = pa.DictionaryArray.from_arrays(pa.array(np.zeros(n, dtype=np.int32)), pa.array([path])).cast(pa.string())
+    for fld, arr in zip(POSITION_FIELDS, (files, pa.array(np.asarray(blocklets, dtype=np.int32)),
+                                          pa.array(np.asarray(pages, dtype=np.int32)),
+                                          pa.array(np.asarray(rows, dtype=np.int32))), strict=True):
+        t = t.append_column(fld, arr)
+    return t
