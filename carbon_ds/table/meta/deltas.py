@@ -280,7 +280,9 @@ class Deletes:
         if not self.statuses:
             return None
         if self.external:
-            st = self.by_actual.get(norm_path(path))
+            # keyed by segment too: a path deleted as a segment and added again is a new file to its deltas
+            key = norm_path(path)
+            st = self.by_actual.get(key) if segment is None else self.statuses.get((segment, key))
             if st is not None and st.external:
                 return st
         actual = actual_block_name(self.table_path, path)

@@ -290,9 +290,11 @@ def run_merge(m: TableMerger) -> MergeMetrics:
             source = scan.open_source(table)
             plan = scan.plan(source, prune)
             keyset = pc.unique(src.column(skeys[0])).drop_null() if len(m.keys) == 1 else None
-            for part in position_tables(table.storage, plan.pieces, cols, schema, source.deletes, table.columns):
-                if keyset is not None:  # semi-join early: keep memory to the candidate rows
-                    part = part.filter(pc.is_in(part.column(tkeys[0]), value_set=keyset))
+            keyset = keyset.cast(schema.field(tkeys[0]).type) if keyset is not None else None
+            # semi-join early (single key): only candidate rows get positions and stay in memory
+            keep = (lambda t: pc.is_in(t.column(tkeys[0]), value_set=keyset)) if keyset is not None else None
+            for part in position_tables(table.storage, plan.pieces, cols, schema, source.deletes, table.columns,
+                                        keep):
                 if part.num_rows:
                     parts.append(part)
         target = pa.concat_tables(parts) if parts else None
