@@ -93,12 +93,14 @@ class CarbonTable(TableHandle):
         return segment_ops.clean_files(self, force=force, retention=retention_days)
 
     def compact(self, kind: str = "minor", segments: str | list | None = None, lock_timeout: float = 0.0,
-                runner=None, settings: dict[str, str] | None = None):
+                runner=None, settings: dict[str, str] | None = None, include_external: bool = False):
         """ALTER TABLE COMPACT: merge segments (``kind`` minor, major or custom with ``segments``) into one
         re-sorted segment; returns the merged segments (see docs/compaction.md). ``runner``: where the merge
         tasks run (default here; Spark: carbon_ds.spark.compaction_tasks.compact_with_spark); ``settings``:
-        CarbonData system-level properties used where the table sets none."""
-        return compaction.compact(self, kind, segments, lock_timeout, runner=runner, settings=settings)
+        CarbonData system-level properties used where the table sets none; ``include_external`` (custom
+        only): rewrite the chosen Parquet / ORC / CSV / JSON segments' live rows into carbondata too."""
+        return compaction.compact(self, kind, segments, lock_timeout, runner=runner, settings=settings,
+                                  include_external=include_external)
 
     def add_segment(self, path: str, format: str | None = "carbondata", partition: str | None = None,
                     options: dict[str, str] | None = None, dry_run: bool = False):

@@ -201,3 +201,25 @@ def test_spark_reads_and_sql_dml_on_external_segments(mixed, spark):
     got = spark.read.format("carbondata").load(t.uri).collect()
     assert _sorted(pa.Table.from_pylist([r.asDict() for r in got], SCHEMA)) == _sorted(oracle)
     assert _fingerprint(ext) == before
+
+
+def test_compaction_rewrites_external_segments_only_when_asked(mixed):
+    t, oracle, ext = mixed
+    before = _fingerprint(ext)
+    assert t.delete("v < 8") > 0
+    oracle = oracle.filter(pc.greater_equal(oracle["v"], 8))
+    with pytest.raises(CarbonTableError, match="format parquet: custom compaction does not support other format "
+                                               "segments; include_external=True"):
+        t.compact("custom", segments=["0", "1"])
+    assert [m.segment for m in t.compact("major")] == []  # external segments never picked by MINOR / MAJOR
+    merged = t.compact("custom", segments=["0", "1", "3"], include_external=True)
+    in_merged = pc.or_(pc.less(oracle["id"], 300),
+                       pc.and_(pc.greater_equal(oracle["id"], 450), pc.less(oracle["id"], 550)))
+    assert merged[0].sources == ["0", "1", "3"] and merged[0].rows == pc.sum(in_merged).as_py()
+    t = CarbonTable.open(t.uri)
+    status = {s.id: s.status for s in t.segments()}
+    assert status["1"] == status["3"] == "Compacted" and status["2"] == status["4"] == "Success"
+    _check(t.uri, oracle)
+    t.clean_files(force=True)
+    _check(t.uri, oracle)
+    assert _fingerprint(ext) == before  # rewritten into carbondata, the source files kept as they were

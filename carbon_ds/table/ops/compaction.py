@@ -75,10 +75,14 @@ def local_runner(table: TableHandle) -> Runner:
 
 
 def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: float = 0.0,
-            runner: Runner | None = None, settings: Mapping[str, str] | None = None) -> list[Merged]:
+            runner: Runner | None = None, settings: Mapping[str, str] | None = None,
+            include_external: bool = False) -> list[Merged]:
     """Run a compaction; returns the merged segments ([] when nothing qualified).
 
     Args:
+        include_external: CUSTOM only: the chosen segments may be added Parquet / ORC / CSV / JSON folders;
+            their live rows (delete deltas applied) are rewritten into the merged carbondata segment and
+            they become Compacted (their files are never deleted). Never done otherwise.
         runner: where the merge tasks run (default: this process; carbon_ds.spark.compaction_tasks: Spark).
         settings: CarbonData system-level properties (``carbon.compaction.level.threshold``, ...) used
             where the table has no table property of its own.
@@ -88,6 +92,11 @@ def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: 
             CUSTOM segment cannot be compacted; a source changed meanwhile (nothing committed).
     """
     kind = parse_kind(kind)
+    if include_external and kind != CUSTOM:
+        raise CarbonOptionError("include_external=True is only for kind='custom' with the segments to rewrite")
+    if include_external and table.partition_columns:
+        raise CarbonOptionError(f"include_external=True on the partitioned table {table.uri} is not supported "
+                                "yet; external segments are kept as they are")
     if kind != CUSTOM and segments is not None:
         raise CarbonOptionError(f"Custom segments not supported when doing {kind.upper()} compaction: "
                                 f"segments={segments!r} is only for kind='custom'")
@@ -109,10 +118,10 @@ def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: 
         upto = max((id_order(e) for e in entries if mergeable(e)), default=None) if kind == MAJOR else None
         done: list[Merged] = []
         while True:
-            group = select(table, table.load_details(), kind, segments, settings, upto)
+            group = select(table, table.load_details(), kind, segments, settings, upto, include_external)
             if not group:
                 break
-            done.append(_merge_group(table, group, kind, runner))
+            done.append(_merge_group(table, group, kind, runner, include_external))
             if kind == CUSTOM:
                 break
         return done
@@ -141,14 +150,15 @@ def plan_tasks(table: TableHandle, reservation: Reservation, files: list[DataFil
             for n, (_folder, fs) in enumerate(sorted(groups.items()))]
 
 
-def _merge_group(table: TableHandle, group: list[LoadDetail], kind: str, runner: Runner) -> Merged:
+def _merge_group(table: TableHandle, group: list[LoadDetail], kind: str, runner: Runner,
+                 include_external: bool = False) -> Merged:
     table.check_writable("compaction", data=True)
     start = ts.now_ms()
     ids = [e.name for e in group]
     with table.edit_status("COMPACTION (reserve)") as edit:
         entries = edit.entries
         name = merged_name(group, entries)
-        _check_sources(table, entries, ids, name)
+        _check_sources(table, entries, ids, name, include_external)
         entries.append(LoadDetail(name=name, status=ts.IN_PROGRESS, load_start_time=str(start),
                                   visibility="true"))
         status_name = D.committed_status_name(entries)
@@ -163,7 +173,7 @@ def _merge_group(table: TableHandle, group: list[LoadDetail], kind: str, runner:
 
         def finish(entries: list[LoadDetail]) -> None:
             faults.point("compaction.before_status")
-            _check_sources(table, entries, ids, None)
+            _check_sources(table, entries, ids, None, include_external)
             if D.committed_status_name(entries) != status_name:
                 raise CarbonTableError(f"compaction of {table.uri}: rows of segments {', '.join(ids)} were "
                                        "updated or deleted meanwhile; nothing was committed")
@@ -184,10 +194,11 @@ def _merge_group(table: TableHandle, group: list[LoadDetail], kind: str, runner:
     return merged
 
 
-def _check_sources(table: TableHandle, entries: list[LoadDetail], ids: list[str], name: str | None) -> None:
+def _check_sources(table: TableHandle, entries: list[LoadDetail], ids: list[str], name: str | None,
+                   include_external: bool = False) -> None:
     for i in ids:
         e = ts.find(entries, i)
-        if e is None or not mergeable(e):
+        if e is None or not mergeable(e, include_external):
             found = "gone" if e is None else f"{e.status!r}"
             raise CarbonTableError(f"compaction of {table.uri}: segment {i} is {found} now (deleted or "
                                    "overwritten meanwhile); nothing was committed")

@@ -132,9 +132,9 @@ def file_run(table: TableHandle, f: DataFile, deletes: D.Deletes | None, keys: l
     marked = deletes.lookup(f.path, f.segment_id) if deletes is not None else None
     if marked is not None and marked.marked:
         return
-    if f.file_format != COLUMNAR:  # never chosen by compaction; kept correct for any caller
-        yield from _slices(sort_for_load(read_file(table.storage, f, None, table.schema, table.columns), keys),
-                           chunk)
+    if f.file_format != COLUMNAR:  # an external file (CUSTOM with include_external): read whole, sorted
+        rows = read_file(table.storage, f, None, table.schema, table.columns, marked)
+        yield from _slices(sort_for_load(rows.combine_chunks(), keys) if keys else rows, chunk)
         return
     target = table.schema
     o = TaskReader(table.storage, table.columns, table.path, deletes).open(Piece(f.path, None, f.segment_id))

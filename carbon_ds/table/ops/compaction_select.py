@@ -120,10 +120,15 @@ def id_order(entry: LoadDetail) -> tuple:
     return (int(base) if base.isdigit() else 0, int(level) if level.isdigit() else 0, entry.name)
 
 
-def mergeable(entry: LoadDetail) -> bool:
-    """Whether compaction may take a segment: readable, carbondata format, not a streaming segment."""
-    return entry.readable and is_columnar(entry.file_format) and entry.status not in (ts.STREAMING,
-                                                                                         ts.STREAMING_FINISH)
+EXTERNAL_FORMATS = ("parquet", "orc", "csv", "json")
+
+
+def mergeable(entry: LoadDetail, include_external: bool = False) -> bool:
+    """Whether compaction may take a segment: readable, carbondata format (with ``include_external`` also
+    an added Parquet / ORC / CSV / JSON folder), not a streaming segment."""
+    fmt_ok = is_columnar(entry.file_format) or include_external and (
+        (entry.file_format or "").lower() in EXTERNAL_FORMATS)
+    return entry.readable and fmt_ok and entry.status not in (ts.STREAMING, ts.STREAMING_FINISH)
 
 
 def size_of(entry: LoadDetail) -> int:
@@ -165,10 +170,12 @@ def _same_days(pool: list[LoadDetail], days: int) -> list[LoadDetail]:
 
 
 def select(table: TableHandle, entries: list[LoadDetail], kind: str, segments=None,
-           settings: Mapping[str, str] | None = None, upto: tuple | None = None) -> list[LoadDetail]:
-    """The next group to merge ([] when there is none)."""
+           settings: Mapping[str, str] | None = None, upto: tuple | None = None,
+           include_external: bool = False) -> list[LoadDetail]:
+    """The next group to merge ([] when there is none); external segments only in CUSTOM with
+    ``include_external``."""
     if kind == CUSTOM:
-        return _custom(table, entries, segments)
+        return _custom(table, entries, segments, include_external)
     s = Settings(table, settings)
     pool = candidates(s, entries, upto)
     if kind == MAJOR:
@@ -210,7 +217,8 @@ def _by_count(pool: list[LoadDetail], levels: tuple[int, int], minor_mb: int | N
     return []
 
 
-def _custom(table: TableHandle, entries: list[LoadDetail], segments) -> list[LoadDetail]:
+def _custom(table: TableHandle, entries: list[LoadDetail], segments, include_external: bool = False
+            ) -> list[LoadDetail]:
     wanted = parse_segment_ids(segments)
     if not wanted:
         raise CarbonOptionError("Segment ids should not be empty when doing CUSTOM compaction: give them as "
@@ -223,9 +231,11 @@ def _custom(table: TableHandle, entries: list[LoadDetail], segments) -> list[Loa
             problems.append(f"{i} (does not exist)")
         elif not e.readable:
             problems.append(f"{i} (not valid: {e.status})")
-        elif not is_columnar(e.file_format):
+        elif not mergeable(e, include_external) and not is_columnar(e.file_format):
             problems.append(f"{i} (format {(e.file_format or '').lower()}: custom compaction does not "
-                            "support other format segments)")
+                            "support other format segments"
+                            + ("" if include_external else "; include_external=True rewrites Parquet, ORC, "
+                               "CSV and JSON segments' rows into carbondata") + ")")
     if problems:
         raise CarbonTableError(f"CUSTOM compaction of {table.uri} refused: segment {', '.join(problems)}; "
                                "nothing was changed")
