@@ -108,3 +108,26 @@ def test_parse_merge_forms():
         parse("MERGE INTO t USING s ON t.id = s.id WHEN MATCHED THEN DELETE WHEN MATCHED AND s.x THEN DELETE")
     with pytest.raises(CarbonOptionError, match="expects THEN INSERT"):
         parse("MERGE INTO t USING s ON t.id = s.id WHEN NOT MATCHED THEN DELETE")
+
+
+@pytest.mark.parametrize("point", ["merge.joined", "dml.deltas_written", "dml.before_status"])
+def test_killed_sql_merge_leaves_table_as_before(spark, point):
+    from carbon_ds import faults
+
+    carbon_ds.sql(spark, "DROP TABLE IF EXISTS mrg_kill")
+    carbon_ds.sql(spark, "CREATE TABLE mrg_kill (id BIGINT, v BIGINT) PARTITIONED BY (p INT) STORED AS carbondata")
+    carbon_ds.sql(spark, "INSERT INTO mrg_kill VALUES (1, 10, 0), (2, 20, 1), (3, 30, 0)")
+    before = sorted(spark.sql("SELECT id, v, p FROM mrg_kill").collect())
+
+    def crash(name):
+        if name == point:
+            raise RuntimeError(f"killed at {name}")
+
+    stmt = ("MERGE INTO mrg_kill t USING (SELECT * FROM VALUES (2, 200, 1), (9, 900, 2) AS x(id, v, p)) s "
+            "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
+    with faults.inject(crash), pytest.raises(Exception, match="killed"):
+        carbon_ds.sql(spark, stmt)
+    assert sorted(spark.sql("SELECT id, v, p FROM mrg_kill").collect()) == before
+    carbon_ds.sql(spark, stmt)  # the lock was released
+    assert sorted(spark.sql("SELECT id, v, p FROM mrg_kill").collect()) == [(1, 10, 0), (2, 200, 1), (3, 30, 0),
+                                                                           (9, 900, 2)]
