@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_type
+from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 
 from carbon_ds import faults
 from carbon_ds.ddl.statement_parser import MergeClause, MergeInto
@@ -26,7 +26,7 @@ from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.ops.delete_update import DEFAULT_DELTA_THRESHOLD
 from carbon_ds.table.ops.upsert import MergeMetrics, commit_merge
-from carbon_ds.table.read.task_reader import POSITION_NAMES
+from carbon_ds.table.read.task_reader import POSITION_FIELDS, POSITION_NAMES
 
 ACTION = "__merge_action"
 
@@ -48,6 +48,17 @@ def _written(clause: MergeClause, name: str, ta: str, sa: str, source_cols: dict
         if col.lower() == name.lower():
             return F.expr(expr)
     return _q(ta, name) if clause.matched else F.lit(None)
+
+
+def _target_columns(schema: pa.Schema, on: str, clauses: list[MergeClause]) -> list[str]:
+    """The target columns the statement can use: every column whose name appears in its texts (a superset:
+    reading one too many costs little, one too few would fail), all when an UPDATE sets some columns only
+    (the others keep their values) or a text holds a ``*``."""
+    texts = [on] + [c.condition or "" for c in clauses] + [v for c in clauses for _k, v in (c.sets or ())]
+    if any(c.action == "update" and c.sets is not None for c in clauses) or any("*" in t for t in texts):
+        return list(schema.names)
+    words = {w.lower() for t in texts for w in re.findall(r"\w+", t)}
+    return [n for n in schema.names if n.lower() in words] or [schema.names[0]]
 
 
 def spark_merge(spark: Any, table: TableHandle, source_df: Any, on: str, clauses: list[MergeClause],
@@ -74,7 +85,10 @@ def spark_merge(spark: Any, table: TableHandle, source_df: Any, on: str, clauses
                 if k.lower() in {n.lower() for n in schema.names}]
     metrics = MergeMetrics()
     with table.update_lock("MERGE", lock_timeout):
-        tdf = spark.read.format("carbondata").option("with_row_positions", "true").load(table.uri).alias(target_alias)
+        # only the target columns the statement uses are read (the data source reads the schema it is given)
+        read_schema = pa.schema([*[schema.field(n) for n in _target_columns(schema, on, ordered)], *POSITION_FIELDS])
+        tdf = (spark.read.format("carbondata").schema(from_arrow_schema(read_schema, prefer_timestamp_ntz=False))
+               .option("with_row_positions", "true").load(table.uri).alias(target_alias))
         sdf = source_df.alias(source_alias)
         joined = tdf.join(sdf, F.expr(on), "right" if inserts else "inner")
         is_matched = _q(target_alias, POSITION_NAMES[0]).isNotNull()
