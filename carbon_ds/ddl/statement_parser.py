@@ -98,16 +98,20 @@ class AlterPartition:
 
 @dataclass
 class Compact:
-    """ALTER TABLE t COMPACT 'MINOR' | 'MAJOR' | 'CUSTOM' WHERE SEGMENT.ID IN (1, 2, 5)."""
+    """ALTER TABLE t COMPACT 'MINOR' | 'MAJOR' | 'CUSTOM' WHERE SEGMENT.ID IN (1, 2, 5)
+    [OPTIONS('include_external'='true')]."""
 
     table: TableName
     kind: str  # minor | major | custom
     segments: list[str] | None = None
+    include_external: bool = False
 
 
 _COMPACT = re.compile(
     r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+COMPACT\s+(?P<q>['\"])(?P<kind>[A-Za-z_]+)(?P=q)\s*"
-    r"(?:WHERE\s+SEGMENT\.ID\s+IN\s*\((?P<ids>[^)]*)\))?\s*$", re.IGNORECASE)
+    r"(?:WHERE\s+SEGMENT\.ID\s+IN\s*\((?P<ids>[^)]*)\))?\s*"
+    r"(?:OPTIONS\s*\(\s*(?P<oq>['\"])include_external(?P=oq)\s*=\s*(?P<vq>['\"])(?P<ext>true|false)(?P=vq)\s*\))?"
+    r"\s*$", re.IGNORECASE)
 
 
 def _compact(text: str) -> Compact:
@@ -127,7 +131,11 @@ def _compact(text: str) -> Compact:
     if bad:
         raise CarbonOptionError(f"ALTER TABLE ... COMPACT: segment ids must be numbers like 3 or 0.1, found "
                                 f"{', '.join(map(repr, bad))}")
-    return Compact(table_name(m.group("name")), kind, ids)
+    ext = (m.group("ext") or "false").lower() == "true"
+    if ext and kind != "custom":
+        raise CarbonOptionError("ALTER TABLE ... COMPACT: OPTIONS('include_external'='true') is only for 'CUSTOM' "
+                                f"WHERE SEGMENT.ID IN (...), found {text!r}")
+    return Compact(table_name(m.group("name")), kind, ids, ext)
 
 
 @dataclass

@@ -70,8 +70,9 @@ def settings(spark: Any) -> dict[str, str]:
 
 
 def compact_with_spark(spark: Any, table: TableHandle, kind: str = "minor", segments=None,
-                       lock_timeout: float = 0.0) -> list[Merged]:
+                       lock_timeout: float = 0.0, include_external: bool = False) -> list[Merged]:
     """``table.compact(kind, segments)`` with the merge tasks run by Spark; system-level properties come
     from the Spark conf. Returns the merged segments ([] when nothing qualified)."""
     runner = spark_runner(spark) or local_runner(table)
-    return compact(table, kind, segments, lock_timeout, runner=runner, settings=settings(spark))
+    return compact(table, kind, segments, lock_timeout, runner=runner, settings=settings(spark),
+                   include_external=include_external)

@@ -225,7 +225,8 @@ def _clean(spark: Any, stmt: CleanFiles):
 def _compact(spark: Any, stmt: Compact):
     """ALTER TABLE ... COMPACT: one row per merged segment (its id, the segments merged, rows)."""
     table = CarbonTable.open(catalog.ensure(spark, stmt.table).path)
-    merged = compact_with_spark(spark, table, stmt.kind, stmt.segments)  # one Spark task per merge task
+    merged = compact_with_spark(spark, table, stmt.kind, stmt.segments,  # one Spark task per merge task
+                                include_external=stmt.include_external)
     return _strings(spark, ["Merged Segment", "Source Segments", "Rows"],
                     [(m.segment, ",".join(m.sources), str(m.rows)) for m in merged])
 

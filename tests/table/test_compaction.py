@@ -318,14 +318,17 @@ def test_cli_compact(tmp_path, capsys):
     ("ALTER TABLE db.t COMPACT 'MINOR'", "minor", None),
     ("alter table t compact \"major\"", "major", None),
     ("ALTER TABLE t COMPACT 'CUSTOM' WHERE SEGMENT.ID IN (1, 2, 5)", "custom", ["1", "2", "5"]),
+    ("ALTER TABLE t COMPACT 'CUSTOM' WHERE SEGMENT.ID IN (1) OPTIONS ('include_external' = 'TRUE')", "custom", ["1"]),
 ])
 def test_parse_compact(text, kind, ids):
     stmt = p.parse(text)
     assert isinstance(stmt, p.Compact) and stmt.kind == kind and stmt.segments == ids
+    assert stmt.include_external == ("include_external" in text)
 
 
 @pytest.mark.parametrize("text", ["ALTER TABLE t COMPACT 'CUSTOM'", "ALTER TABLE t COMPACT 'MINOR' WHERE SEGMENT.ID "
-                                  "IN (1)", "ALTER TABLE t COMPACT 'SEGMENT_INDEX'", "ALTER TABLE t COMPACT MINOR"])
+                                  "IN (1)", "ALTER TABLE t COMPACT 'SEGMENT_INDEX'", "ALTER TABLE t COMPACT MINOR",
+                                  "ALTER TABLE t COMPACT 'MAJOR' OPTIONS('include_external'='true')"])
 def test_parse_compact_refuses_malformed(text):
     with pytest.raises(CarbonOptionError, match="COMPACT"):
         p.parse(text)

@@ -200,6 +200,11 @@ def test_spark_reads_and_sql_dml_on_external_segments(mixed, spark):
     _check(t.uri, oracle)
     got = spark.read.format("carbondata").load(t.uri).collect()
     assert _sorted(pa.Table.from_pylist([r.asDict() for r in got], SCHEMA)) == _sorted(oracle)
+    # the external Parquet and ORC segments' rows rewritten into carbondata, only when asked
+    merged = carbon_ds.sql(spark, "ALTER TABLE extdml COMPACT 'CUSTOM' WHERE SEGMENT.ID IN (1, 2) "
+                                  "OPTIONS('include_external'='true')").collect()
+    assert [(r[0], r[1]) for r in merged] == [("1.1", "1,2")]
+    _check(t.uri, oracle)
     assert _fingerprint(ext) == before
 
 
