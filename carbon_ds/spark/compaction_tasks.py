@@ -13,6 +13,7 @@ has no SparkContext, the merge runs in the calling process.
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from carbon_ds.spark.messages import short_errors
@@ -50,13 +51,36 @@ def spark_runner(spark: Any) -> Runner | None:
         previous = (sc.getLocalProperty("spark.jobGroup.id"), sc.getLocalProperty("spark.job.description"))
         sc.setJobGroup(JOB_GROUP, f"compaction into segment {tasks[0].reservation.segment_id} "
                                   f"({len(tasks)} tasks)")
+        earlier = set(sc.statusTracker().getJobIdsForGroup(JOB_GROUP))
         try:
             return sc.parallelize(tasks, len(tasks)).map(merge_task).collect()
+        except BaseException:
+            # the abort that follows removes the reserved segment's files: tasks of the failed job still
+            # running would write theirs after it, where nothing would ever remove them
+            sc.cancelJobGroup(JOB_GROUP)
+            _wait_for_tasks(sc, earlier)
+            raise
         finally:
             sc.setLocalProperty("spark.jobGroup.id", previous[0])
             sc.setLocalProperty("spark.job.description", previous[1])
 
     return run
+
+
+def _wait_for_tasks(sc: Any, earlier: set[int], timeout: float = 120.0) -> None:
+    """Until no task of this runner's jobs (those of the group not in ``earlier``) runs, at most ``timeout``."""
+    tracker = sc.statusTracker()
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        running = 0
+        for job in set(tracker.getJobIdsForGroup(JOB_GROUP)) - earlier:
+            info = tracker.getJobInfo(job)
+            for stage in (info.stageIds if info is not None else []):
+                st = tracker.getStageInfo(stage)
+                running += st.numActiveTasks if st is not None else 0
+        if not running:
+            return
+        time.sleep(0.2)
 
 
 def settings(spark: Any) -> dict[str, str]:

@@ -240,16 +240,17 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
     the plan of ``path`` (a ``Snapshot``) for ``filter``, made earlier."""
     source = open_source(path, segments)
     expr = pruning.as_expr(filter, source.schema)
-    recorded = {f.path: f.rows for f in source.data_files if f.rows is not None and f.external is not None}
+    deletes = _deletes(source)
+    recorded = {f.path: f.rows for f in source.data_files if f.rows is not None and f.external is not None
+                and (deletes is None or deletes.status_of(f.path, f.segment_id) is None)}
     if planned is None and recorded and isinstance(expr, AlwaysTrue):
-        # external Parquet/ORC files count from the row counts ADD SEGMENT recorded (checked against
-        # their size and mtime when listed; external segments have no delete deltas): none is opened
+        # external Parquet/ORC files without deleted rows count from the row counts ADD SEGMENT recorded
+        # (checked against their size and mtime when listed): none is opened
         rest = replace(source, files=[f for f in source.files if f[0] not in recorded],
                        external={k: v for k, v in source.external.items() if k not in recorded},
                        data_files=[f for f in source.data_files if f.path not in recorded])
         return sum(recorded.values()) + (count(rest) if rest.files else 0)
     p = planned if planned is not None else plan(source, expr)
-    deletes = _deletes(source)
     if isinstance(expr, AlwaysTrue) and p.exact_rows is not None:
         # metadata only: the index row counts less each block's committed deleted rows
         return p.exact_rows - (sum(deletes.deleted_rows(pc.path, pc.segment_id) for pc in p.pieces)
