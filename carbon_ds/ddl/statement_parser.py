@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, field
 
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.expressions.lexer import STATEMENT, LexError, Token, tokens
+from carbon_ds.expressions.lexer import STATEMENT, LexError, Token, scan, tokens
 
 
 def tokenize(text: str) -> list[Token]:
@@ -643,24 +643,16 @@ _UPDATE = re.compile(r"^\s*UPDATE\s+(?P<name>[^\s;]+)\s+SET\s+(?P<sets>.+?)(?:\s
                      re.I | re.S)
 
 
-def _split_top(text: str, sep: str = ",") -> list[str]:
-    """Split at ``sep`` outside quotes and parentheses."""
-    out, depth, quote, cur = [], 0, None, []
-    for ch in text:
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"`":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif ch == sep and depth == 0:
-            out.append("".join(cur))
-            cur = []
-            continue
-        cur.append(ch)
-    out.append("".join(cur))
+def _split_top(text: str) -> list[str]:
+    """Split at commas outside quotes and parentheses."""
+    out, depth, start = [], 0, 0
+    for t in scan(text, STATEMENT, strict=False):
+        if t.kind == "punct" and t.text in "()":
+            depth += 1 if t.text == "(" else -1
+        elif t.kind == "punct" and t.text == "," and depth == 0:
+            out.append(text[start:t.pos])
+            start = t.end
+    out.append(text[start:])
     return [p.strip() for p in out]
 
 
@@ -724,26 +716,20 @@ _WHEN = re.compile(r"^WHEN\s+(?P<not>NOT\s+)?MATCHED(?:\s+BY\s+TARGET)?(?:\s+AND
 
 
 def _top_words(text: str, word: str) -> list[int]:
-    """Offsets of ``word`` (a keyword, any case) outside quotes and parentheses."""
-    out, depth, quote, cases = [], 0, None, 0
-    pat = re.compile(rf"{word}\b", re.I)
-    for i, ch in enumerate(text):
-        if quote:
-            quote = None if ch == quote else quote
-        elif ch in "'\"`":
-            quote = ch
-        elif ch == "(":
-            depth += 1
-        elif ch == ")":
-            depth -= 1
-        elif depth == 0 and (i == 0 or not (text[i - 1].isalnum() or text[i - 1] in "_.")):
+    """Offsets of ``word`` (a keyword, any case) outside quotes, parentheses and CASE ... END."""
+    out, depth, cases, prev = [], 0, 0, None
+    for t in scan(text, STATEMENT, strict=False):
+        if t.kind == "punct" and t.text in "()":
+            depth += 1 if t.text == "(" else -1
+        elif t.kind == "word" and depth == 0 and not (prev is not None and prev.text == "." and prev.end == t.pos):
             # CASE WHEN ... END inside a condition or a SET value is not a clause boundary
-            if re.match(r"CASE\b", text[i:i + 5], re.I):
+            if t.is_kw("CASE"):
                 cases += 1
-            elif re.match(r"END\b", text[i:i + 4], re.I):
+            elif t.is_kw("END"):
                 cases -= 1
-            elif cases == 0 and pat.match(text, i):
-                out.append(i)
+            elif cases == 0 and t.is_kw(word.upper()):
+                out.append(t.pos)
+        prev = t
     return out
 
 
