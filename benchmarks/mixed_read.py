@@ -3,10 +3,11 @@
 TPC-H lineitem at ``--sf``: the rows of the lowest 10% of order keys written as a carbondata segment, the
 other 90% a folder Spark wrote as Parquet (and, as a second variant, ORC) added with ADD SEGMENT. Q1, Q6,
 Q12, Q14, Q19, ``count(*)``, an ``l_orderkey`` point lookup and a date-range aggregation run through
-``carbon_ds.sql`` over the mixed table and through ``spark.sql`` over one Spark-written Parquet copy of all
-rows (orders and part are Parquet views on both sides). One warm-up per case and side (results compared),
-then ``--repeat`` timed runs, the two sides interleaved; the median is kept. Saves mixed_read.json and
-mixed_read.md under ``--results``.
+``carbon_ds.sql`` over the mixed table, through plain ``spark.sql`` over a ``load()`` view of it (the session
+has the carbon-ds Spark extension; ``--no-extension`` leaves that side out), and through ``spark.sql`` over one
+Spark-written Parquet copy of all rows (orders and part are Parquet views on every side). One warm-up per case
+and side (results compared), then ``--repeat`` timed runs, the sides interleaved; the median is kept. Saves
+mixed_read.json and mixed_read.md under ``--results``.
 
     .venv/bin/python benchmarks/mixed_read.py --sf 1 --repeat 3
 """
@@ -43,6 +44,7 @@ def parse_args() -> argparse.Namespace:
                     help="work folder: generated data (kept per scale factor) and the tables")
     ap.add_argument("--results", default="benchmarks/results", help="where mixed_read.json/.md go")
     ap.add_argument("--memory", default="6g", help="Spark driver memory")
+    ap.add_argument("--no-extension", action="store_true", help="no plain spark.sql side (no Spark extension)")
     return ap.parse_args()
 
 
@@ -84,7 +86,7 @@ def timed(fn) -> tuple[float, list]:
     return time.perf_counter() - t0, rows
 
 
-def run_variant(spark, fmt: str, path: str, texts: dict[str, str], repeat: int) -> dict[str, dict]:
+def run_variant(spark, fmt: str, path: str, texts: dict[str, str], repeat: int, plain: bool) -> dict[str, dict]:
     import carbon_ds
 
     spark.read.format("carbondata").load(path).createOrReplaceTempView("lineitem_mixed")
@@ -92,22 +94,31 @@ def run_variant(spark, fmt: str, path: str, texts: dict[str, str], repeat: int) 
     def on(view: str, text: str) -> str:
         return re.sub(r"\blineitem\b", view, text)
 
-    sides = {"mixed": lambda t: carbon_ds.sql(spark, on("lineitem_mixed", t)).collect(),
-             "parquet": lambda t: spark.sql(on("lineitem_pq", t)).collect()}
+    sides = {"mixed": lambda t: carbon_ds.sql(spark, on("lineitem_mixed", t)).collect()}
+    if plain:
+        sides["plain"] = lambda t: spark.sql(on("lineitem_mixed", t)).collect()
+    sides["parquet"] = lambda t: spark.sql(on("lineitem_pq", t)).collect()
     out: dict[str, dict] = {}
     for name, text in texts.items():
         warm = {side: fn(text) for side, fn in sides.items()}
         equal, note = tq.compare(warm["mixed"], warm["parquet"], tq.ordered(text))
+        if plain:
+            plain_equal, plain_note = tq.compare(warm["plain"], warm["parquet"], tq.ordered(text))
+            equal, note = equal and plain_equal, note or plain_note
         times: dict[str, list[float]] = {side: [] for side in sides}
         for r in range(repeat):
             order = list(sides) if r % 2 == 0 else list(reversed(sides))  # interleaved, alternating first
             for side in order:
                 times[side].append(timed(lambda s=side, t=text: sides[s](t))[0])
-        mixed, plain = statistics.median(times["mixed"]), statistics.median(times["parquet"])
-        out[name] = {"mixed_s": mixed, "parquet_s": plain, "ratio": mixed / plain, "equal": equal, "note": note,
-                     "runs": times}
-        print(f"{fmt:8} {name:15} mixed {mixed:7.3f}s  parquet {plain:7.3f}s  ratio {mixed / plain:5.2f}  "
-              f"{'equal' if equal else 'DIFFERENT: ' + str(note)}", flush=True)
+        med = {side: statistics.median(ts) for side, ts in times.items()}
+        row = {"mixed_s": med["mixed"], "parquet_s": med["parquet"], "ratio": med["mixed"] / med["parquet"],
+               "equal": equal, "note": note, "runs": times}
+        if plain:
+            row.update(plain_s=med["plain"], plain_ratio=med["plain"] / med["parquet"])
+        out[name] = row
+        extra = f"  plain {med['plain']:7.3f}s ({row['plain_ratio']:5.2f})" if plain else ""
+        print(f"{fmt:8} {name:15} mixed {med['mixed']:7.3f}s  parquet {med['parquet']:7.3f}s  ratio "
+              f"{row['ratio']:5.2f}{extra}  {'equal' if equal else 'DIFFERENT: ' + str(note)}", flush=True)
     return out
 
 
@@ -121,12 +132,16 @@ def markdown(results: dict[str, dict[str, dict]], sf: float, repeat: int, load: 
              f"(local[2], median of {repeat} interleaved runs after a warm-up; load average at the end "
              f"{load[0]:.1f}).", ""]
     for fmt, rows in results.items():
-        lines += [f"### added folder: {fmt}", "", "| case | mixed (s) | Spark Parquet (s) | ratio | equal |",
-                  "|---|---:|---:|---:|---|"]
+        plain = all("plain_s" in r for r in rows.values())
+        head = "| case | mixed (s) | Spark Parquet (s) | ratio |" + (" plain spark.sql (s) | ratio |" if plain else "")
+        lines += [f"### added folder: {fmt}", "", head + " equal |",
+                  "|---|---:|---:|---:|" + ("---:|---:|" if plain else "") + "---|"]
         for name, r in rows.items():
-            lines.append(f"| {name} | {r['mixed_s']:.3f} | {r['parquet_s']:.3f} | {r['ratio']:.2f}x | "
+            extra = f" {r['plain_s']:.3f} | {r['plain_ratio']:.2f}x |" if plain else ""
+            lines.append(f"| {name} | {r['mixed_s']:.3f} | {r['parquet_s']:.3f} | {r['ratio']:.2f}x |{extra} "
                          f"{'yes' if r['equal'] else 'NO'} |")
-        lines += [f"| **geomean** | | | **{geomean([r['ratio'] for r in rows.values()]):.2f}x** | |", ""]
+        extra = f" | **{geomean([r['plain_ratio'] for r in rows.values()]):.2f}x**" if plain else ""
+        lines += [f"| **geomean** | | | **{geomean([r['ratio'] for r in rows.values()]):.2f}x** |{extra} | |", ""]
     return "\n".join(lines)
 
 
@@ -134,7 +149,10 @@ def main() -> None:
     args = parse_args()
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     data = tq.generate(args.sf, os.path.join(args.out, f"data-sf{args.sf:g}"))
-    spark = spark_session(args.memory)
+    spark = spark_session(args.memory, extension=not args.no_extension)
+    from carbon_ds.spark.extension import extension_active
+
+    plain = extension_active(spark)
     try:
         work = os.path.join(args.out, f"tables-sf{args.sf:g}")
         os.makedirs(work, exist_ok=True)
@@ -147,12 +165,13 @@ def main() -> None:
         results: dict[str, dict[str, dict]] = {}
         for fmt in formats:
             path, _split, lookup = build(spark, data, work, fmt)
-            results[fmt] = run_variant(spark, fmt, path, cases(args.sf, lookup), args.repeat)
+            results[fmt] = run_variant(spark, fmt, path, cases(args.sf, lookup), args.repeat, plain)
     finally:
         spark.stop()
     load = os.getloadavg()
     summary = {fmt: {"geomean": geomean([r["ratio"] for r in rows.values()]),
                      "max": max(r["ratio"] for r in rows.values()),
+                     "plain_geomean": geomean([r["plain_ratio"] for r in rows.values() if "plain_ratio" in r]),
                      "all_equal": all(r["equal"] for r in rows.values())} for fmt, rows in results.items()}
     os.makedirs(args.results, exist_ok=True)
     with open(os.path.join(args.results, "mixed_read.json"), "w") as fh:

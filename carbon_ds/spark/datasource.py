@@ -19,7 +19,7 @@ import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
 from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
-from pyspark.sql.types import StructType
+from pyspark.sql.types import StringType, StructField, StructType
 
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.spark.batch_read import (  # noqa: F401 - re-exported: the reader's public names
@@ -41,6 +41,7 @@ from carbon_ds.spark.batch_read import (  # noqa: F401 - re-exported: the reader
     table_options,
 )
 from carbon_ds.spark.messages import short_errors
+from carbon_ds.spark.native_read import NATIVE_PLAN_OPTION, describe
 from carbon_ds.spark.stream_sink import CarbonStreamWriter
 from carbon_ds.spark.stream_source import CarbonStreamReader
 from carbon_ds.table.meta.handle import TableHandle
@@ -89,11 +90,24 @@ class CarbonDataSource(DataSource):
 
     @short_errors
     def schema(self) -> StructType:
+        if self.options.get(NATIVE_PLAN_OPTION):
+            return self._native_plan(json.loads(self.options[NATIVE_PLAN_OPTION]))
         handle = self._table()
         schema = handle.schema if handle is not None else arrow_schema_of(resolved_path(_path(self.options), self.storage))
         if positions_option(self.options):
             schema = pa.schema([*schema, *POSITION_FIELDS])
         return from_arrow_schema(schema, prefer_timestamp_ntz=False)
+
+    def _native_plan(self, request: dict) -> StructType:
+        """The Spark extension's question (jvm/src NativeUnion): how to read this table's external segments
+        with Spark's own scans. The answer (native_read.describe, as JSON, or null) travels back as the
+        metadata of a one-field schema: the only value a planner call hands the JVM."""
+        handle = self._table()
+        plan = None
+        if handle is not None:
+            known = {k: StructType.fromJson(v) for k, v in request.get("known", {}).items()}
+            plan = describe(handle, StructType.fromJson(request["declared"]), self.options.get("segments"), known)
+        return StructType([StructField("plan", StringType(), True, {NATIVE_PLAN_OPTION: json.dumps(plan)})])
 
     @short_errors
     def reader(self, schema: StructType) -> CarbonReader:

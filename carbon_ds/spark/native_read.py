@@ -17,6 +17,7 @@ reaches Spark's scans through its optimizer (pushed filters, literal partition c
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import inspect
 import threading
 from collections.abc import Callable
@@ -40,11 +41,15 @@ from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.read.pruning import as_expr
 from carbon_ds.table.read.scan import open_table
 
-__all__ = ["CONF_NATIVE", "MixedPlan", "mixed_of", "native_enabled", "plan_mixed", "read", "union_frame"]
+__all__ = ["CONF_NATIVE", "NATIVE_PLAN_OPTION", "MixedPlan", "describe", "group_key", "mixed_of", "native_enabled", "plan_mixed", "projection",
+           "read", "reader_options", "union_frame"]
 
 CONF_NATIVE = "carbon_ds.spark.nativeExternal"
 """Spark conf: ``false`` reads external (Parquet/ORC/CSV/JSON) segments through the ``carbondata`` data
 source (pyarrow in Python workers) on every route, instead of with Spark's own file scans."""
+
+NATIVE_PLAN_OPTION = "carbon_ds.native_plan"
+"""Data source option set by the Spark extension (jvm/src NativeUnion): schema() answers with ``describe``."""
 
 _SPARK_OPTIONS = {
     "csv": {"header": "header", "delimiter": "sep", "sep": "sep", "quote": "quote", "quotechar": "quote",
@@ -145,38 +150,36 @@ _SCHEMAS_LOCK = threading.Lock()
 _SCHEMAS_MAX = 256
 
 
-def _external_frame(spark: Any, ref: ExternalRef, paths: list[str], sizes: tuple[int, ...], table: TableHandle,
-                    names: list[str], types: dict[str, DataType]) -> Any:
-    """Spark's scan of ``paths`` as the table columns ``names`` (table spelling), each cast to
-    ``types[name.lower()]`` (default: the table's type). The projection is SQL text, one JVM call."""
+def reader_options(ref: ExternalRef) -> dict[str, str]:
+    """The Spark reader options of ``ref``'s files: CSV/JSON options as the segment recorded them."""
+    opts = ref.options_dict
+    out: dict[str, str] = {}
+    if ref.format == "csv":
+        header = parse_bool(opts.get("header", opts.get("fileheader_present", "true")), "option header", True)
+        out["header"] = "true" if header else "false"
+    for key, value in opts.items():
+        spark_key = _SPARK_OPTIONS.get(ref.format, {}).get(key)
+        if spark_key and spark_key != "header":
+            out[spark_key] = value
+    return out
+
+
+def projection(ref: ExternalRef, found: StructType, table: TableHandle, names: list[str],
+               types: dict[str, DataType]) -> list[str]:
+    """The SQL select list that turns the rows of ``ref``'s files (Spark's schema of them: ``found``) into
+    the table columns ``names`` (table spelling), each cast to ``types[name.lower()]`` (default: the table's
+    type): renamed columns under an earlier name, added ones as their default, partition folders as
+    literals, CSV/JSON date patterns, zone-less timestamps as UTC."""
     fmt, opts = ref.format, ref.options_dict
     schema = table.schema
-    reader = spark.read.format(fmt)
-    header = parse_bool(opts.get("header", opts.get("fileheader_present", "true")), "option header", True)
-    if fmt == "csv":
-        reader = reader.option("header", "true" if header else "false")
-    for key, value in opts.items():
-        spark_key = _SPARK_OPTIONS.get(fmt, {}).get(key)
-        if spark_key and spark_key != "header":
-            reader = reader.option(spark_key, value)
-    # Spark infers a schema by reading a footer (a job) or, for JSON, every file: once per set of files
-    key = (ref, tuple(paths), sizes)
-    with _SCHEMAS_LOCK:
-        known = _SCHEMAS.get(key)
-    df = (reader.schema(known) if known is not None else reader).load(paths)
-    if known is None:
-        known = df.schema
-        with _SCHEMAS_LOCK:
-            if len(_SCHEMAS) >= _SCHEMAS_MAX:
-                _SCHEMAS.pop(next(iter(_SCHEMAS)))
-            _SCHEMAS[key] = known
-    found = {f.name: f.dataType for f in known.fields}
-    if fmt == "csv" and not header:  # columns in table order, as ADD SEGMENT read them
-        df = df.toDF(*schema.names[:len(found)])
-        found = dict(zip(schema.names, found.values(), strict=False))
-    by_lower = {c.lower(): c for c in found}
+    found_types = {f.name: f.dataType for f in found.fields}
+    # a CSV file without a header has Spark's column names _c0, _c1, ...: its columns in table order
+    display = dict(zip(schema.names, found_types, strict=False)) if fmt == "csv" and not parse_bool(
+        opts.get("header", opts.get("fileheader_present", "true")), "option header", True) else \
+        {n: n for n in found_types}
+    by_lower = {c.lower(): c for c in display}
     # schema evolution: a renamed column under an earlier name, an added one as its default
-    renames, absent = external_names(list(found), table.columns)
+    renames, absent = external_names(list(display), table.columns)
     by_lower.update({t.lower(): s for s, t in renames.items()})
     defaults = {c.column_name.lower(): c for c in absent if c.default_value is not None}
     parts = {k.lower(): v for k, v in ref.partitions}
@@ -189,18 +192,19 @@ def _external_frame(spark: Any, ref: ExternalRef, paths: list[str], sizes: tuple
             raw = parts[key]
             text = f"CAST({'NULL' if raw == HIVE_DEFAULT_PARTITION else _quote_text(raw)} AS {want.simpleString()})"
         elif key in by_lower:
-            source = by_lower[key]
+            source = display[by_lower[key]]
+            have = found_types[source]
             text = _name(source)
             if fmt in ("csv", "json") and (pa.types.is_timestamp(f.type) or pa.types.is_date(f.type)):
                 pattern = opts.get("timestampformat" if pa.types.is_timestamp(f.type) else "dateformat")
                 if pattern:
                     fn = "to_timestamp" if pa.types.is_timestamp(f.type) else "to_date"
                     text = f"{fn}({text}, {_quote_text(pattern)})"
-            if isinstance(found[source], TimestampNTZType) and isinstance(want, TimestampType):
+            if isinstance(have, TimestampNTZType) and isinstance(want, TimestampType):
                 # a zone-less file timestamp is UTC (as ADD SEGMENT and the data source read it), where
                 # Spark's cast would take the session's time zone
                 text = f"convert_timezone('UTC', current_timezone(), {text})"
-            if found[source] != want or text != _name(source):
+            if have != want or text != _name(source):
                 text = f"CAST({text} AS {want.simpleString()})"
             if fmt in ("parquet", "orc") and isinstance(want, DoubleType | FloatType):
                 # an identity Spark cannot push into the scan: Parquet/ORC statistics and dictionaries order
@@ -212,7 +216,26 @@ def _external_frame(spark: Any, ref: ExternalRef, paths: list[str], sizes: tuple
         else:
             text = f"CAST(NULL AS {want.simpleString()})"
         items.append(f"{text} AS {_name(f.name)}")
-    return df.selectExpr(*items)
+    return items
+
+
+def _external_frame(spark: Any, ref: ExternalRef, paths: list[str], sizes: tuple[int, ...], table: TableHandle,
+                    names: list[str], types: dict[str, DataType]) -> Any:
+    """Spark's scan of ``paths`` as the table columns ``names`` (table spelling), each cast to
+    ``types[name.lower()]`` (default: the table's type). The projection is SQL text, one JVM call."""
+    reader = spark.read.format(ref.format).options(**reader_options(ref))
+    # Spark infers a schema by reading a footer (a job) or, for JSON, every file: once per set of files
+    key = (ref, tuple(paths), sizes)
+    with _SCHEMAS_LOCK:
+        known = _SCHEMAS.get(key)
+    df = (reader.schema(known) if known is not None else reader).load(paths)
+    if known is None:
+        known = df.schema
+        with _SCHEMAS_LOCK:
+            if len(_SCHEMAS) >= _SCHEMAS_MAX:
+                _SCHEMAS.pop(next(iter(_SCHEMAS)))
+            _SCHEMAS[key] = known
+    return df.selectExpr(*projection(ref, known, table, names, types))
 
 
 def union_frame(spark: Any, plan: MixedPlan, declared: StructType, carbon_part: Callable[[StructType, str], Any],
@@ -240,6 +263,37 @@ def union_frame(spark: Any, plan: MixedPlan, declared: StructType, carbon_part: 
     if plan.carbon_ids:
         frames.insert(0, carbon_part(declared, ",".join(plan.carbon_ids)))
     return reduce(lambda a, b: a.union(b), frames)
+
+
+def group_key(ref: ExternalRef, paths: tuple[str, ...], sizes: tuple[int, ...]) -> str:
+    """A name for one set of external files read alike, which changes when a file is added or resized."""
+    return hashlib.sha256(repr((ref, paths, sizes)).encode()).hexdigest()[:32]
+
+
+def describe(table: TableHandle, declared: StructType, segments: str | None,
+             known: dict[str, StructType]) -> dict[str, Any] | None:
+    """The native union of ``table`` as data, for a planner without a Python driver (the Spark extension's
+    rule, jvm/src NativeUnion): the carbondata segment ids, and per set of external files its format,
+    reader options, files and (when Spark's schema of them is in ``known``, by group_key) the select list
+    giving ``declared``'s columns. None when the table has no external segment Spark reads, or ``declared``
+    holds a column the table does not (a user schema: the data source reads it as it always did)."""
+    by_lower = {n.lower(): n for n in table.schema.names}
+    if not declared.fields or any(f.name.lower() not in by_lower for f in declared.fields):
+        return None
+    plan = plan_mixed(table, segments)
+    if plan is None:
+        return None
+    names = [by_lower[f.name.lower()] for f in declared.fields]
+    types = {f.name.lower(): f.dataType for f in declared.fields}
+    groups = []
+    for ref, paths, sizes in plan.external:
+        key = group_key(ref, paths, sizes)
+        group: dict[str, Any] = {"key": key, "format": ref.format, "options": reader_options(ref),
+                                 "paths": list(paths)}
+        if key in known:
+            group["select"] = projection(ref, known[key], table, names, types)
+        groups.append(group)
+    return {"carbon_segments": list(plan.carbon_ids), "groups": groups}
 
 
 def read(spark: Any, path: str, table: TableHandle, names: list[str] | None, filter: str | None,

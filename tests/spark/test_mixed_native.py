@@ -1,7 +1,7 @@
 """Mixed tables (carbondata segments plus added Parquet / ORC / CSV / JSON folders) read through Spark's own
-file scans on every Python route (carbon_ds.read, carbon_ds.sql, carbon_ds.optimize), checked against Spark
-reading the same rows from one Parquet copy written by pyarrow; counts of Parquet/ORC segments from the
-row counts ADD SEGMENT recorded."""
+file scans on every route (carbon_ds.read, carbon_ds.sql, carbon_ds.optimize, and with the Spark extension
+plain spark.sql and DataFrame calls over load()), checked against Spark reading the same rows from one
+Parquet copy written by pyarrow; counts of Parquet/ORC segments from the row counts ADD SEGMENT recorded."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ import pytest
 
 import carbon_ds
 from carbon_ds.readers import external
+from carbon_ds.spark.extension import extension_active, jar_path
 from carbon_ds.spark.local import CONF_LOCAL_BYTES
 from carbon_ds.spark.native_read import CONF_NATIVE
 from carbon_ds.table import CarbonTable
@@ -79,6 +80,24 @@ def mixed(spark, tmp_path_factory):
         yield path, str(root / "oracle.parquet")
 
 
+def _routes(spark, query: str) -> list:
+    """The query through carbon_ds.sql and, where the session has the extension (jvm/src NativeUnion),
+    through plain spark.sql."""
+    frames = [carbon_ds.sql(spark, query)]
+    if extension_active(spark):
+        frames.append(spark.sql(query))
+    elif os.environ.get("CI") and jar_path() is None:
+        pytest.fail("the Spark extension jar was not built (scripts/setup.sh runs scripts/build-jvm.sh)")
+    return frames
+
+
+def _extension(spark) -> None:
+    if not extension_active(spark):
+        if os.environ.get("CI"):
+            pytest.fail("the Spark extension jar was not built (scripts/setup.sh runs scripts/build-jvm.sh)")
+        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
+
+
 def _same(df, oracle) -> None:
     got, want = [tuple(r) for r in df.collect()], [tuple(r) for r in oracle.collect()]
     key = lambda r: tuple((x is None, x) for x in r)  # noqa: E731 - None sorts first
@@ -100,10 +119,12 @@ QUERIES = [
 @pytest.mark.parametrize("query", QUERIES)
 def test_sql_and_optimize_equal_parquet(spark, mixed, query):
     oracle = spark.sql(query.format(t="mixed_oracle"))
-    _same(carbon_ds.sql(spark, query.format(t="mixed_t")), oracle)
+    for df in _routes(spark, query.format(t="mixed_t")):
+        _same(df, oracle)
     _same(carbon_ds.optimize(spark.sql(query.format(t="mixed_t"))), oracle)
     with _conf(spark, **{CONF_NATIVE: "false"}):  # the data source path stays right too
-        _same(carbon_ds.sql(spark, query.format(t="mixed_t")), oracle)
+        for df in _routes(spark, query.format(t="mixed_t")):
+            _same(df, oracle)
 
 
 @pytest.mark.parametrize("columns,filter", [(None, None), (["s", "id"], "id >= 180 AND id < 920 AND k = 2"),
@@ -148,6 +169,30 @@ def test_external_segments_are_spark_file_scans_with_pushed_filters(spark, mixed
         assert _scans(carbon_ds.sql(spark, "SELECT id FROM mixed_t WHERE id > 5")) == []
 
 
+def test_plain_spark_sql_and_dataframes_scan_external_segments_with_spark(spark, mixed):
+    """With the extension, plain spark.sql and DataFrame calls over load() get the same union: Spark's
+    file scans with the query's columns and pushed filters, the carbondata part pruned by the extension."""
+    _extension(spark)
+    path, oracle_path = mixed
+    frames = [spark.sql("SELECT id, v FROM mixed_t WHERE id >= 500 AND id < 520"),
+              spark.read.format("carbondata").load(path).where("id >= 500 AND id < 520").select("id", "v")]
+    for df in frames:
+        scans = _scans(df)
+        assert {s.split()[1] for s in scans} == {"parquet", "orc", "csv", "json"}
+        parquet = next(s for s in scans if s.split()[1] == "parquet")
+        assert "GreaterThanOrEqual(id,500)" in parquet and "LessThan(id,520)" in parquet
+        assert "ReadSchema: struct<id:bigint,v:double>" in parquet
+        plan = df._jdf.queryExecution().executedPlan().toString()
+        assert "BatchScan carbondata[id#" in plan and ", s#" not in plan  # the carbondata part: id, v only
+        assert sorted(r.id for r in df.collect()) == list(range(500, 520))
+    # a DataFrame reused by two queries plans each afresh
+    df = spark.read.format("carbondata").load(path)
+    assert df.where("id < 250").count() == 250 and df.where("id >= 900").count() == 100
+    with _conf(spark, **{CONF_NATIVE: "false"}):
+        assert _scans(spark.sql("SELECT id FROM mixed_t WHERE id > 5")) == []
+        assert spark.sql("SELECT count(*) FROM mixed_t WHERE id > 5").collect()[0][0] == 994
+
+
 def test_join_statistics_include_external_files(spark, mixed):
     df = carbon_ds.sql(spark, "SELECT id, s FROM mixed_t WHERE id > 10")
     size = int(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes())
@@ -175,13 +220,14 @@ def test_hive_partitioned_external_folders(spark, tmp_path):
     with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
         for q in ("SELECT day, count(*), sum(id) FROM {t} GROUP BY day",
                   "SELECT id, s, day FROM {t} WHERE day = 1 AND id < 100"):
-            _same(carbon_ds.sql(spark, q.format(t="hive_t")), spark.sql(q.format(t="hive_oracle")))
-        df = carbon_ds.sql(spark, "SELECT id FROM hive_t WHERE day = 2")
-        scans = _scans(df)  # a filter on the partition value skips the other folders
-        assert len(scans) == 1
-        files = df.inputFiles()
-        assert files and all("/day=2/" in f for f in files)
-        assert sorted(r.id for r in df.collect()) == [i for i in range(300) if i % 3 == 2]
+            for df in _routes(spark, q.format(t="hive_t")):
+                _same(df, spark.sql(q.format(t="hive_oracle")))
+        for df in _routes(spark, "SELECT id FROM hive_t WHERE day = 2"):
+            scans = _scans(df)  # a filter on the partition value skips the other folders
+            assert len(scans) == 1
+            files = df.inputFiles()
+            assert files and all("/day=2/" in f for f in files)
+            assert sorted(r.id for r in df.collect()) == [i for i in range(300) if i % 3 == 2]
 
 
 def test_renamed_added_and_widened_columns(spark, tmp_path):
@@ -201,10 +247,12 @@ def test_renamed_added_and_widened_columns(spark, tmp_path):
     with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
         for q in ("SELECT * FROM {t}", "SELECT nm, q FROM {t} WHERE id > 5 AND nm <> 'y'",
                   "SELECT q, count(*) FROM {t} GROUP BY q"):
-            _same(carbon_ds.sql(spark, q.format(t="evo_mixed")), spark.sql(q.format(t="evo_oracle")))
+            for df in _routes(spark, q.format(t="evo_mixed")):
+                _same(df, spark.sql(q.format(t="evo_oracle")))
         _same(carbon_ds.read(spark, t.path, columns=["nm", "q"], filter="id >= 11"),
               spark.sql("SELECT nm, q FROM evo_oracle WHERE id >= 11"))
-        assert _scans(carbon_ds.sql(spark, "SELECT nm FROM evo_mixed"))
+        for df in _routes(spark, "SELECT nm FROM evo_mixed"):
+            assert _scans(df)
 
 
 def test_a_commit_after_planning_is_not_seen(spark, tmp_path):
@@ -217,13 +265,18 @@ def test_a_commit_after_planning_is_not_seen(spark, tmp_path):
     spark.read.format("carbondata").load(path).createOrReplaceTempView("snap_t")
     with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
         planned = [carbon_ds.sql(spark, "SELECT id FROM snap_t"), carbon_ds.read(spark, path, columns=["id"])]
+        if extension_active(spark):
+            plain = spark.sql("SELECT id FROM snap_t")
+            plain._jdf.queryExecution().executedPlan()  # planned (files listed) before the commits below
+            planned.append(plain)
         (tmp_path / "b").mkdir()
         pq.write_table(_rows(20, 30), tmp_path / "b" / "b.parquet")
         t.add_segment(str(tmp_path / "b"), format="parquet")
         carbon_ds.write_table(_rows(30, 40), path, mode="append")
         for df in planned:
             assert sorted(r.id for r in df.collect()) == list(range(20))
-        assert carbon_ds.sql(spark, "SELECT count(*) FROM snap_t").collect()[0][0] == 40
+        for df in _routes(spark, "SELECT count(*) FROM snap_t"):
+            assert df.collect()[0][0] == 40
 
 
 # ------------------------------------------------------------------------------------------ counts
@@ -278,9 +331,11 @@ def test_deleted_rows_and_deleted_segments_stay_deleted(spark, tmp_path):
     spark.read.format("carbondata").load(path).createOrReplaceTempView("del_t")
     want = list(range(5, 30))
     with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
-        assert sorted(r.id for r in carbon_ds.sql(spark, "SELECT id FROM del_t").collect()) == want
+        for df in _routes(spark, "SELECT id FROM del_t"):
+            assert sorted(r.id for r in df.collect()) == want
         assert sorted(r.id for r in carbon_ds.read(spark, path, columns=["id"]).collect()) == want
-        assert carbon_ds.sql(spark, "SELECT count(*) FROM del_t").collect()[0][0] == len(want)
+        for df in _routes(spark, "SELECT count(*) FROM del_t"):
+            assert df.collect()[0][0] == len(want)
     assert CarbonTable.open(path).count() == len(want)
 
 
@@ -295,7 +350,10 @@ def test_zone_less_parquet_timestamps_read_as_utc(spark, tmp_path):
     CarbonTable.open(path).add_segment(str(tmp_path / "pq"), format="parquet")
     want = carbon_ds.read_table(path).sort_by("id").column("ts").to_pylist()
     with _conf(spark, **{CONF_LOCAL_BYTES: "0", "spark.sql.session.timeZone": "America/New_York"}):
-        for df in (carbon_ds.read(spark, path), carbon_ds.read(spark, path, native=False)):
+        frames = [carbon_ds.read(spark, path), carbon_ds.read(spark, path, native=False)]
+        if extension_active(spark):
+            frames.append(spark.read.format("carbondata").load(path))
+        for df in frames:
             got = [r.ts for r in df.selectExpr("id", "CAST(unix_micros(ts) AS BIGINT) AS ts").orderBy("id").collect()]
             assert got == [int(w.timestamp() * 1_000_000) for w in want]
 
@@ -312,6 +370,6 @@ def test_negative_zero_in_external_segments_equals_zero(spark, tmp_path):
     spark.read.format("carbondata").load(path).createOrReplaceTempView("negzero_mixed")
     with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
         for where in ("v = 0.0", "v >= 0.0 AND v < 1.0", "v IN (0.0, 7.0)"):
-            rows = carbon_ds.sql(spark, f"SELECT id FROM negzero_mixed WHERE {where}").collect()
-            assert sorted(r.id for r in rows) == [2, 3], where
+            for df in _routes(spark, f"SELECT id FROM negzero_mixed WHERE {where}"):
+                assert sorted(r.id for r in df.collect()) == [2, 3], where
         assert sorted(r.id for r in carbon_ds.read(spark, path, filter="v = 0.0", native=True).collect()) == [2, 3]

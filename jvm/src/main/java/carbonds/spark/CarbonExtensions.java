@@ -18,6 +18,9 @@ import scala.runtime.BoxedUnit;
  * {@code carbondata} relation reads only what it needs, whoever built it (DataFrame calls, {@code spark.sql}
  * over views or tables, Spark Connect, the Thrift server).
  *
+ * <p>An operator-optimization rule ({@link NativeUnion}) reads the external segments of mixed tables with
+ * Spark's own file scans, unioned with the carbondata segments' read, before Spark prunes and pushes down.
+ *
  * <p>A post-hoc resolution rule ({@link CarbonCatalogTables}) makes carbondata tables of Spark's session
  * catalog readable and writable, and the parser ({@link StoredAsParser}) takes CarbonData's
  * {@code CREATE TABLE ... STORED AS carbondata} as {@code USING carbondata}.
@@ -25,6 +28,12 @@ import scala.runtime.BoxedUnit;
 public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
     @Override
     public BoxedUnit apply(SparkSessionExtensions extensions) {
+        extensions.injectOptimizerRule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+            @Override
+            public Rule<LogicalPlan> apply(SparkSession session) {
+                return new NativeUnion(session);
+            }
+        });
         extensions.injectPreCBORule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
             @Override
             public Rule<LogicalPlan> apply(SparkSession session) {

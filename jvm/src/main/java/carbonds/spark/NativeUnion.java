@@ -1,0 +1,282 @@
+package carbonds.spark;
+
+import java.io.InputStream;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.Dataset;
+import org.apache.spark.sql.Row;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Union;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+import scala.Option;
+
+/**
+ * Reads the external segments of a mixed table (ADD SEGMENT Parquet / ORC / CSV / JSON folders) with
+ * Spark's own file scans: each {@code carbondata} relation of a table that has such segments becomes the
+ * union of the {@code carbondata} read of its carbondata segments and one Spark scan per set of external
+ * files read alike, each projected to the table's columns.
+ *
+ * <p>The rule runs inside the optimizer's operator batch, so Spark's own rules then prune the union's
+ * columns into every scan, push the query's filters into each child (row-group and stripe pruning) and
+ * fold the literal partition columns (a folder whose value cannot match is never read); the carbondata
+ * child is pruned afterwards by {@link PruneCarbonRelations} like any relation. The table's files are
+ * listed once per optimization, so every query reads the snapshot it planned and a plan Spark keeps
+ * (a DataFrame, a view) sees later commits.
+ *
+ * <p>Which files and how to project them is the Python side's (carbon_ds.spark.native_read.describe):
+ * asked through the data source's schema call, the one value a planner call hands the JVM. The Spark schema
+ * of each set of files is inferred here once (a footer read) and handed back in later questions. The conf
+ * {@code carbon_ds.spark.nativeExternal=false} turns the rule off: the data source then reads every segment.
+ */
+final class NativeUnion extends Rule<LogicalPlan> {
+    static final String EXPANDED = "carbon_ds.expanded";
+    static final String PLAN = "carbon_ds.native_plan";
+    static final String CONF_NATIVE = "carbon_ds.spark.nativeExternal";
+    // tablestatus fileFormat values of the formats the carbondata source reads itself
+    private static final Set<String> OWN_FORMATS = Set.of("columnar_v3", "carbondata", "row_v1");
+    private static final Set<String> READABLE = Set.of("Success", "Marked for Update", "Partial Success");
+    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final int KNOWN_TABLES = 64;
+    // table path -> {files key -> Spark's schema of those files}; the keys of the latest plan of each table
+    private static final Map<String, Map<String, StructType>> KNOWN = Collections.synchronizedMap(
+            new LinkedHashMap<>(16, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, Map<String, StructType>> eldest) {
+                    return size() > KNOWN_TABLES;
+                }
+            });
+
+    private final SparkSession session;
+
+    NativeUnion(SparkSession session) {
+        this.session = session;
+    }
+
+    static boolean enabled() {
+        return PruneCarbonRelations.enabled()
+                && "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_NATIVE, "true").trim());
+    }
+
+    @Override
+    public LogicalPlan apply(LogicalPlan plan) {
+        return enabled() ? expand(plan) : plan;
+    }
+
+    private LogicalPlan expand(LogicalPlan node) {
+        DataSourceV2Relation rel = PruneCarbonRelations.candidate(node);
+        if (rel != null) {
+            return rel.options().containsKey(EXPANDED) ? rel : union(rel);
+        }
+        List<LogicalPlan> children = PruneCarbonRelations.list(node.children());
+        if (children.isEmpty()) {
+            return node;
+        }
+        List<LogicalPlan> updated = new ArrayList<>(children.size());
+        boolean changed = false;
+        for (LogicalPlan child : children) {
+            LogicalPlan next = expand(child);
+            changed |= next != child;
+            updated.add(next);
+        }
+        return changed ? node.withNewChildren(PruneCarbonRelations.seq(updated)) : node;
+    }
+
+    /** The relation as the union of its parts, or the relation marked as needing none. */
+    private LogicalPlan union(DataSourceV2Relation rel) {
+        String path = rel.options().get("path");
+        List<AttributeReference> output = PruneCarbonRelations.list(rel.output());
+        if (path == null || output.isEmpty() || !hasExternal(session.sparkContext().hadoopConfiguration(), path)) {
+            return withOptions(rel, Map.of(EXPANDED, "none"));
+        }
+        StructField[] fields = new StructField[output.size()];
+        for (int i = 0; i < fields.length; i++) {
+            AttributeReference a = output.get(i);
+            fields[i] = new StructField(a.name(), a.dataType(), a.nullable(), a.metadata());
+        }
+        StructType declared = new StructType(fields);
+        try {
+            JsonNode plan = ask(rel, path, declared);
+            if (plan != null && missingSchemas(plan, path)) {
+                plan = ask(rel, path, declared);
+            }
+            if (plan == null || missingSchemas(plan, path)) {
+                return withOptions(rel, Map.of(EXPANDED, "none"));
+            }
+            return build(rel, output, plan);
+        } catch (RuntimeException | java.io.IOException e) {
+            // the data source reads every segment itself, and reports a real problem with the table there
+            logWarning(() -> "carbon-ds: external segments of " + path + " read through the data source: " + e);
+            return withOptions(rel, Map.of(EXPANDED, "none"));
+        }
+    }
+
+    /** Whether the table's tablestatus lists a readable segment in a format the data source does not own. */
+    static boolean hasExternal(Configuration conf, String path) {
+        try {
+            Path status = new Path(new Path(path, "Metadata"), "tablestatus");
+            FileSystem fs = status.getFileSystem(conf);
+            if (!fs.exists(status)) {
+                return false;
+            }
+            JsonNode entries;
+            try (InputStream in = fs.open(status)) {
+                entries = JSON.readTree(in);
+            }
+            for (JsonNode e : entries) {
+                String format = e.path("fileFormat").asText("columnar_v3").toLowerCase(java.util.Locale.ROOT);
+                boolean visible = !"false".equalsIgnoreCase(e.path("visibility").asText("true"));
+                if (visible && READABLE.contains(e.path("loadStatus").asText("")) && !OWN_FORMATS.contains(format)) {
+                    return true;
+                }
+            }
+            return false;
+        } catch (Exception e) {
+            return false;  // a versioned or unreadable status: the data source reads it and says what is wrong
+        }
+    }
+
+    /** The Python side's plan (native_read.describe) of this relation, or null when there is nothing to union. */
+    private JsonNode ask(DataSourceV2Relation rel, String path, StructType declared) throws java.io.IOException {
+        ObjectNode request = JSON.createObjectNode();
+        request.set("declared", JSON.readTree(declared.json()));
+        ObjectNode known = request.putObject("known");
+        Map<String, StructType> schemas = KNOWN.get(path);
+        if (schemas != null) {
+            synchronized (schemas) {
+                for (Map.Entry<String, StructType> e : schemas.entrySet()) {
+                    known.set(e.getKey(), JSON.readTree(e.getValue().json()));
+                }
+            }
+        }
+        Map<String, String> options = new HashMap<>(rel.options().asCaseSensitiveMap());
+        options.put(PLAN, JSON.writeValueAsString(request));
+        PythonDataSourceV2 source = new PythonDataSourceV2();
+        source.setShortName(((PythonTable) rel.table()).name());
+        StructType answer = source.inferSchema(new CaseInsensitiveStringMap(options));
+        JsonNode plan = JSON.readTree(answer.fields()[0].metadata().getString(PLAN));
+        return plan == null || plan.isNull() ? null : plan;
+    }
+
+    /** Infers Spark's schema of each set of files the plan has no select list for; whether there was one. */
+    private boolean missingSchemas(JsonNode plan, String path) {
+        Map<String, StructType> fresh = Collections.synchronizedMap(new HashMap<>());
+        boolean missing = false;
+        Map<String, StructType> old = KNOWN.getOrDefault(path, Map.of());
+        for (JsonNode group : plan.path("groups")) {
+            String key = group.path("key").asText();
+            StructType schema = old.get(key);
+            if (!group.has("select")) {
+                missing = true;
+                if (schema == null) {
+                    schema = reader(group).load(paths(group)).schema();
+                }
+            }
+            if (schema != null) {
+                fresh.put(key, schema);
+            }
+        }
+        KNOWN.put(path, fresh);
+        return missing;
+    }
+
+    private org.apache.spark.sql.DataFrameReader reader(JsonNode group) {
+        Map<String, String> options = new HashMap<>();
+        group.path("options").fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
+        return session.read().format(group.path("format").asText()).options(options);
+    }
+
+    private static String[] paths(JsonNode group) {
+        List<String> out = new ArrayList<>();
+        group.path("paths").forEach(p -> out.add(p.asText()));
+        return out.toArray(new String[0]);
+    }
+
+    private LogicalPlan build(DataSourceV2Relation rel, List<AttributeReference> output, JsonNode plan) {
+        Map<String, StructType> schemas = KNOWN.getOrDefault(rel.options().get("path"), Map.of());
+        List<LogicalPlan> children = new ArrayList<>();
+        List<String> carbon = new ArrayList<>();
+        plan.path("carbon_segments").forEach(s -> carbon.add(s.asText()));
+        if (!carbon.isEmpty()) {
+            DataSourceV2Relation part = withOptions(rel, Map.of(EXPANDED, "true", "segments", String.join(",", carbon)));
+            // a new source instance: the relation's own caches the Python data source made without the segments
+            PythonDataSourceV2 source = new PythonDataSourceV2();
+            String name = ((PythonTable) rel.table()).name();
+            source.setShortName(name);
+            Object[] args = PruneCarbonRelations.args(part);
+            for (int i = 0; i < args.length; i++) {
+                if (args[i] instanceof org.apache.spark.sql.connector.catalog.Table) {
+                    args[i] = new PythonTable(source, name, rel.schema());
+                }
+            }
+            children.add((LogicalPlan) part.makeCopy(args));
+        }
+        for (JsonNode group : plan.path("groups")) {
+            List<String> select = new ArrayList<>();
+            group.path("select").forEach(s -> select.add(s.asText()));
+            Dataset<Row> df = reader(group).schema(schemas.get(group.path("key").asText())).load(paths(group))
+                    .selectExpr(select.toArray(new String[0]));
+            // optimized on its own first: the analysis-finishing rules (current_timezone() and the
+            // replaceable functions such as to_date) ran before this rule in the query's optimizer
+            children.add(df.queryExecution().optimizedPlan());
+        }
+        if (carbon.isEmpty()) {
+            // the union's output is its first child's: give that child the relation's attributes
+            children.set(0, renamed(children.get(0), output));
+        }
+        return children.size() == 1 ? children.get(0) : new Union(PruneCarbonRelations.seq(children), false, false);
+    }
+
+    /** {@code plan} with its output renamed to {@code attrs} (same names, types and expression ids). */
+    private static LogicalPlan renamed(LogicalPlan plan, List<AttributeReference> attrs) {
+        List<Attribute> have = PruneCarbonRelations.list(plan.output());
+        List<NamedExpression> list = new ArrayList<>();
+        for (int i = 0; i < attrs.size(); i++) {
+            AttributeReference a = attrs.get(i);
+            list.add(new Alias(have.get(i), a.name(), a.exprId(), a.qualifier(), Option.empty(),
+                    PruneCarbonRelations.seq(List.of())));
+        }
+        return new Project(PruneCarbonRelations.seq(list), plan);
+    }
+
+    private static DataSourceV2Relation withOptions(DataSourceV2Relation rel, Map<String, String> extra) {
+        Map<String, String> options = new LinkedHashMap<>(rel.options().asCaseSensitiveMap());
+        for (String key : extra.keySet()) {
+            options.keySet().removeIf(k -> k.equalsIgnoreCase(key));
+        }
+        options.putAll(extra);
+        Object[] args = PruneCarbonRelations.args(rel);
+        for (int i = 0; i < args.length; i++) {
+            if (args[i] instanceof CaseInsensitiveStringMap) {
+                args[i] = new CaseInsensitiveStringMap(options);
+            }
+        }
+        return (DataSourceV2Relation) rel.makeCopy(args);
+    }
+}
