@@ -140,26 +140,40 @@ class CarbonReader(DataSourceReader):
         # Names in the source's spelling; a user-given schema may be any subset, any case.
         data_names = [n for n in self.target.names if not (self.positions and n in POSITION_NAMES)]
         self.columns = resolve_columns(self.source_schema, data_names, f"carbondata source {path}")
-        self.unscaled = self._unscaled(options.get(UNSCALED_OPTION))
+        self.unscaled, self.unscaled_types = self._unscaled(options.get(UNSCALED_OPTION))
         if self.segments and not self.is_table:
             raise CarbonOptionError(f"option segments={self.segments!r} needs a table, {path} has no Metadata/schema")
         self._option_expr()  # a bad filter fails at planning time, naming the option
 
-    def _unscaled(self, text: str | None) -> list[str]:
+    def _unscaled(self, text: str | None) -> tuple[list[str], dict[str, pa.DataType]]:
         """The columns of option ``unscaled_decimals``: decimals of at most 18 digits that this relation
-        declares as bigint and that reach Spark as their unscaled values (see conform.unscaled_decimals)."""
-        names = split_list(text)
+        declares as bigint and that reach Spark as their unscaled values (see conform.unscaled_decimals).
+        An entry ``name:precision:scale`` (the Spark extension's form) names the decimal Spark rebuilds, which
+        the column is cast to first ({lower name: that decimal}); a bare name means the table's own type."""
+        entries = [e.split(":") for e in split_list(text)]
+        if any(len(e) not in (1, 3) for e in entries):
+            raise CarbonOptionError(f"option {UNSCALED_OPTION}={text!r}: expected name or name:precision:scale "
+                                    "entries separated by commas")
         declared = {f.name.lower(): f.type for f in self.target}
-        out = resolve_columns(self.source_schema, names, f"option {UNSCALED_OPTION}") if names else []
-        for name in out:
+        out = resolve_columns(self.source_schema, [e[0] for e in entries], f"option {UNSCALED_OPTION}") if entries \
+            else []
+        types: dict[str, pa.DataType] = {}
+        for name, entry in zip(out, entries, strict=True):
             t = self.source_schema.field(name).type
+            if len(entry) == 3:
+                try:
+                    t = pa.decimal128(int(entry[1]), int(entry[2]))
+                except (ValueError, TypeError):
+                    raise CarbonOptionError(f"option {UNSCALED_OPTION}: {':'.join(entry)!r} is no decimal "
+                                            "precision and scale") from None
+                types[name.lower()] = t
             if not has_unscaled_form(t):
                 raise CarbonOptionError(f"option {UNSCALED_OPTION}: column {name!r} is {t}; expected a decimal of "
                                         f"at most {UNSCALED_MAX_PRECISION} digits")
             if declared.get(name.lower()) != pa.int64():
                 raise CarbonOptionError(f"option {UNSCALED_OPTION}: column {name!r} must be declared bigint in the "
                                         f"schema, found {declared.get(name.lower(), 'no such declared column')}")
-        return out
+        return out, types
 
     def _option_expr(self):
         try:
@@ -269,7 +283,7 @@ class CarbonReader(DataSourceReader):
         for table in tables:
             if self.target.names:
                 # once per unit, before slicing: casts run on whole columns
-                table = conform(unscaled_decimals(table, self.unscaled), self.target)
+                table = conform(unscaled_decimals(table, self.unscaled, self.unscaled_types), self.target)
             if table.num_columns and table.column(0).num_chunks > 1:
                 table = table.combine_chunks()  # a filtered unit comes in many small pieces
             for b in table.to_batches(max_chunksize=SPARK_BATCH_ROWS):

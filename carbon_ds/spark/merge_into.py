@@ -25,10 +25,21 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.ops.delete_update import DEFAULT_DELTA_THRESHOLD
-from carbon_ds.table.ops.upsert import MergeMetrics, commit_merge
+from carbon_ds.table.ops.upsert import MergeMetrics, TableMerger, commit_merge
 from carbon_ds.table.read.task_reader import POSITION_FIELDS, POSITION_NAMES
 
 ACTION = "__merge_action"
+CONF_DRIVER_ROWS = "carbon_ds.merge.driverJoinRows"
+"""Spark conf: a MERGE whose ON is an equality of key columns and whose clauses are unconditional ``UPDATE SET
+*`` / ``DELETE`` / ``INSERT *`` collects a source of at most this many rows and joins it in pyarrow beside
+the target's key column (carbon_ds.table.ops.upsert), instead of reading the target's rows into Spark;
+0 turns that off."""
+DEFAULT_DRIVER_ROWS = 2_000_000
+# key types whose equality is the same in Spark and in pyarrow's join (floats are not: Spark's join keys
+# make -0.0 equal 0.0 and NaN equal NaN)
+_DRIVER_KEY_TYPES = (pa.types.is_integer, pa.types.is_string, pa.types.is_large_string, pa.types.is_date,
+                     pa.types.is_decimal, pa.types.is_timestamp, pa.types.is_boolean, pa.types.is_binary)
+_EQUALITY = re.compile(r"\s*`?(\w+)`?\s*\.\s*`?(\w+)`?\s*=\s*`?(\w+)`?\s*\.\s*`?(\w+)`?\s*")
 
 
 def _q(alias: str, name: str):
@@ -61,6 +72,66 @@ def _target_columns(schema: pa.Schema, on: str, clauses: list[MergeClause]) -> l
     return [n for n in schema.names if n.lower() in words] or [schema.names[0]]
 
 
+def _equi_keys(on: str, target_alias: str, source_alias: str) -> dict[str, str] | None:
+    """``{target column: source column}`` when ``on`` is an AND of ``target.x = source.y`` equalities."""
+    keys: dict[str, str] = {}
+    for part in re.split(r"(?i)\s+AND\s+", on.strip()):
+        m = _EQUALITY.fullmatch(part)
+        if m is None:
+            return None
+        a1, c1, a2, c2 = m.groups()
+        if (a1.lower(), a2.lower()) == (target_alias.lower(), source_alias.lower()):
+            keys[c1] = c2
+        elif (a1.lower(), a2.lower()) == (source_alias.lower(), target_alias.lower()):
+            keys[c2] = c1
+        else:
+            return None
+    return keys or None
+
+
+def _driver_merge(spark: Any, table: TableHandle, source_df: Any, on: str, clauses: list[MergeClause],
+                  target_alias: str, source_alias: str, threshold: int, lock_timeout: float) -> MergeMetrics | None:
+    """The MERGE joined in pyarrow (CONF_DRIVER_ROWS), or None when it does not qualify: its source has more
+    rows, its ON or clauses need Spark SQL, or a key or written column's type differs between source and
+    target (Spark would cast it)."""
+    text = str(spark.conf.get(CONF_DRIVER_ROWS, str(DEFAULT_DRIVER_ROWS))).strip()
+    try:
+        limit = int(text or 0)
+    except ValueError:
+        raise CarbonOptionError(f"spark conf {CONF_DRIVER_ROWS} must be a number of rows, found {text!r}") from None
+    keys = _equi_keys(on, target_alias, source_alias)
+    if limit <= 0 or keys is None or any(c.condition is not None or c.sets is not None for c in clauses):
+        return None
+    schema = table.schema
+    by_lower = {n.lower(): n for n in schema.names}
+    source_types = {f.name.lower(): f.dataType for f in source_df.schema.fields}
+    if any(t.lower() not in by_lower or s.lower() not in source_types for t, s in keys.items()):
+        return None  # the Spark path names what is missing
+    for t, s in keys.items():
+        f = schema.field(by_lower[t.lower()])
+        if not any(kind(f.type) for kind in _DRIVER_KEY_TYPES) or source_types[s.lower()] != _spark_type(f.type):
+            return None
+    if any(c.action != "delete" for c in clauses) and any(
+            source_types.get(f.name.lower()) != _spark_type(f.type) for f in schema):
+        return None
+    rows = source_df.limit(limit + 1).toArrow()
+    if rows.num_rows > limit:
+        return None
+    merger = TableMerger(table, rows, on={by_lower[t.lower()]: s for t, s in keys.items()},
+                         source_alias=source_alias, target_alias=target_alias, threshold=threshold,
+                         lock_timeout=lock_timeout)
+    for c in clauses:
+        if c.matched:
+            merger.when_matched_delete() if c.action == "delete" else merger.when_matched_update_all()
+        else:
+            merger.when_not_matched_insert_all()
+    return merger.execute()
+
+
+def _spark_type(t: pa.DataType):
+    return from_arrow_type(t)
+
+
 def spark_merge(spark: Any, table: TableHandle, source_df: Any, on: str, clauses: list[MergeClause],
                 target_alias: str = "target", source_alias: str = "source",
                 threshold: int = DEFAULT_DELTA_THRESHOLD, lock_timeout: float = 0.0) -> MergeMetrics:
@@ -77,6 +148,10 @@ def spark_merge(spark: Any, table: TableHandle, source_df: Any, on: str, clauses
     for c in clauses:
         if c.sets is not None:
             resolve_columns(schema, [col for col, _ in c.sets], f"{where}: SET / INSERT columns")
+    driver = _driver_merge(spark, table, source_df, on, clauses, target_alias, source_alias, threshold,
+                           lock_timeout)
+    if driver is not None:
+        return driver
     source_cols = {n.lower(): n for n in source_df.columns}
     matched = [c for c in clauses if c.matched]
     inserts = [c for c in clauses if not c.matched]

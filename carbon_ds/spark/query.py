@@ -41,6 +41,7 @@ from carbon_ds.errors import CarbonError
 from carbon_ds.spark.catalyst import field_kind, jvm_class, node_name, scala_object, to_list
 from carbon_ds.spark.datasource import UNSCALED_OPTION
 from carbon_ds.spark.direct import direct_enabled, direct_frame
+from carbon_ds.spark.extension import extension_active
 from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame, local_limit
 from carbon_ds.spark.native_read import MixedPlan, mixed_of, union_frame
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
@@ -193,6 +194,14 @@ def _skip_mode(spark: Any, plan: Any) -> Any:
     return spark._jsparkSession.sessionState().executePlan(plan, skip)
 
 
+def _optimized(spark: Any, qe: Any) -> Any:
+    """Spark's optimized plan of ``qe``; with the Spark extension on, as Spark's own rules alone make it (its
+    local reads, integer decimals and unions would hide the relations matched below)."""
+    if extension_active(spark):
+        return jvm_class(spark._jvm, "carbonds.spark.PruneCarbonRelations").optimizedWithoutRules(qe)
+    return qe.optimizedPlan()
+
+
 def _analyze(spark: Any, qe: Any) -> _Analysis:
     analyzed = qe.analyzed()
     root = node_name(analyzed)
@@ -204,7 +213,7 @@ def _analyze(spark: Any, qe: Any) -> _Analysis:
     if not out.relations:
         out.reason = "no carbondata relation"
         return out
-    walk = scans_of(qe.optimizedPlan())
+    walk = scans_of(_optimized(spark, qe))
     if walk.cached:
         # the cache matches the original relations only: a rewrite would read the table again
         out.reason = "the plan reads cached data"
@@ -319,13 +328,20 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
     sizing = joins and str(spark.conf.get(CONF_STATISTICS, "true")).strip().lower() == "true"
     # a local relation has other partitions: a non-deterministic expression would see other rows together
     try_local = not keep_partitions and not read.long_in and local_limit(spark) > 0
+    mixed = mixed_of(spark, read.path, segments)
+    native = mixed is not None and _table_columns(read, fields)
+    if native and try_local:
+        # estimating a mixed read opens every external file's footer: only worth it when even all of the
+        # external bytes, scaled to the columns read, would make a local relation
+        external = sum(sum(sizes) for _ref, _paths, sizes in mixed.external)
+        try_local = external * row_width(fields) // max(1, row_width(rel.fields)) <= local_limit(spark)
     # the stored bytes and rows the pruned read touches, read once for both decisions
-    estimate = scan_estimate(read.path, read.filter, segments) if read.columns and (try_local or sizing) else (0, 0)
+    wanted = try_local or sizing and not native
+    estimate = scan_estimate(read.path, read.filter, segments) if read.columns and wanted else (0, 0)
     local = _local(spark, rel, read, fields, estimate) if try_local else None
     if local is not None:
         return local, {}
-    mixed = mixed_of(spark, read.path, segments)
-    if mixed is not None and _table_columns(read, fields):
+    if native:
         return _native(spark, rel, read, fields, mixed, sizing), {}
     unscaled = _unscaled(read.path, fields)
     declared = StructType.fromJson({"type": "struct", "fields": [

@@ -25,6 +25,7 @@ from carbon_ds.spark.extension import extension_active, jar_path
 pytestmark = pytest.mark.spark
 
 ENABLED = "carbon_ds.extension.enabled"
+LOCAL_BYTES = "carbon_ds.sql.localRelationBytes"
 ROWS = 3000  # three loads of 1,000 rows sorted on id: three files of one blocklet each
 
 
@@ -50,8 +51,13 @@ def emp(spark, tmp_path_factory):
         carbon_ds.write_table(part, path, sort_columns="id")
         parts.append(part)
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ext_emp USING carbondata OPTIONS (path '{path}')")
-    yield path, pa.concat_tables(parts)
-    spark.catalog.dropTempView("ext_emp")
+    # these tests look at the pruned relations: no small read becomes a local relation (test_small_reads_...)
+    spark.conf.set(LOCAL_BYTES, "0")
+    try:
+        yield path, pa.concat_tables(parts)
+    finally:
+        spark.conf.unset(LOCAL_BYTES)
+        spark.catalog.dropTempView("ext_emp")
 
 
 @contextlib.contextmanager
@@ -66,12 +72,18 @@ def _rule_off(spark):
 def _reads(df) -> list[tuple[list[str], str | None]]:
     """(declared columns, filter option) of each carbondata relation Spark will run for ``df``."""
     jvm = df.sparkSession._jvm
-    out, stack = [], [df._jdf.queryExecution().optimizedPlan()]
+    return [([str(a.name()) for a in to_list(rel.output())], relation_options(jvm, rel).get("filter"))
+            for rel in _relations(df._jdf.queryExecution().optimizedPlan())]
+
+
+def _relations(plan) -> list:
+    """The carbondata relations of an optimized plan."""
+    out, stack = [], [plan]
     while stack:
         node = stack.pop()
         rel = carbon_relation(node, node_name(node))
         if rel is not None:
-            out.append(([str(a.name()) for a in to_list(rel.output())], relation_options(jvm, rel).get("filter")))
+            out.append(rel)
             continue
         stack.extend(to_list(node.children()))
         stack.extend(to_list(node.subqueries()))
@@ -121,7 +133,7 @@ def test_reused_dataframe_never_loses_rows(spark, emp):
 
 def test_count_star_reads_no_column(spark, emp):
     df = spark.sql("SELECT count(*) FROM ext_emp")
-    assert _reads(df) == [([], None)]  # counted from the index files
+    assert _reads(df) == [([], None)]  # read as rows only
     assert df.first()[0] == ROWS
     df = spark.sql("SELECT count(*) FROM ext_emp WHERE id >= 2500")
     ((columns, text),) = _reads(df)
@@ -169,6 +181,45 @@ def test_translated_filters(spark, emp):
     assert parts("SELECT id FROM ext_emp WHERE rand() < 0.5 AND id = 3") == set()
 
 
+def test_decimals_travel_unscaled_and_equal_pyarrow(spark, emp, tmp_path):
+    """Decimals of at most 18 digits reach Spark as their unscaled bigint and are rebuilt by MakeDecimal
+    (values from pyarrow's decimal128: 12.34 in a decimal(15,2) is the unscaled 1234); a user schema of
+    another scale gets the value cast to its own decimal first; 38-digit decimals stay decimals."""
+    from decimal import Decimal
+
+    path = str(tmp_path / "dec")
+    vals = [Decimal("12.34"), Decimal("-0.05"), None, Decimal("9999999999999.99"), Decimal("-9999999999999.99")]
+    big = [Decimal("12345678901234567890.123456"), None, Decimal("-1.000001"), Decimal("0"), Decimal("1")]
+    data = pa.table({"id": pa.array(range(5), pa.int64()), "d": pa.array(vals, pa.decimal128(15, 2)),
+                     "b": pa.array(big, pa.decimal128(38, 6))})
+    carbon_ds.write_table(data, path)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ext_dec USING carbondata OPTIONS (path '{path}')")
+    df = spark.sql("SELECT id, d, b FROM ext_dec WHERE d < 100 OR d IS NULL")
+    plan = df._jdf.queryExecution().optimizedPlan()
+    assert "MakeDecimal(d#" in plan.toString()
+    rel = next(r for r in _relations(plan))
+    assert relation_options(spark._jvm, rel).get("unscaled_decimals") == "d:15:2"
+    assert [str(a.dataType().simpleString()) for a in to_list(rel.output())] == ["bigint", "bigint", "decimal(38,6)"]
+    assert sorted((r.id, r.d, r.b) for r in df.collect()) == [
+        (i, vals[i], big[i]) for i in range(5) if vals[i] is None or vals[i] < 100]
+    assert spark.sql("SELECT sum(d), min(d), max(d) FROM ext_dec").first() == (
+        Decimal("12.29"), Decimal("-9999999999999.99"), Decimal("9999999999999.99"))
+    # a user schema of another decimal: each value cast to it, as the data source casts without the rule
+    schema = "id BIGINT, d DECIMAL(16, 3)"
+    got = spark.read.format("carbondata").schema(schema).load(path).where("d > 0").collect()
+    assert sorted((r.id, r.d) for r in got) == [(0, Decimal("12.340")), (3, Decimal("9999999999999.990"))]
+    with _rule_off(spark):
+        assert sorted(spark.read.format("carbondata").schema(schema).load(path).where("d > 0").collect()) == \
+            sorted(got)
+    spark.conf.set("carbon_ds.extension.unscaledDecimals", "false")
+    try:
+        plain = spark.sql("SELECT id, d FROM ext_dec")
+        assert "MakeDecimal" not in plain._jdf.queryExecution().optimizedPlan().toString()
+        assert sorted((r.id, r.d) for r in plain.collect()) == [(i, vals[i]) for i in range(5)]
+    finally:
+        spark.conf.unset("carbon_ds.extension.unscaledDecimals")
+
+
 def test_writes_and_deletes_keep_their_relations(spark, emp, tmp_path):
     path = str(tmp_path / "copy")
     spark.sql("SELECT id, dept FROM ext_emp WHERE id < 100").write.format("carbondata").mode("append").save(path)
@@ -198,6 +249,44 @@ def test_small_side_is_broadcast(spark, emp, tmp_path):
         _same(spark, lambda: spark.sql(q))
     finally:
         spark.catalog.dropTempView("ext_dept")
+
+
+def test_carbon_ds_sql_reads_spark_own_optimized_plan(spark, emp, tmp_path):
+    """carbon_ds.sql matches its relations to the occurrences of Spark's optimized plan by expression ids; the
+    extension's integer decimals and unions rename or hide occurrences, so carbon_ds.sql must read the plan
+    Spark's rules alone make (found by the differential check, seed 20251125 query 168, with a rule that
+    replaced small reads by local relations: a CTE read twice beside one read once, one occurrence hidden and
+    another's columns used for it)."""
+    from decimal import Decimal
+
+    from carbon_ds.spark.catalyst import scala_object
+    from carbon_ds.spark.query import _optimized
+
+    path = str(tmp_path / "cte")
+    carbon_ds.write_table(pa.table({"id": pa.array(range(400), pa.int64()),
+                                    "tag": [("zz", "aa", "bb")[i % 3] for i in range(400)],
+                                    "m": pa.array([Decimal(i) / 4 for i in range(400)], pa.decimal128(10, 2))}), path)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ext_cte USING carbondata OPTIONS (path '{path}')")
+    spark.conf.set(LOCAL_BYTES, "0")  # carbon_ds.sql's own local relations would read the table before Spark
+    q = "SELECT tag, sum(m) FROM ext_cte WHERE id < 10 GROUP BY tag UNION ALL SELECT tag, m FROM ext_cte WHERE id > 5"
+    skip = scala_object(spark._jvm, "org.apache.spark.sql.execution.CommandExecutionMode$").SKIP()
+
+    def own() -> str:
+        qe = spark._jsparkSession.sessionState().executePlan(spark.sql(q)._jdf.queryExecution().logical(), skip)
+        return _optimized(spark, qe).toString()
+
+    with _rule_off(spark):
+        want = sorted(spark.sql(q).collect(), key=repr)
+    try:
+        assert "MakeDecimal" in spark.sql(q)._jdf.queryExecution().optimizedPlan().toString()
+        plan = own()
+        assert "MakeDecimal" not in plan and plan.count("RelationV2") == 2
+        assert sorted(carbon_ds.sql(spark, q).collect(), key=repr) == want
+        # the rules are on again for the next query on this thread
+        assert "MakeDecimal" in spark.sql(q)._jdf.queryExecution().optimizedPlan().toString()
+    finally:
+        spark.conf.set(LOCAL_BYTES, "0")
+        spark.catalog.dropTempView("ext_cte")
 
 
 def test_size_estimate_follows_tablestatus(spark, emp):

@@ -1,5 +1,6 @@
-"""MERGE INTO through carbon_ds.sql (the join in Spark, carbon_ds.spark.merge_into), against DuckDB's own
-MERGE INTO on copies of the same rows."""
+"""MERGE INTO through carbon_ds.sql (the join in Spark, or for a plain key equality with unconditional
+UPDATE SET * / DELETE / INSERT * and a small source, in pyarrow: carbon_ds.spark.merge_into), against DuckDB's
+own MERGE INTO on copies of the same rows."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ import pytest
 import carbon_ds
 from carbon_ds.ddl.statement_parser import MergeInto, parse
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
-from carbon_ds.spark import catalog
+from carbon_ds.spark import catalog, merge_into
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("s", pa.string()), ("p", pa.int32())])
 COLS = ["id", "v", "s", "p"]
@@ -47,9 +48,31 @@ CASES = [
 ]
 
 
+@pytest.fixture
+def join_in(spark, request, monkeypatch):
+    """Where the MERGE joins: "pyarrow" (the default route for the statements that qualify) or "spark"
+    (carbon_ds.merge.driverJoinRows=0); yields the list of statements the pyarrow route took."""
+    taken: list[bool] = []
+    real = merge_into._driver_merge
+
+    def spy(*args, **kwargs):
+        got = real(*args, **kwargs)
+        taken.append(got is not None)
+        return got
+
+    monkeypatch.setattr(merge_into, "_driver_merge", spy)
+    if request.param == "spark":
+        spark.conf.set(merge_into.CONF_DRIVER_ROWS, "0")
+    try:
+        yield request.param, taken
+    finally:
+        spark.conf.unset(merge_into.CONF_DRIVER_ROWS)
+
+
+@pytest.mark.parametrize("join_in", ["pyarrow", "spark"], indirect=True)
 @pytest.mark.parametrize("partitioned", [False, True])
 @pytest.mark.parametrize("case", range(len(CASES)))
-def test_sql_merge_matches_duckdb(spark, partitioned, case):
+def test_sql_merge_matches_duckdb(spark, partitioned, case, join_in):
     ours, theirs = CASES[case]
     rng = random.Random(case * 2 + partitioned)
     before = _rows(list(range(60)) + [None], rng)
@@ -78,6 +101,9 @@ def test_sql_merge_matches_duckdb(spark, partitioned, case):
     through_spark = spark.sql(f"SELECT id, v, s, p FROM {name}").collect()
     assert _sorted(through_spark) == _sorted(want)
     assert out.num_affected_rows == out.num_updated_rows + out.num_deleted_rows + out.num_inserted_rows > 0
+    where, taken = join_in
+    # the unconditional * and DELETE cases qualify for the pyarrow join; conditions and SET lists need Spark SQL
+    assert taken == [where == "pyarrow" and case in (0, 2)]
 
 
 def test_sql_merge_query_source_and_duplicate_error(spark):
@@ -92,6 +118,11 @@ def test_sql_merge_query_source_and_duplicate_error(spark):
     with pytest.raises(CarbonTableError, match="id=3 is matched by 2 source rows"):
         carbon_ds.sql(spark, "MERGE INTO mrg_q t USING (SELECT * FROM VALUES (3, 1), (3, 2) AS x(id, v)) s "
                              "ON t.id = s.id WHEN MATCHED THEN UPDATE SET v = s.v")
+    assert sorted(spark.sql("SELECT id, v FROM mrg_q").collect()) == [(1, 10), (2, 100), (3, 30), (4, 200)]
+    # the same through the pyarrow join (bigint keys and values, UPDATE SET *): the same error, nothing changed
+    with pytest.raises(CarbonTableError, match="id=3 is matched by 2 source rows"):
+        carbon_ds.sql(spark, "MERGE INTO mrg_q t USING (SELECT CAST(id AS BIGINT) id, CAST(v AS BIGINT) v FROM "
+                             "VALUES (3, 1), (3, 2) AS x(id, v)) s ON t.id = s.id WHEN MATCHED THEN UPDATE SET *")
     assert sorted(spark.sql("SELECT id, v FROM mrg_q").collect()) == [(1, 10), (2, 100), (3, 30), (4, 200)]
 
 
@@ -125,8 +156,12 @@ def test_killed_sql_merge_leaves_table_as_before(spark, point):
 
     stmt = ("MERGE INTO mrg_kill t USING (SELECT * FROM VALUES (2, 200, 1), (9, 900, 2) AS x(id, v, p)) s "
             "ON t.id = s.id WHEN MATCHED THEN UPDATE SET * WHEN NOT MATCHED THEN INSERT *")
-    with faults.inject(crash), pytest.raises(Exception, match="killed"):
-        carbon_ds.sql(spark, stmt)
+    spark.conf.set(merge_into.CONF_DRIVER_ROWS, "0")  # the join in Spark (the pyarrow one: tests/table)
+    try:
+        with faults.inject(crash), pytest.raises(Exception, match="killed"):
+            carbon_ds.sql(spark, stmt)
+    finally:
+        spark.conf.unset(merge_into.CONF_DRIVER_ROWS)
     assert sorted(spark.sql("SELECT id, v, p FROM mrg_kill").collect()) == before
     carbon_ds.sql(spark, stmt)  # the lock was released
     assert sorted(spark.sql("SELECT id, v, p FROM mrg_kill").collect()) == [(1, 10, 0), (2, 200, 1), (3, 30, 0),

@@ -97,16 +97,21 @@ def has_unscaled_form(t: pa.DataType | None) -> bool:
     return t is not None and pa.types.is_decimal128(t) and t.precision <= UNSCALED_MAX_PRECISION
 
 
-def unscaled_decimals(data: pa.Table, names: list[str]) -> pa.Table:
+def unscaled_decimals(data: pa.Table, names: list[str], types: dict[str, pa.DataType] | None = None) -> pa.Table:
     """``data`` with each of the decimal columns ``names`` (precision at most 18) as its unscaled int64
     value: 12.34 of a decimal(15,2) becomes 1234. Spark turns these back into decimals with MakeDecimal,
     which costs far less than converting Arrow's 128-bit decimals value by value (carbon_ds.spark.query).
-    The low word of each little-endian 128-bit value is the value itself, so no arithmetic runs."""
+    The low word of each little-endian 128-bit value is the value itself, so no arithmetic runs.
+    ``types`` ({lower name: decimal type}): the decimal a column is first cast to, the one whose precision and
+    scale the reader of the unscaled values assumes."""
     if not names:
         return data
     by_lower = {n.lower(): i for i, n in enumerate(data.schema.names)}
     for name in names:
         i = by_lower[name.lower()]
+        want = (types or {}).get(name.lower())
+        if want is not None and data.schema.field(i).type != want:
+            data = data.set_column(i, data.schema.field(i).name, data.column(i).cast(want))
         t = data.schema.field(i).type
         if not has_unscaled_form(t):
             raise CarbonSchemaError(f"column {name!r} is {t}, not a decimal of at most "

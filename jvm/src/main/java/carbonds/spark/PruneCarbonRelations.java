@@ -9,22 +9,30 @@ import java.util.Map;
 import java.util.Set;
 
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.MakeDecimal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.QueryExecution;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.Metadata;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
+import scala.Option;
 import scala.collection.immutable.Seq;
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -46,6 +54,10 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
     /** Option set on relations this rule (or carbon_ds.sql's rewrite) made: they are final. */
     static final String MARK = "carbon_ds.pruned";
     static final String CONF_STATISTICS = "carbon_ds.extension.statistics";
+    /** Conf: {@code false} reads decimals as decimals (Arrow's 128-bit values, converted one by one). */
+    static final String CONF_UNSCALED = "carbon_ds.extension.unscaledDecimals";
+    static final String UNSCALED_OPTION = "unscaled_decimals";
+    private static final int MAX_UNSCALED_DIGITS = 18;
 
     private final SparkSession session;
 
@@ -67,8 +79,26 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
             "RepartitionByExpression", "Repartition", "RebalancePartitions", "ResolvedHint", "SubqueryAlias",
             "View", "Sort");
 
+    // set while carbon_ds.sql learns from Spark's own optimized plan what each relation needs
+    private static final ThreadLocal<Boolean> PAUSED = ThreadLocal.withInitial(() -> false);
+
     static boolean enabled() {
-        return "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_ENABLED, "true").trim());
+        return !PAUSED.get() && "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_ENABLED, "true").trim());
+    }
+
+    /**
+     * The optimized plan of {@code qe} as Spark's optimizer alone makes it, without this extension's relation
+     * rules (one call, so it runs on one thread): carbon_ds.sql matches its relations to the optimized
+     * occurrences by expression ids, which local reads, integer decimals and unions would change.
+     */
+    public static LogicalPlan optimizedWithoutRules(QueryExecution qe) {
+        boolean before = PAUSED.get();
+        PAUSED.set(true);
+        try {
+            return qe.optimizedPlan();
+        } finally {
+            PAUSED.set(before);
+        }
     }
 
     /** A plan node's constructor arguments, for makeCopy (whose arity changes between Spark releases). */
@@ -195,11 +225,27 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         if (needed.isEmpty() && !deterministic && !output.isEmpty()) {
             needed.add(output.get(0));  // a rows-only read is one partition: rand() and the like must see the same
         }
-        StructField[] fields = new StructField[needed.size()];
-        for (int i = 0; i < fields.length; i++) {
-            AttributeReference a = needed.get(i);
-            fields[i] = new StructField(a.name(), a.dataType(), a.nullable(), a.metadata());
+        // decimals of at most 18 digits travel as their unscaled bigint, rebuilt by MakeDecimal above the
+        // relation: Spark converts Arrow decimals value by value through Java's BigDecimal (docs/sql.md)
+        boolean unscaled = "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_UNSCALED, "true").trim())
+                && !rel.options().containsKey(UNSCALED_OPTION);  // a reader's own choice stays as it is
+        List<AttributeReference> read = new ArrayList<>(needed.size());
+        List<NamedExpression> restored = new ArrayList<>(needed.size());
+        List<String> unscaledColumns = new ArrayList<>();
+        for (AttributeReference a : needed) {
+            if (unscaled && a.dataType() instanceof DecimalType d && d.precision() <= MAX_UNSCALED_DIGITS) {
+                AttributeReference raw = new AttributeReference(a.name(), DataTypes.LongType, a.nullable(),
+                        Metadata.empty(), NamedExpression$.MODULE$.newExprId(), a.qualifier());
+                read.add(raw);
+                restored.add(new Alias(new MakeDecimal(raw, d.precision(), d.scale(), true), a.name(), a.exprId(),
+                        a.qualifier(), Option.empty(), seq(List.of())));
+                unscaledColumns.add(a.name() + ":" + d.precision() + ":" + d.scale());
+            } else {
+                read.add(a);
+                restored.add(a);
+            }
         }
+        StructField[] fields = fieldsOf(read);
         PythonTable old = (PythonTable) rel.table();
         // a new instance: the old one caches the Python data source made with the old options and schema
         PythonDataSourceV2 source = new PythonDataSourceV2();
@@ -213,22 +259,26 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
             size = stored < 0 ? -1 : Math.max(1, (long) ((double) stored * TableSize.rowWidth(fields) / full));
         }
         PythonTable table = new SizedPythonTable(source, old.name(), schema, size);
-        return mark(rel, table, seq(needed), predicate);
+        Map<String, String> extra = new HashMap<>();
+        if (!unscaledColumns.isEmpty()) {
+            extra.put(UNSCALED_OPTION, String.join(",", unscaledColumns));
+        }
+        DataSourceV2Relation pruned = mark(rel, table, seq(read), predicate, extra);
+        return unscaledColumns.isEmpty() ? pruned : new Project(seq(restored), pruned);
     }
 
     private static DataSourceV2Relation mark(DataSourceV2Relation rel, org.apache.spark.sql.connector.catalog.Table table,
-                                             Seq<AttributeReference> output, String predicate) {
+                                             Seq<AttributeReference> output, String predicate,
+                                             Map<String, String> extra) {
         Map<String, String> options = new LinkedHashMap<>(rel.options().asCaseSensitiveMap());
-        if (predicate != null) {
-            String original = null;
-            for (Map.Entry<String, String> e : rel.options().asCaseSensitiveMap().entrySet()) {
-                if (e.getKey().equalsIgnoreCase("filter")) {
-                    original = e.getValue();
-                    options.remove(e.getKey());
-                }
-            }
-            boolean hasOriginal = original != null && !original.isBlank();
-            options.put("filter", hasOriginal ? "(" + original + ") AND (" + predicate + ")" : predicate);
+        for (String key : extra.keySet()) {
+            options.keySet().removeIf(k -> k.equalsIgnoreCase(key));
+        }
+        options.putAll(extra);
+        String filter = filterOption(rel, predicate);
+        if (filter != null) {
+            options.keySet().removeIf(k -> k.equalsIgnoreCase("filter"));
+            options.put("filter", filter);
         }
         options.put(MARK, "true");
         Object[] args = args(rel);  // (table, output, catalog, identifier, options, ...)
@@ -241,6 +291,29 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         }
         args[1] = output;
         return (DataSourceV2Relation) rel.makeCopy(args);
+    }
+
+    /** The relation's filter option joined with {@code predicate} (either may be null). */
+    static String filterOption(DataSourceV2Relation rel, String predicate) {
+        String original = null;
+        for (Map.Entry<String, String> e : rel.options().asCaseSensitiveMap().entrySet()) {
+            if (e.getKey().equalsIgnoreCase("filter") && e.getValue() != null && !e.getValue().isBlank()) {
+                original = e.getValue();
+            }
+        }
+        if (predicate == null) {
+            return original;
+        }
+        return original == null ? predicate : "(" + original + ") AND (" + predicate + ")";
+    }
+
+    private static StructField[] fieldsOf(List<AttributeReference> attrs) {
+        StructField[] fields = new StructField[attrs.size()];
+        for (int i = 0; i < fields.length; i++) {
+            AttributeReference a = attrs.get(i);
+            fields[i] = new StructField(a.name(), a.dataType(), a.nullable(), a.metadata());
+        }
+        return fields;
     }
 
     /** The AND of the translated conjuncts of the Filters that see exactly the relation's rows: those right
