@@ -19,7 +19,7 @@ import pytest
 import carbon_ds
 
 SEED = int(os.environ.get("CARBON_DS_DIFF_SEED", "20251125"))
-QUERIES = int(os.environ.get("CARBON_DS_DIFF_QUERIES", "200"))
+QUERIES = int(os.environ.get("CARBON_DS_DIFF_QUERIES", "120"))
 pytestmark = pytest.mark.spark
 
 
