@@ -42,6 +42,7 @@ from carbon_ds.spark.batch_read import (  # noqa: F401 - re-exported: the reader
 )
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.spark.native_read import NATIVE_PLAN_OPTION, describe
+from carbon_ds.spark.read_plans import PLAN_READS_OPTION, plan_reads
 from carbon_ds.spark.stream_sink import CarbonStreamWriter
 from carbon_ds.spark.stream_source import CarbonStreamReader
 from carbon_ds.table.meta.handle import TableHandle
@@ -92,6 +93,10 @@ class CarbonDataSource(DataSource):
     def schema(self) -> StructType:
         if self.options.get(NATIVE_PLAN_OPTION):
             return self._native_plan(json.loads(self.options[NATIVE_PLAN_OPTION]))
+        if self.options.get(PLAN_READS_OPTION):
+            # the extension's planning of many relations in one call (carbon_ds.spark.read_plans)
+            answers = plan_reads(type(self), json.loads(self.options[PLAN_READS_OPTION]))
+            return StructType([StructField("plan", StringType(), True, {PLAN_READS_OPTION: json.dumps(answers)})])
         handle = self._table()
         schema = handle.schema if handle is not None else arrow_schema_of(resolved_path(_path(self.options), self.storage))
         if positions_option(self.options):

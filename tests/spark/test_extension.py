@@ -141,6 +141,66 @@ def test_count_star_reads_no_column(spark, emp):
     assert df.first()[0] == 500
 
 
+PLAN_READS = "carbon_ds.extension.planReads"
+
+
+def _planned_partitions(df) -> list[int | None]:
+    """Per carbondata relation of ``df``'s optimized plan: how many input partitions its source already
+    holds (planned by the extension's one Python call for all of them, jvm/src ReadPlans), or None where
+    Spark's own planning calls will make them (PythonDataSourceV2.readInfo, a private field)."""
+    jvm = df.sparkSession._jvm
+    forname = jvm.java.lang.Class.forName
+    source_field = forname("org.apache.spark.sql.execution.datasources.v2.python.PythonTable").getDeclaredField("ds")
+    info_field = forname("org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2") \
+        .getDeclaredField("readInfo")
+    source_field.setAccessible(True)
+    info_field.setAccessible(True)
+    out = []
+    for rel in _relations(df._jdf.queryExecution().optimizedPlan()):
+        info = info_field.get(source_field.get(rel.table()))
+        out.append(None if info is None else info.partitions().size())
+    return out
+
+
+def test_reads_of_a_query_are_planned_in_one_call(spark, emp):
+    path, data = emp
+    text = ("SELECT a.dept, count(*), sum(b.salary) FROM ext_emp a JOIN ext_emp b ON a.id = b.id "
+            "WHERE a.id >= 1500 GROUP BY a.dept")
+    planned = _planned_partitions(spark.sql(text))
+    assert len(planned) == 2 and None not in planned
+    got = sorted(spark.sql(text).collect(), key=repr)
+    single = spark.read.format("carbondata").load(path).filter("id < 2000").select("id", "note")
+    spark.conf.set(PLAN_READS, "false")
+    try:
+        assert _planned_partitions(spark.sql(text)) == [None, None]
+        assert sorted(spark.sql(text).collect(), key=repr) == got
+        unbatched = spark.read.format("carbondata").load(path).filter("id < 2000").select("id", "note")
+        want_partitions = unbatched.rdd.getNumPartitions()
+    finally:
+        spark.conf.unset(PLAN_READS)
+    # the same input partitions as Spark's own planning call makes, and the rows pyarrow counts
+    assert _planned_partitions(single) == [want_partitions] and single.rdd.getNumPartitions() == want_partitions
+    assert sum(r[1] for r in got) == pc.sum(pc.greater_equal(data["id"], 1500)).as_py()
+
+
+def test_a_read_failing_in_the_shared_call_fails_as_spark_plans_it(spark, emp):
+    """A relation whose planning fails gets no answer from the shared call: Spark plans it itself and reports
+    the data source's own error, naming the option."""
+    path, _ = emp
+    errors = []
+    for value in ("true", "false"):
+        spark.conf.set(PLAN_READS, value)
+        try:
+            df = spark.read.format("carbondata").option("filter", "id >>> 3").load(path).select("id")
+            assert _planned_partitions(df) == [None]
+            with pytest.raises(Exception) as caught:
+                df.collect()
+            errors.append(str(caught.value))
+        finally:
+            spark.conf.unset(PLAN_READS)
+    assert all("filter" in e for e in errors)
+
+
 QUERIES = [
     "SELECT a.id, b.salary FROM ext_emp a JOIN ext_emp b ON a.id = b.id + 1 WHERE a.dept = 'd1' AND b.id < 500",
     "SELECT dept, count(*), sum(salary) FROM ext_emp WHERE note IN ('it''s', 'alpha') OR note LIKE 'gam%' GROUP BY dept",

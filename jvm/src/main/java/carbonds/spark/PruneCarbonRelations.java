@@ -116,7 +116,10 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         Set<Long> referenced = new HashSet<>();
         collectReferences(plan, true, referenced);
         boolean deterministic = plan.deterministic();
-        return rewrite(plan, new ArrayList<>(), referenced, deterministic);
+        List<ReadPlans.Made> made = new ArrayList<>();
+        LogicalPlan rewritten = rewrite(plan, new ArrayList<>(), referenced, deterministic, made);
+        ReadPlans.plan(made);
+        return rewritten;
     }
 
     /** The carbondata relation this rule may replace, or null. */
@@ -188,10 +191,10 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
     }
 
     private LogicalPlan rewrite(LogicalPlan node, List<LogicalPlan> ancestors, Set<Long> referenced,
-                                boolean deterministic) {
+                                boolean deterministic, List<ReadPlans.Made> made) {
         DataSourceV2Relation rel = candidate(node);
         if (rel != null) {
-            return replace(rel, ancestors, referenced, deterministic);
+            return replace(rel, ancestors, referenced, deterministic, made);
         }
         List<LogicalPlan> children = list(node.children());
         if (children.isEmpty()) {
@@ -203,7 +206,7 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         List<LogicalPlan> updated = new ArrayList<>(children.size());
         boolean changed = false;
         for (LogicalPlan child : children) {
-            LogicalPlan next = rewrite(child, path, referenced, deterministic);
+            LogicalPlan next = rewrite(child, path, referenced, deterministic, made);
             changed |= next != child;
             updated.add(next);
         }
@@ -211,7 +214,7 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
     }
 
     private LogicalPlan replace(DataSourceV2Relation rel, List<LogicalPlan> ancestors, Set<Long> referenced,
-                                boolean deterministic) {
+                                boolean deterministic, List<ReadPlans.Made> made) {
         List<AttributeReference> output = list(rel.output());
         List<AttributeReference> needed = new ArrayList<>();
         Map<Long, String> names = new HashMap<>();
@@ -264,6 +267,7 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
             extra.put(UNSCALED_OPTION, String.join(",", unscaledColumns));
         }
         DataSourceV2Relation pruned = mark(rel, table, seq(read), predicate, extra);
+        made.add(new ReadPlans.Made(source, pruned));
         return unscaledColumns.isEmpty() ? pruned : new Project(seq(restored), pruned);
     }
 

@@ -1,0 +1,64 @@
+"""Planning the reads of many carbondata relations in one Python call, for the Spark extension.
+
+Spark plans a Python data source read with two calls into Python workers: one makes the data source, one
+makes its reader, read function and input partitions. A query over eight carbondata relations pays sixteen,
+tens of milliseconds each. The extension (jvm/src PruneCarbonRelations) asks once for all the relations one
+optimization run made, through a schema call whose option carries the requests; the answer for each is the
+byte stream Spark's own planning worker would have written (pyspark's ``write_read_func_and_partitions``),
+which the JVM reads with ``PythonDataSourceReadInfo.receive`` and sets on that relation's source. A request
+that fails here is answered with null: Spark then plans it the usual way and reports the error as usual.
+"""
+
+from __future__ import annotations
+
+import base64
+import inspect
+import io
+from collections.abc import Callable
+from typing import Any
+
+from pyspark.sql.datasource import CaseInsensitiveDict, DataSource, DataSourceReader
+from pyspark.sql.types import StructType
+
+try:  # Spark's planning worker; the call is only offered where its writer is there to make the answer
+    from pyspark.sql.worker.plan_data_source_read import write_read_func_and_partitions
+except ImportError:  # pragma: no cover - a PySpark without it plans every read the usual way
+    write_read_func_and_partitions = None
+
+PLAN_READS_OPTION = "carbon_ds.plan_reads"
+
+
+def _writer_arguments(settings: dict[str, Any]) -> dict[str, Any]:
+    """The settings the installed PySpark's writer takes (binary_as_bytes arrived in 4.2)."""
+    accepted = inspect.signature(write_read_func_and_partitions).parameters
+    wanted = {"max_arrow_batch_size": int(settings["maxArrowBatchSize"]),
+              "binary_as_bytes": bool(settings.get("binaryAsBytes", True))}
+    return {k: v for k, v in wanted.items() if k in accepted}
+
+
+def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request: dict[str, Any]) -> list[str | None]:
+    """For each read of ``request`` ({"settings": {...}, "reads": [{"options": {...}, "schema": json}]}) the
+    base64 of Spark's read-info stream, or None where it must be planned the usual way."""
+    if write_read_func_and_partitions is None:
+        return [None] * len(request["reads"])
+    settings = request["settings"]
+    arguments = _writer_arguments(settings)
+    answers: list[str | None] = []
+    for read in request["reads"]:
+        try:
+            options = CaseInsensitiveDict()
+            for key, value in read["options"].items():
+                options[key] = value
+            source = make_source(options)
+            schema = StructType.fromJson(read["schema"])
+            reader = source.reader(schema=schema)
+            pushes = getattr(reader.pushFilters, "__func__", None) is not DataSourceReader.pushFilters
+            if pushes and not settings.get("filterPushdown", False):
+                answers.append(None)  # Spark's worker refuses such a reader with its own message
+                continue
+            out = io.BytesIO()
+            write_read_func_and_partitions(out, reader=reader, data_source=source, schema=schema, **arguments)
+            answers.append(base64.b64encode(out.getvalue()).decode("ascii"))
+        except Exception:  # noqa: BLE001 - planned again by Spark, which reports it with the relation
+            answers.append(None)
+    return answers

@@ -1,0 +1,91 @@
+package carbonds.spark;
+
+import java.io.ByteArrayInputStream;
+import java.io.DataInputStream;
+import java.util.Base64;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ArrayNode;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceReadInfo;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+
+/**
+ * Plans the reads of the carbondata relations one optimization run made, in one Python call.
+ *
+ * <p>Spark plans each Python data source read with two calls into Python workers (make the data source,
+ * then its reader and input partitions), tens of milliseconds each: a query over eight relations paid
+ * sixteen. Here one schema call carries every relation's options and schema (option
+ * {@code carbon_ds.plan_reads}); the Python side (carbon_ds.spark.read_plans) answers each with the stream
+ * Spark's own planning worker writes, read here by {@link PythonDataSourceReadInfo#receive} and set on the
+ * relation's source, so Spark makes neither call. A relation without an answer, or any failure here, is
+ * planned the usual way, where Spark reports its errors as usual.
+ */
+final class ReadPlans {
+    static final String OPTION = "carbon_ds.plan_reads";
+    /** Conf: {@code false} leaves every read to Spark's own planning calls. */
+    static final String CONF = "carbon_ds.extension.planReads";
+    private static final ObjectMapper JSON = new ObjectMapper();
+
+    record Made(PythonDataSourceV2 source, DataSourceV2Relation relation) {
+    }
+
+    private ReadPlans() {
+    }
+
+    static boolean enabled() {
+        return "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF, "true").trim());
+    }
+
+    static void plan(List<Made> made) {
+        if (made.isEmpty() || !enabled()) {
+            return;
+        }
+        try {
+            JsonNode answers = ask(made);
+            for (int i = 0; i < made.size() && i < answers.size(); i++) {
+                JsonNode answer = answers.get(i);
+                if (answer != null && answer.isTextual()) {
+                    byte[] stream = Base64.getDecoder().decode(answer.asText());
+                    made.get(i).source().setReadInfo(
+                            PythonDataSourceReadInfo.receive(new DataInputStream(new ByteArrayInputStream(stream))));
+                }
+            }
+        } catch (Exception | LinkageError e) {
+            // a PySpark whose planning protocol differs, or a failed call: Spark plans each read itself
+        }
+    }
+
+    private static JsonNode ask(List<Made> made) throws java.io.IOException {
+        SQLConf conf = SQLConf.get();
+        ObjectNode request = JSON.createObjectNode();
+        ObjectNode settings = request.putObject("settings");
+        settings.put("maxArrowBatchSize", conf.arrowMaxRecordsPerBatch());
+        settings.put("filterPushdown", conf.pythonFilterPushDown());
+        settings.put("binaryAsBytes", conf.pysparkBinaryAsBytes());
+        ArrayNode reads = request.putArray("reads");
+        for (Made m : made) {
+            ObjectNode read = reads.addObject();
+            ObjectNode options = read.putObject("options");
+            m.relation().options().asCaseSensitiveMap().forEach(options::put);
+            read.set("schema", JSON.readTree(m.relation().table().schema().json()));
+        }
+        DataSourceV2Relation first = made.get(0).relation();
+        Map<String, String> options = new HashMap<>(first.options().asCaseSensitiveMap());
+        options.put(OPTION, JSON.writeValueAsString(request));
+        PythonDataSourceV2 asking = new PythonDataSourceV2();
+        asking.setShortName(((PythonTable) first.table()).name());
+        StructType answer = asking.inferSchema(new CaseInsensitiveStringMap(options));
+        return JSON.readTree(answer.fields()[0].metadata().getString(OPTION));
+    }
+}
