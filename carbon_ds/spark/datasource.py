@@ -69,6 +69,12 @@ def _path(options) -> str:
                             "(carbon_ds.configure_spark), which this session does not have")
 
 
+def _answer(option: str, value) -> StructType:
+    """A planner call's answer to the Spark extension: JSON in the metadata of a one-field schema, the only
+    value such a call hands the JVM (jvm/src SchemaCall)."""
+    return StructType([StructField("plan", StringType(), True, {option: json.dumps(value)})])
+
+
 class CarbonDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
@@ -95,8 +101,7 @@ class CarbonDataSource(DataSource):
             return self._native_plan(json.loads(self.options[NATIVE_PLAN_OPTION]))
         if self.options.get(PLAN_READS_OPTION):
             # the extension's planning of many relations in one call (carbon_ds.spark.read_plans)
-            answers = plan_reads(type(self), json.loads(self.options[PLAN_READS_OPTION]))
-            return StructType([StructField("plan", StringType(), True, {PLAN_READS_OPTION: json.dumps(answers)})])
+            return _answer(PLAN_READS_OPTION, plan_reads(type(self), json.loads(self.options[PLAN_READS_OPTION])))
         handle = self._table()
         schema = handle.schema if handle is not None else arrow_schema_of(resolved_path(_path(self.options), self.storage))
         if positions_option(self.options):
@@ -112,7 +117,7 @@ class CarbonDataSource(DataSource):
         if handle is not None:
             known = {k: StructType.fromJson(v) for k, v in request.get("known", {}).items()}
             plan = describe(handle, StructType.fromJson(request["declared"]), self.options.get("segments"), known)
-        return StructType([StructField("plan", StringType(), True, {NATIVE_PLAN_OPTION: json.dumps(plan)})])
+        return _answer(NATIVE_PLAN_OPTION, plan)
 
     @short_errors
     def reader(self, schema: StructType) -> CarbonReader:

@@ -109,10 +109,10 @@ def _driver_merge(spark: Any, table: TableHandle, source_df: Any, on: str, claus
         return None  # the Spark path names what is missing
     for t, s in keys.items():
         f = schema.field(by_lower[t.lower()])
-        if not any(kind(f.type) for kind in _DRIVER_KEY_TYPES) or source_types[s.lower()] != _spark_type(f.type):
+        if not any(kind(f.type) for kind in _DRIVER_KEY_TYPES) or source_types[s.lower()] != from_arrow_type(f.type):
             return None
     if any(c.action != "delete" for c in clauses) and any(
-            source_types.get(f.name.lower()) != _spark_type(f.type) for f in schema):
+            source_types.get(f.name.lower()) != from_arrow_type(f.type) for f in schema):
         return None
     rows = source_df.limit(limit + 1).toArrow()
     if rows.num_rows > limit:
@@ -126,10 +126,6 @@ def _driver_merge(spark: Any, table: TableHandle, source_df: Any, on: str, claus
         else:
             merger.when_not_matched_insert_all()
     return merger.execute()
-
-
-def _spark_type(t: pa.DataType):
-    return from_arrow_type(t)
 
 
 def spark_merge(spark: Any, table: TableHandle, source_df: Any, on: str, clauses: list[MergeClause],

@@ -175,12 +175,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
                 }
             }
         }
-        Map<String, String> options = new HashMap<>(rel.options().asCaseSensitiveMap());
-        options.put(PLAN, JSON.writeValueAsString(request));
-        PythonDataSourceV2 source = new PythonDataSourceV2();
-        source.setShortName(((PythonTable) rel.table()).name());
-        StructType answer = source.inferSchema(new CaseInsensitiveStringMap(options));
-        JsonNode plan = JSON.readTree(answer.fields()[0].metadata().getString(PLAN));
+        JsonNode plan = SchemaCall.ask(rel, PLAN, request);
         return plan == null || plan.isNull() ? null : plan;
     }
 

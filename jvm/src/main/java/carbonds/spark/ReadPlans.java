@@ -3,9 +3,7 @@ package carbonds.spark;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.util.Base64;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -15,10 +13,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceReadInfo;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
-import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.internal.SQLConf;
-import org.apache.spark.sql.types.StructType;
-import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * Plans the reads of the carbondata relations one optimization run made, in one Python call.
@@ -35,7 +30,7 @@ final class ReadPlans {
     static final String OPTION = "carbon_ds.plan_reads";
     /** Conf: {@code false} leaves every read to Spark's own planning calls. */
     static final String CONF = "carbon_ds.extension.planReads";
-    private static final ObjectMapper JSON = new ObjectMapper();
+    private static final ObjectMapper JSON = SchemaCall.JSON;
 
     record Made(PythonDataSourceV2 source, DataSourceV2Relation relation) {
     }
@@ -80,12 +75,6 @@ final class ReadPlans {
             m.relation().options().asCaseSensitiveMap().forEach(options::put);
             read.set("schema", JSON.readTree(m.relation().table().schema().json()));
         }
-        DataSourceV2Relation first = made.get(0).relation();
-        Map<String, String> options = new HashMap<>(first.options().asCaseSensitiveMap());
-        options.put(OPTION, JSON.writeValueAsString(request));
-        PythonDataSourceV2 asking = new PythonDataSourceV2();
-        asking.setShortName(((PythonTable) first.table()).name());
-        StructType answer = asking.inferSchema(new CaseInsensitiveStringMap(options));
-        return JSON.readTree(answer.fields()[0].metadata().getString(OPTION));
+        return SchemaCall.ask(made.get(0).relation(), OPTION, request);
     }
 }
