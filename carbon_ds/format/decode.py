@@ -72,6 +72,9 @@ class Page:
     check_stats: bool = False
     # how direct-dictionary TIMESTAMP keys map to time (the writer's carbon.timegranularity / cutOffTimestamp)
     timestamp_keys: TimestampKeys = DEFAULT_TIMESTAMP_KEYS
+    # min and max unscaled value of a decimal page without nulls, when its decoding found them on the way
+    # (the page checks then need no pass of their own)
+    unscaled_bounds: tuple[int, int] | None = None
 
     def fail(self, what: str, at: int = 0) -> CarbonFormatError:
         return CarbonFormatError(f"column {self.column.column_name!r}: {what}", self.path, self.offset + at)
@@ -223,9 +226,11 @@ def _integral_page(
         values = _values_buffer(page, DECIMAL_SLOT)
         pairs = values.view(np.int64)
         if width == 3:
-            kernels.decimal_integral_be3(src, base or 0, base is not None, pairs)
+            lo, hi = kernels.decimal_integral_be3(src, base or 0, base is not None, pairs)
         else:
-            kernels.decimal_integral(src, base or 0, base is not None, pairs)
+            lo, hi = kernels.decimal_integral(src, base or 0, base is not None, pairs)
+        if mask is None or not mask.any():  # null slots hold no value: their bounds would mislead
+            page.unscaled_bounds = (int(lo), int(hi))
         return _fixed_width(typ, values, mask)
     out_dtype = _integer_dtype(typ)
     if not in_range or out_dtype is None:
@@ -826,9 +831,7 @@ def decode_page(
     if len(arr) != page.rows:
         raise page.fail(f"decoded {len(arr)} values, expected {page.rows}")
     if page.rows:
-        page_checks.check_possible(page, arr)
-        if page.check_stats:
-            page_checks.check_stats(page, arr)
+        page_checks.check_page(page, arr)
     return arr
 
 

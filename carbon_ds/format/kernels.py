@@ -268,21 +268,88 @@ def floating_be3(data, top, negate, factor, out):
 def decimal_integral(src, base, negate, out):
     """Stored integers (any integer view) to Arrow decimal128 values: ``base - v if negate else v`` as
     the unscaled value, sign-extended to 128 bits. ``out`` is int64 with two slots per value (low word,
-    then high word, little-endian as Arrow lays decimal128 out)."""
+    then high word, little-endian as Arrow lays decimal128 out). Returns the min and max unscaled value
+    written (the page checks need them; 0, 0 for no value)."""
+    lo = np.int64(0)
+    hi = np.int64(0)
     for i in range(src.shape[0]):
         v = np.int64(src[i])
         if negate:
             v = base - v
         out[2 * i] = v
         out[2 * i + 1] = v >> 63
+        if i == 0:
+            lo = v
+            hi = v
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return lo, hi
 
 
 @njit(cache=True, nogil=True)
 def decimal_integral_be3(data, base, negate, out):
     """Like ``decimal_integral`` for 3-byte big-endian signed (SHORT_INT) stored values."""
+    lo = np.int64(0)
+    hi = np.int64(0)
     for i in range(out.shape[0] // 2):
         v = _be3(data, i)
         if negate:
             v = base - v
         out[2 * i] = v
         out[2 * i + 1] = v >> 63
+        if i == 0:
+            lo = v
+            hi = v
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return lo, hi
+
+
+@njit(cache=True, nogil=True)
+def decimal_bounds(pairs, valid):
+    """Min and max unscaled value of decimal128 slots (``pairs``: int64 low, high words per value) whose
+    ``valid`` byte is set (an empty ``valid``: every slot). Status 0, or 1 when a set slot holds a value
+    beyond int64 (its high word is not the low word's sign), or 2 when no slot is set."""
+    n = pairs.shape[0] // 2
+    lo = np.int64(0)
+    hi = np.int64(0)
+    seen = False
+    masked = valid.shape[0] > 0
+    for i in range(n):
+        if masked and not valid[i]:
+            continue
+        v = pairs[2 * i]
+        if pairs[2 * i + 1] != v >> 63:
+            return 1, lo, hi
+        if not seen:
+            lo = v
+            hi = v
+            seen = True
+        elif v < lo:
+            lo = v
+        elif v > hi:
+            hi = v
+    return (0 if seen else 2), lo, hi
+
+
+@njit(cache=True, nogil=True)
+def int_bounds(values, valid):
+    """Min and max of integer ``values`` whose ``valid`` byte is set (an empty ``valid``: every value), as
+    int64. Status 0, or 2 when no value is set."""
+    lo = np.int64(0)
+    hi = np.int64(0)
+    seen = False
+    masked = valid.shape[0] > 0
+    for i in range(values.shape[0]):
+        if masked and not valid[i]:
+            continue
+        v = np.int64(values[i])
+        if not seen:
+            lo = v
+            hi = v
+            seen = True
+        elif v < lo:
+            lo = v
+        elif v > hi:
+            hi = v
+    return (0 if seen else 2), lo, hi

@@ -1,7 +1,8 @@
 """Checks of a decoded page's values against what the format allows and against the page's own min/max.
 
 CarbonData pages carry no checksum, so damaged bytes usually decode to other values without complaint.
-Two checks catch much of it at the cost of one min/max per page (pyarrow compute, no per-row Python):
+Two checks catch much of it at the cost of one min/max per page (pyarrow compute, or one compiled pass over
+a decimal page of up to 18 digits; no per-row Python):
 
 * ``check_possible`` (every page of a DATE, TIMESTAMP or DECIMAL column, statistics or not): a DATE lies
   in 0001-01-01..9999-12-31 (Java's ``DateDirectDictionaryGenerator`` refuses other dates); a TIMESTAMP
@@ -30,7 +31,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import stat_bytes
+from carbon_ds.format import kernels, stat_bytes
 from carbon_ds.format.structs import DataType
 
 STATS_CHECKED = (
@@ -53,13 +54,42 @@ def _fail(page: Any, what: str) -> CarbonFormatError:
 
 def _int_bounds(arr: pa.Array, typ: pa.DataType) -> tuple[int, int] | None:
     """Min and max of a date/timestamp array as plain integers (``as_py`` of a date past 9999 raises)."""
-    got = pc.min_max(arr.view(typ))
-    lo, hi = got["min"].as_py(), got["max"].as_py()
+    lo, hi = integer_min_max(arr.view(typ))
     return None if lo is None else (lo, hi)
 
 
-def check_possible(page: Any, arr: pa.Array) -> None:
-    """Raise when a decoded DATE, TIMESTAMP or DECIMAL value is one the format cannot hold."""
+def _valid_bytes(arr: pa.Array) -> np.ndarray:
+    """One byte per value, set where it is not null; empty when none is null (the kernels' convention)."""
+    return arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else np.empty(0, np.bool_)
+
+
+def integer_min_max(arr: pa.Array) -> tuple[int | None, int | None]:
+    """Min and max of an integer array in one compiled pass (pyarrow's min_max and its scalars cost more
+    per page than the pass itself)."""
+    data = arr.buffers()[1]
+    if data is None or not len(arr):
+        return None, None
+    values = np.frombuffer(data, arr.type.to_pandas_dtype(), count=len(arr), offset=arr.offset * arr.type.byte_width)
+    status, lo, hi = kernels.int_bounds(values, _valid_bytes(arr))
+    return (None, None) if status == 2 else (int(lo), int(hi))
+
+
+def check_page(page: Any, arr: pa.Array) -> None:
+    """Both checks of a decoded page: ``check_possible`` always, ``check_stats`` when the page asks."""
+    bounds = None
+    if pa.types.is_decimal(arr.type):
+        known = page.unscaled_bounds
+        scale = -arr.type.scale
+        bounds = ((Decimal(known[0]).scaleb(scale), Decimal(known[1]).scaleb(scale)) if known is not None
+                  else decimal_min_max(arr))
+    check_possible(page, arr, bounds)
+    if page.check_stats:
+        check_stats(page, arr, bounds)
+
+
+def check_possible(page: Any, arr: pa.Array, decimal_bounds: tuple[Any, Any] | None = None) -> None:
+    """Raise when a decoded DATE, TIMESTAMP or DECIMAL value is one the format cannot hold
+    (``decimal_bounds``: a decimal page's min and max when already known)."""
     typ = arr.type
     if pa.types.is_date32(typ):
         bounds = _int_bounds(arr, pa.int32())
@@ -79,14 +109,32 @@ def check_possible(page: Any, arr: pa.Array) -> None:
             raise _fail(page, f"decoded timestamp {int(us[off[0]])} us is not a whole number of milliseconds "
                               "(a stored epoch-ms value beyond what a microsecond timestamp holds)")
     elif pa.types.is_decimal(typ):
-        got = pc.min_max(arr)
-        lo, hi = got["min"].as_py(), got["max"].as_py()
+        lo, hi = decimal_bounds or decimal_min_max(arr)
         if lo is None:
             return
         limit = Decimal(10) ** (typ.precision - typ.scale)
         if lo <= -limit or hi >= limit:
             raise _fail(page, f"decoded decimals [{lo}, {hi}] do not fit the column's DECIMAL({typ.precision}, "
                               f"{typ.scale})")
+
+
+def decimal_min_max(arr: pa.Array) -> tuple[Decimal | None, Decimal | None]:
+    """Min and max of a decimal array (None, None when all are null). Decimals of up to 18 digits (the
+    int64 range) are compared as unscaled integers in one compiled pass: pyarrow's decimal min/max costs
+    more than decoding the page."""
+    typ = arr.type
+    data = arr.buffers()[1]
+    if not pa.types.is_decimal128(typ) or typ.precision > 18 or data is None:
+        got = pc.min_max(arr)
+        return got["min"].as_py(), got["max"].as_py()
+    pairs = np.frombuffer(data, np.int64, count=2 * len(arr), offset=arr.offset * 16)
+    status, lo, hi = kernels.decimal_bounds(pairs, _valid_bytes(arr))
+    if status == 2:
+        return None, None
+    if status == 1:  # a value beyond int64: pyarrow's min/max finds it, the precision check refuses it
+        got = pc.min_max(arr)
+        return got["min"].as_py(), got["max"].as_py()
+    return Decimal(int(lo)).scaleb(-typ.scale), Decimal(int(hi)).scaleb(-typ.scale)
 
 
 def _stat_bounds(page: Any, arr: pa.Array, lo_b: bytes, hi_b: bytes) -> tuple[Any, Any, pa.Array, str] | None:
@@ -122,8 +170,8 @@ def _stat_bounds(page: Any, arr: pa.Array, lo_b: bytes, hi_b: bytes) -> tuple[An
     return lo, hi, arr, ""
 
 
-def check_stats(page: Any, arr: pa.Array) -> None:
-    """Raise when a decoded value lies outside the page's stored min/max."""
+def check_stats(page: Any, arr: pa.Array, decimal_bounds: tuple[Any, Any] | None = None) -> None:
+    """Raise when a decoded value lies outside the page's stored min/max (``decimal_bounds`` as above)."""
     mm = page.chunk.min_max
     if mm is None or not mm.min_values or not mm.max_values:
         return
@@ -136,8 +184,13 @@ def check_stats(page: Any, arr: pa.Array) -> None:
     if bounds is None:
         return
     lo, hi, values, unit = bounds
-    got = pc.min_max(values)
-    vmin, vmax = got["min"].as_py(), got["max"].as_py()
+    if pa.types.is_decimal(values.type):
+        vmin, vmax = decimal_bounds or decimal_min_max(values)
+    elif pa.types.is_integer(values.type):
+        vmin, vmax = integer_min_max(values)
+    else:
+        got = pc.min_max(values)
+        vmin, vmax = got["min"].as_py(), got["max"].as_py()
     if vmin is None:
         return
     if vmin < lo or vmax > hi:

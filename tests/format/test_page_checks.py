@@ -13,12 +13,14 @@ import struct
 from decimal import Decimal
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pytest
 
 from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
-from carbon_ds.format import compress, encoder_meta
+from carbon_ds.format import compress, encoder_meta, page_checks
 from carbon_ds.format.decode import Page, decode_page
 from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType
 from carbon_ds.format.structs import (
@@ -205,3 +207,34 @@ def test_writer_refuses_dates_the_format_cannot_hold(tmp_path):
     ends = pa.array([dt.date(1, 1, 1), dt.date(9999, 12, 31), None], pa.date32())
     write_table(pa.table({"d": ends}), str(tmp_path / "t"))
     assert read_table(str(tmp_path / "t"))["d"].combine_chunks().equals(ends)
+
+
+# ------------------------------------------------------------------ the compiled min/max against pyarrow's
+
+
+@pytest.mark.parametrize("typ", [pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.decimal128(15, 2),
+                                 pa.decimal128(18, 0), pa.decimal128(30, 4)])
+def test_page_min_max_equals_pyarrow(typ):
+    rng = np.random.default_rng(11)
+    bound = min(2 ** (typ.byte_width * 8 - 1) - 1, 10**15) if pa.types.is_integer(typ) else 10**14
+    values = [int(v) for v in rng.integers(-bound // 2, bound // 2, 1000)]
+    nulls = rng.random(1000) < 0.1
+    values[int(np.flatnonzero(nulls)[1])] = bound  # the extremes sit in null slots: they must not count
+    values[int(np.flatnonzero(nulls)[2])] = -bound
+    full = pa.array([Decimal(v).scaleb(-typ.scale) for v in values] if pa.types.is_decimal(typ) else values, typ)
+    for with_nulls in (False, True):
+        validity = pa.array(~nulls).buffers()[1] if with_nulls else None
+        arr = pa.Array.from_buffers(typ, 1000, [validity, full.buffers()[1]])
+        arr = arr.slice(3, 990)  # an offset into the buffers, as a page slot has
+        got = page_checks.decimal_min_max(arr) if pa.types.is_decimal(typ) else page_checks.integer_min_max(arr)
+        want = pc.min_max(arr)
+        assert got == (want["min"].as_py(), want["max"].as_py())
+    assert page_checks.integer_min_max(pa.array([None, None], pa.int32())) == (None, None)
+    assert page_checks.decimal_min_max(pa.array([None], pa.decimal128(9, 2))) == (None, None)
+
+
+def testdecimal_min_max_sees_a_value_beyond_int64_in_a_narrow_column():
+    # a corrupt 16-byte slot whose high word is not the sign of its low word: not an int64 value
+    pairs = np.array([5, 0, 7, 1], np.int64)
+    arr = pa.Array.from_buffers(pa.decimal128(18, 0), 2, [None, pa.py_buffer(pairs)])
+    assert page_checks.decimal_min_max(arr) == (Decimal(5), Decimal(7 + 2**64))
