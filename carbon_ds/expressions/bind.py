@@ -200,8 +200,6 @@ ARROW_EXPRESSION_LEAVES = 4_000
 """The most leaves ``to_arrow`` puts in one pyarrow expression: pyarrow 26 crashes (stack overflow) when it
 evaluates one of about 8,500 leaves, whatever the tree's shape."""
 
-_EAGER_FROM_LEAVES = 1_000  # filter_table evaluates larger trees one kernel call per node instead
-
 _COMPARE = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal, ">": pc.greater,
             ">=": pc.greater_equal}
 
@@ -320,20 +318,17 @@ def to_arrow(e: Expr, schema: pa.Schema) -> pc.Expression:
 def filter_table(table: pa.Table, e: Expr) -> pa.Table:
     """Rows of ``table`` for which the bound predicate is TRUE.
 
-    A predicate of up to a thousand terms is one pyarrow expression; a larger one is evaluated node by
-    node on the whole table (the same kernels, so the same rows), which has no size limit.
+    The predicate is evaluated node by node with pyarrow's compute kernels on the table's columns, in the
+    calling thread (the same kernels as ``to_arrow``'s expression, so the same rows, and no size limit).
+    Readers filter many tables at once in their own threads, and a Spark task shares its core with
+    another: evaluating ``to_arrow``'s expression through Acero's thread pool measured 1.5x slower there
+    (a Q6 filter over 3.1M rows: 0.087 s against 0.059 s on one core).
 
     Raises:
         UnsupportedExpressionError: ``e`` holds a node type outside the predicate model.
     """
     if isinstance(e, AlwaysTrue):
         return table
-    if visit(e, _Leaves()) <= _EAGER_FROM_LEAVES:
-        return table.filter(to_arrow(e, table.schema))
-    return _filter_eagerly(table, e)
-
-
-def _filter_eagerly(table: pa.Table, e: Expr) -> pa.Table:
     mask = visit(e, _ToArrow(table.schema, table))
     if isinstance(mask, pa.Scalar):  # a tree of TRUE/FALSE constants only
         mask = pa.repeat(mask, table.num_rows)
