@@ -329,6 +329,9 @@ def filter_table(table: pa.Table, e: Expr) -> pa.Table:
     """
     if isinstance(e, AlwaysTrue):
         return table
+    if table.num_rows == 0:  # no chunk to run kernels on (pyarrow refuses an empty, untyped result)
+        visit(e, _ToArrow(table.schema))  # an unknown node is still an error
+        return table
     mask = visit(e, _ToArrow(table.schema, table))
     if isinstance(mask, pa.Scalar):  # a tree of TRUE/FALSE constants only
         mask = pa.repeat(mask, table.num_rows)

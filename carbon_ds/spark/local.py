@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -61,8 +62,12 @@ def local_frame(spark: Any, path: str, fields: list[dict[str, Any]], columns: li
 def arrow_frame(spark: Any, table: Any, schema: StructType) -> Any:
     """``spark.createDataFrame(table)`` that keeps every row: PySpark 4.1-4.3 silently drops every record batch
     after the first empty chunk of a chunked Arrow table (a filtered read over several segments makes such
-    chunks), so the table is handed over as one chunk, and the rows Spark holds are counted against it."""
+    chunks), so the table is handed over as one chunk, and the rows Spark holds are counted against it. A
+    table of no chunk at all (a filter that kept no row) becomes one empty chunk: PySpark's timestamp handling
+    of nested columns cannot build a column of no chunks."""
     table = table.combine_chunks()
+    if table.num_columns and table.column(0).num_chunks == 0:
+        table = pa.Table.from_batches([pa.RecordBatch.from_pylist([], schema=table.schema)])
     df = spark.createDataFrame(table, schema=schema)
     held = _local_rows(df)
     if held is not None and held != table.num_rows:

@@ -295,3 +295,21 @@ def test_a_large_constant_tree_filters():
 def test_an_empty_filter_is_an_option_error(text):
     with pytest.raises(CarbonOptionError, match="empty filter"):
         parse(text)
+
+
+@pytest.mark.parametrize("make", [lambda: pa.Table.from_batches([], SCHEMA), lambda: SCHEMA.empty_table(),
+                                  lambda: pa.table({"a": [1], "s": ["x"]}, schema=SCHEMA).slice(1)])
+def test_a_table_without_rows_filters_to_itself(make):
+    # a table of no chunks at all gives pyarrow's kernels nothing to type their result by
+    table = make()
+    for e in (Compare("a", ">", 1), In("a", (1, 2)), Not(In("s", ("x",))), IsNull("s"), StartsWith("s", "x"),
+              Or(Compare("a", "=", 1), Not(NotNull("s")))):
+        got = filter_table(table, bind(e, SCHEMA))
+        assert got.num_rows == 0 and got.schema == SCHEMA
+
+    @dataclass(frozen=True)
+    class Foreign(Expr):
+        pass
+
+    with pytest.raises(CarbonError):
+        filter_table(table, Foreign())
