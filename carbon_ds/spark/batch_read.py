@@ -220,6 +220,15 @@ class CarbonReader(DataSourceReader):
         ``count(*)`` in carbon_ds.spark.query): Spark needs only how many rows there are."""
         return not self.target.names and not self.filter and not self.positions
 
+    def planned_rows(self) -> int | None:
+        """The row count of a rows-only read, from the index files and the row counts ADD SEGMENT recorded
+        (CarbonTable.count: no data page is opened), for the Spark extension to answer ``count(*)`` at
+        planning time without a Python task; None for any other read."""
+        if not self._rows_only():
+            return None
+        resolved_path(self.path, self.storage)
+        return count_rows(self.path, None, self.segments)
+
     @short_errors
     def partitions(self) -> list[InputPartition]:
         resolved_path(self.path, self.storage)

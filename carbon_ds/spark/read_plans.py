@@ -36,14 +36,17 @@ def _writer_arguments(settings: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in wanted.items() if k in accepted}
 
 
-def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request: dict[str, Any]) -> list[str | None]:
+def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request: dict[str, Any]
+               ) -> list[str | dict[str, int] | None]:
     """For each read of ``request`` ({"settings": {...}, "reads": [{"options": {...}, "schema": json}]}) the
-    base64 of Spark's read-info stream, or None where it must be planned the usual way."""
+    base64 of Spark's read-info stream; ``{"rows": n}`` for a read that only counts rows and whose reader
+    knows the count from metadata (``planned_rows``: the JVM then reads a range of n empty rows instead);
+    or None where it must be planned the usual way."""
     if write_read_func_and_partitions is None:
         return [None] * len(request["reads"])
     settings = request["settings"]
     arguments = _writer_arguments(settings)
-    answers: list[str | None] = []
+    answers: list[str | dict[str, int] | None] = []
     for read in request["reads"]:
         try:
             options = CaseInsensitiveDict()
@@ -52,6 +55,10 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
             source = make_source(options)
             schema = StructType.fromJson(read["schema"])
             reader = source.reader(schema=schema)
+            rows = reader.planned_rows() if hasattr(reader, "planned_rows") else None
+            if rows is not None:
+                answers.append({"rows": int(rows)})
+                continue
             pushes = getattr(reader.pushFilters, "__func__", None) is not DataSourceReader.pushFilters
             if pushes and not settings.get("filterPushdown", False):
                 answers.append(None)  # Spark's worker refuses such a reader with its own message

@@ -131,10 +131,22 @@ def test_reused_dataframe_never_loses_rows(spark, emp):
     assert spark.sql("SELECT count(*) FROM ext_emp").first()[0] == ROWS
 
 
+def _optimized(df) -> str:
+    return df._jdf.queryExecution().optimizedPlan().toString()
+
+
 def test_count_star_reads_no_column(spark, emp):
     df = spark.sql("SELECT count(*) FROM ext_emp")
-    assert _reads(df) == [([], None)]  # read as rows only
+    # counted from the index files at planning: a one-slice range of empty rows, no carbondata read
+    assert _reads(df) == [] and f"Range (0, {ROWS}, step=1, splits=Some(1))" in _optimized(df)
     assert df.first()[0] == ROWS
+    spark.conf.set(PLAN_READS, "false")
+    try:
+        df = spark.sql("SELECT count(*) FROM ext_emp")
+        assert _reads(df) == [([], None)]  # read as rows only, counted in a Python task
+        assert df.first()[0] == ROWS
+    finally:
+        spark.conf.unset(PLAN_READS)
     df = spark.sql("SELECT count(*) FROM ext_emp WHERE id >= 2500")
     ((columns, text),) = _reads(df)
     assert columns == ["id"] and "`id` >= 2500" in text
@@ -160,6 +172,29 @@ def _planned_partitions(df) -> list[int | None]:
         info = info_field.get(source_field.get(rel.table()))
         out.append(None if info is None else info.partitions().size())
     return out
+
+
+def test_count_star_from_metadata_follows_commits_and_deletes(spark, tmp_path):
+    """Each query counts the table as it is when planned: loads and a DELETE since a DataFrame was made
+    show in its next count, as pyarrow counts the rows written (CarbonTable.count less deleted rows)."""
+    path = str(tmp_path / "counted")
+    first = pa.table({"id": pa.array(range(500), pa.int64()), "v": pa.array([i % 7 for i in range(500)], pa.int64())})
+    carbon_ds.write_table(first, path)
+    df = spark.read.format("carbondata").load(path)
+    spark.read.format("carbondata").load(path).createOrReplaceTempView("counted")
+    try:
+        assert df.count() == 500 and spark.sql("SELECT count(*) FROM counted").first()[0] == 500
+        carbon_ds.write_table(first, path)
+        assert df.count() == 1000 and spark.sql("SELECT count(*) FROM counted").first()[0] == 1000
+        deleted = carbon_ds.CarbonTable.open(path).delete("v = 3")
+        assert deleted == 2 * pc.sum(pc.equal(first["v"], 3)).as_py()
+        assert "Range (0, " + str(1000 - deleted) in _optimized(spark.sql("SELECT count(*) FROM counted"))
+        assert df.count() == 1000 - deleted == spark.sql("SELECT count(*) FROM counted").first()[0]
+        # a filter still reads its column: the count of matching rows, not the table's
+        assert df.filter("v = 3").count() == 0 and df.filter("v = 2").count() == 2 * pc.sum(
+            pc.equal(first["v"], 2)).as_py()
+    finally:
+        spark.catalog.dropTempView("counted")
 
 
 def test_reads_of_a_query_are_planned_in_one_call(spark, emp):

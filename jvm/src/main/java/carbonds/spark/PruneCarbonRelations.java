@@ -19,6 +19,7 @@ import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.plans.logical.Range$;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.QueryExecution;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
@@ -118,8 +119,32 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         boolean deterministic = plan.deterministic();
         List<ReadPlans.Made> made = new ArrayList<>();
         LogicalPlan rewritten = rewrite(plan, new ArrayList<>(), referenced, deterministic, made);
-        ReadPlans.plan(made);
-        return rewritten;
+        Map<DataSourceV2Relation, Long> counted = ReadPlans.plan(made);
+        return counted.isEmpty() ? rewritten : counted(rewritten, counted);
+    }
+
+    /**
+     * {@code node} with each relation of {@code counted} (by identity) replaced by that many empty rows, as
+     * carbon_ds.sql's rewrite reads {@code count(*)}: a one-slice range with no column, no Python task. The
+     * count is the table's at planning, as the files of every scan Spark plans are.
+     */
+    private static LogicalPlan counted(LogicalPlan node, Map<DataSourceV2Relation, Long> counted) {
+        if (node instanceof DataSourceV2Relation rel && counted.containsKey(rel)) {
+            LogicalPlan range = Range$.MODULE$.apply(0L, counted.get(rel), 1L, 1);
+            return new Project(seq(List.of()), range);
+        }
+        List<LogicalPlan> children = list(node.children());
+        if (children.isEmpty()) {
+            return node;
+        }
+        List<LogicalPlan> updated = new ArrayList<>(children.size());
+        boolean changed = false;
+        for (LogicalPlan child : children) {
+            LogicalPlan next = counted(child, counted);
+            changed |= next != child;
+            updated.add(next);
+        }
+        return changed ? node.withNewChildren(seq(updated)) : node;
     }
 
     /** The carbondata relation this rule may replace, or null. */

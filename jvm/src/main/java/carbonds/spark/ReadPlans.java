@@ -3,7 +3,9 @@ package carbonds.spark;
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
 import java.util.Base64;
+import java.util.IdentityHashMap;
 import java.util.List;
+import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -42,9 +44,15 @@ final class ReadPlans {
         return "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF, "true").trim());
     }
 
-    static void plan(List<Made> made) {
+    /**
+     * Plans the reads; returns the relations that only count rows and whose count the Python side knew from
+     * metadata (index files, recorded footer counts), with that count: the caller reads a range of that many
+     * empty rows instead, so {@code count(*)} runs no Python task.
+     */
+    static Map<DataSourceV2Relation, Long> plan(List<Made> made) {
+        Map<DataSourceV2Relation, Long> counted = new IdentityHashMap<>();
         if (made.isEmpty() || !enabled()) {
-            return;
+            return counted;
         }
         try {
             JsonNode answers = ask(made);
@@ -54,11 +62,16 @@ final class ReadPlans {
                     byte[] stream = Base64.getDecoder().decode(answer.asText());
                     made.get(i).source().setReadInfo(
                             PythonDataSourceReadInfo.receive(new DataInputStream(new ByteArrayInputStream(stream))));
+                } else if (answer != null && answer.path("rows").canConvertToLong() && answer.get("rows").asLong() >= 0
+                        && made.get(i).relation().output().isEmpty()) {
+                    counted.put(made.get(i).relation(), answer.get("rows").asLong());
                 }
             }
         } catch (Exception | LinkageError e) {
             // a PySpark whose planning protocol differs, or a failed call: Spark plans each read itself
+            counted.clear();
         }
+        return counted;
     }
 
     private static JsonNode ask(List<Made> made) throws java.io.IOException {
