@@ -1,8 +1,8 @@
 """Checks of a decoded page's values against what the format allows and against the page's own min/max.
 
 CarbonData pages carry no checksum, so damaged bytes usually decode to other values without complaint.
-Two checks catch much of it at the cost of one min/max per page (pyarrow compute, or one compiled pass over
-a decimal page of up to 18 digits; no per-row Python):
+Two checks catch much of it at the cost of one min/max per page (a compiled pass over integer, date and
+decimal values of up to 18 digits, pyarrow compute over the others; no per-row Python):
 
 * ``check_possible`` (every page of a DATE, TIMESTAMP or DECIMAL column, statistics or not): a DATE lies
   in 0001-01-01..9999-12-31 (Java's ``DateDirectDictionaryGenerator`` refuses other dates); a TIMESTAMP
@@ -186,7 +186,7 @@ def check_stats(page: Any, arr: pa.Array, decimal_bounds: tuple[Any, Any] | None
     lo, hi, values, unit = bounds
     if pa.types.is_decimal(values.type):
         vmin, vmax = decimal_bounds or decimal_min_max(values)
-    elif pa.types.is_integer(values.type):
+    elif pa.types.is_signed_integer(values.type):
         vmin, vmax = integer_min_max(values)
     else:
         got = pc.min_max(values)
