@@ -221,16 +221,21 @@ class CarbonReader(DataSourceReader):
         return not self.target.names and not self.filter and not self.positions
 
     def planned_rows(self) -> int | None:
-        """The row count of a rows-only read, from the index files and the row counts ADD SEGMENT recorded
-        (CarbonTable.count: no data page is opened), for the Spark extension to answer ``count(*)`` at
-        planning time without a Python task; None for any other read."""
-        if not self._rows_only():
-            return None
-        resolved_path(self.path, self.storage)
-        return count_rows(self.path, None, self.segments)
+        """How many rows the read gives when planning alone knows, for the Spark extension to answer it
+        without a Python task: a rows-only read's count from the index files and the row counts ADD SEGMENT
+        recorded (CarbonTable.count: no data page is opened), or 0 for a read whose plan keeps no file (every
+        blocklet ruled out by the filter option, an empty table); None for any other read."""
+        if self._rows_only():
+            resolved_path(self.path, self.storage)
+            return count_rows(self.path, None, self.segments)
+        parts = self.partitions()
+        return 0 if all(isinstance(p, CarbonPartition) and not p.pieces for p in parts) else None
 
     @short_errors
     def partitions(self) -> list[InputPartition]:
+        planned = getattr(self, "_planned", None)
+        if planned is not None:  # planned_rows planned this reader already
+            return planned
         resolved_path(self.path, self.storage)
         if self._rows_only():
             return [CarbonCountPartition()]
@@ -238,8 +243,14 @@ class CarbonReader(DataSourceReader):
         # the planning worker runs beside the driver: its cores stand for the parallelism Spark has
         groups = pack_pieces(pieces, sizes, max(2, os.cpu_count() or 1)) or [[]]
         n, now = len(groups), ts.now_ms()
-        return [CarbonPartition(i, n, tuple(group), self._snapshot(source, version, group, now))
-                for i, group in enumerate(groups)]
+        self._planned = [CarbonPartition(i, n, tuple(group), self._snapshot(source, version, group, now))
+                         for i, group in enumerate(groups)]
+        return self._planned
+
+    def __getstate__(self) -> dict:
+        state = self.__dict__.copy()
+        state.pop("_planned", None)  # the partitions travel to tasks on their own, once each
+        return state
 
     def _task_plan(self, partition: CarbonPartition) -> tuple[list[pruning.Piece], Deletes | None]:
         """The pieces this task reads and their deletes: the partition's own snapshot, or (a plan kept by

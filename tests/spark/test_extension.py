@@ -174,6 +174,30 @@ def _planned_partitions(df) -> list[int | None]:
     return out
 
 
+def test_a_read_planning_proves_empty_runs_no_task(spark, emp):
+    """Every blocklet ruled out by the filter: the read becomes an empty relation of the same columns at
+    planning (no Python task), and the answer is the one Spark gives reading everything."""
+    queries = ["SELECT id, salary FROM ext_emp WHERE id > 5000",
+               "SELECT a.dept, count(*) FROM ext_emp a JOIN ext_emp b ON a.id = b.id WHERE b.id < -1 GROUP BY a.dept",
+               "SELECT count(*) FROM ext_emp WHERE id > 5000"]
+    for text in queries:
+        df = spark.sql(text)
+        reads = _reads(df)
+        assert all(cols == [] or "5000" not in (flt or "") for cols, flt in reads)  # the empty sides are gone
+        assert "LocalRelation" in _optimized(df) or "Range (0, 0" in _optimized(df)
+        assert sorted(df.collect(), key=repr) == _same(spark, lambda t=text: spark.sql(t))
+    assert spark.sql(queries[0]).collect() == [] and spark.sql(queries[2]).first()[0] == 0
+    # one blocklet may hold the key: read as before, and the row is there
+    df = spark.sql("SELECT id, salary FROM ext_emp WHERE id = 2999")
+    assert [c for c, _ in _reads(df)] == [["id", "salary"]] and [r.id for r in df.collect()] == [2999]
+    spark.conf.set(PLAN_READS, "false")
+    try:
+        ((columns, text),) = _reads(spark.sql(queries[0]))
+        assert columns == ["id", "salary"] and "`id` > 5000" in text
+    finally:
+        spark.conf.unset(PLAN_READS)
+
+
 def test_count_star_from_metadata_follows_commits_and_deletes(spark, tmp_path):
     """Each query counts the table as it is when planned: loads and a DELETE since a DataFrame was made
     show in its next count, as pyarrow counts the rows written (CarbonTable.count less deleted rows)."""

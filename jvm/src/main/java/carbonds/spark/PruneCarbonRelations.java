@@ -17,6 +17,7 @@ import org.apache.spark.sql.catalyst.expressions.MakeDecimal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LocalRelation$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Range$;
@@ -124,12 +125,17 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
     }
 
     /**
-     * {@code node} with each relation of {@code counted} (by identity) replaced by that many empty rows, as
-     * carbon_ds.sql's rewrite reads {@code count(*)}: a one-slice range with no column, no Python task. The
-     * count is the table's at planning, as the files of every scan Spark plans are.
+     * {@code node} with each relation of {@code counted} (by identity) replaced by the rows planning knew:
+     * a relation of no column by that many empty rows, as carbon_ds.sql's rewrite reads {@code count(*)} (a
+     * one-slice range, no column), an empty read by an empty relation of the same attributes; no Python task
+     * either way. The rows are the table's at planning, as the files of every scan Spark plans are.
      */
     private static LogicalPlan counted(LogicalPlan node, Map<DataSourceV2Relation, Long> counted) {
         if (node instanceof DataSourceV2Relation rel && counted.containsKey(rel)) {
+            List<Attribute> output = new ArrayList<>(list(rel.output()));
+            if (!output.isEmpty()) {
+                return LocalRelation$.MODULE$.apply(seq(output));
+            }
             LogicalPlan range = Range$.MODULE$.apply(0L, counted.get(rel), 1L, 1);
             return new Project(seq(List.of()), range);
         }

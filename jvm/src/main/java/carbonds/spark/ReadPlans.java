@@ -45,9 +45,10 @@ final class ReadPlans {
     }
 
     /**
-     * Plans the reads; returns the relations that only count rows and whose count the Python side knew from
-     * metadata (index files, recorded footer counts), with that count: the caller reads a range of that many
-     * empty rows instead, so {@code count(*)} runs no Python task.
+     * Plans the reads; returns the relations whose rows the Python side knew at planning, with their count:
+     * a read of no column counted from metadata (index files, recorded footer counts), or a read whose plan
+     * keeps no file (0). The caller replaces those by a range of that many empty rows or an empty relation,
+     * so {@code count(*)} and a read every blocklet of which the filter rules out run no Python task.
      */
     static Map<DataSourceV2Relation, Long> plan(List<Made> made) {
         Map<DataSourceV2Relation, Long> counted = new IdentityHashMap<>();
@@ -62,9 +63,12 @@ final class ReadPlans {
                     byte[] stream = Base64.getDecoder().decode(answer.asText());
                     made.get(i).source().setReadInfo(
                             PythonDataSourceReadInfo.receive(new DataInputStream(new ByteArrayInputStream(stream))));
-                } else if (answer != null && answer.path("rows").canConvertToLong() && answer.get("rows").asLong() >= 0
-                        && made.get(i).relation().output().isEmpty()) {
-                    counted.put(made.get(i).relation(), answer.get("rows").asLong());
+                } else if (answer != null && answer.path("rows").canConvertToLong()) {
+                    long rows = answer.get("rows").asLong();
+                    // rows of no column: any count; rows with columns: only the empty read
+                    if (rows == 0 || rows > 0 && made.get(i).relation().output().isEmpty()) {
+                        counted.put(made.get(i).relation(), rows);
+                    }
                 }
             }
         } catch (Exception | LinkageError e) {
