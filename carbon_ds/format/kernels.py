@@ -264,6 +264,16 @@ def floating_be3(data, top, negate, factor, out):
         out[i] = np.float64(v) / factor
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _put_decimal(out, i, v, lo, hi):
+    """Value ``i`` as a sign-extended decimal128 slot of ``out``; the running min and max with it."""
+    out[2 * i] = v
+    out[2 * i + 1] = v >> 63
+    if i == 0:
+        return v, v
+    return min(lo, v), max(hi, v)
+
+
 @njit(cache=True, nogil=True)
 def decimal_integral(src, base, negate, out):
     """Stored integers (any integer view) to Arrow decimal128 values: ``base - v if negate else v`` as
@@ -274,15 +284,7 @@ def decimal_integral(src, base, negate, out):
     hi = np.int64(0)
     for i in range(src.shape[0]):
         v = np.int64(src[i])
-        if negate:
-            v = base - v
-        out[2 * i] = v
-        out[2 * i + 1] = v >> 63
-        if i == 0:
-            lo = v
-            hi = v
-        lo = min(lo, v)
-        hi = max(hi, v)
+        lo, hi = _put_decimal(out, i, base - v if negate else v, lo, hi)
     return lo, hi
 
 
@@ -293,43 +295,8 @@ def decimal_integral_be3(data, base, negate, out):
     hi = np.int64(0)
     for i in range(out.shape[0] // 2):
         v = _be3(data, i)
-        if negate:
-            v = base - v
-        out[2 * i] = v
-        out[2 * i + 1] = v >> 63
-        if i == 0:
-            lo = v
-            hi = v
-        lo = min(lo, v)
-        hi = max(hi, v)
+        lo, hi = _put_decimal(out, i, base - v if negate else v, lo, hi)
     return lo, hi
-
-
-@njit(cache=True, nogil=True)
-def decimal_bounds(pairs, valid):
-    """Min and max unscaled value of decimal128 slots (``pairs``: int64 low, high words per value) whose
-    ``valid`` byte is set (an empty ``valid``: every slot). Status 0, or 1 when a set slot holds a value
-    beyond int64 (its high word is not the low word's sign), or 2 when no slot is set."""
-    n = pairs.shape[0] // 2
-    lo = np.int64(0)
-    hi = np.int64(0)
-    seen = False
-    masked = valid.shape[0] > 0
-    for i in range(n):
-        if masked and not valid[i]:
-            continue
-        v = pairs[2 * i]
-        if pairs[2 * i + 1] != v >> 63:
-            return 1, lo, hi
-        if not seen:
-            lo = v
-            hi = v
-            seen = True
-        elif v < lo:
-            lo = v
-        elif v > hi:
-            hi = v
-    return (0 if seen else 2), lo, hi
 
 
 @njit(cache=True, nogil=True)
@@ -353,3 +320,14 @@ def int_bounds(values, valid):
         elif v > hi:
             hi = v
     return (0 if seen else 2), lo, hi
+
+
+@njit(cache=True, nogil=True)
+def decimal_bounds(pairs, valid):
+    """Like ``int_bounds`` for the unscaled values of decimal128 slots (``pairs``: int64 low, high words per
+    value), or status 1 when a set slot holds a value beyond int64 (its high word is not its low word's sign)."""
+    masked = valid.shape[0] > 0
+    for i in range(pairs.shape[0] // 2):
+        if (not masked or valid[i]) and pairs[2 * i + 1] != pairs[2 * i] >> 63:
+            return 1, np.int64(0), np.int64(0)
+    return int_bounds(pairs[0::2], valid)
