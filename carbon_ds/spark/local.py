@@ -11,7 +11,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import pyarrow as pa
 from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
@@ -67,7 +66,7 @@ def arrow_frame(spark: Any, table: Any, schema: StructType) -> Any:
     of nested columns cannot build a column of no chunks."""
     table = table.combine_chunks()
     if table.num_columns and table.column(0).num_chunks == 0:
-        table = pa.Table.from_batches([pa.RecordBatch.from_pylist([], schema=table.schema)])
+        table = table.schema.empty_table()
     df = spark.createDataFrame(table, schema=schema)
     held = _local_rows(df)
     if held is not None and held != table.num_rows:

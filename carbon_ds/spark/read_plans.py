@@ -39,9 +39,10 @@ def _writer_arguments(settings: dict[str, Any]) -> dict[str, Any]:
 def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request: dict[str, Any]
                ) -> list[str | dict[str, int] | None]:
     """For each read of ``request`` ({"settings": {...}, "reads": [{"options": {...}, "schema": json}]}) the
-    base64 of Spark's read-info stream; ``{"rows": n}`` for a read that only counts rows and whose reader
-    knows the count from metadata (``planned_rows``: the JVM then reads a range of n empty rows instead);
-    or None where it must be planned the usual way."""
+    base64 of Spark's read-info stream; ``{"rows": n}`` where the reader knows its rows at planning
+    (``planned_rows``: a rows-only read's count from metadata, or 0 for a read whose plan keeps no file; the
+    JVM then reads a range of n empty rows, or an empty relation, instead); or None where it must be planned
+    the usual way."""
     if write_read_func_and_partitions is None:
         return [None] * len(request["reads"])
     settings = request["settings"]
