@@ -75,6 +75,8 @@ class Page:
     # min and max unscaled value of a decimal page without nulls, when its decoding found them on the way
     # (the page checks then need no pass of their own)
     unscaled_bounds: tuple[int, int] | None = None
+    # least and greatest 8-byte prefix key (see kernels.lv_decode) of a length-value page's non-null values
+    prefix_bounds: tuple[int, int] | None = None
 
     def fail(self, what: str, at: int = 0) -> CarbonFormatError:
         return CarbonFormatError(f"column {self.column.column_name!r}: {what}", self.path, self.offset + at)
@@ -329,7 +331,7 @@ def lv_array(page: Page, data: np.ndarray, width: int, typ: pa.DataType, rows: i
         offsets, values, valid = pooled(cap + 1, np.int32), pooled(data.shape[0], np.uint8), np.ones(cap, np.bool_)
         offsets[0] = row0 = out0 = 0
         arena = None
-    n, end, nulls, bad, high = kernels.lv_decode(
+    n, end, nulls, bad, high, kmin, kmax = kernels.lv_decode(
         data, width, limit, kernels.NULL_MARKER, not page.exact_nulls, offsets, row0, values, out0, valid
     )
     if bad >= 0:
@@ -341,6 +343,9 @@ def lv_array(page: Page, data: np.ndarray, width: int, typ: pa.DataType, rows: i
         if mask is not None:
             valid[row0 : row0 + n] = ~mask
             nulls = int(mask.sum())
+            kmin = None  # the keys counted the null slots' bytes
+    if kmin is not None and kmin <= kmax:
+        page.prefix_bounds = (int(kmin), int(kmax))
     validity = pa.py_buffer(np.packbits(valid[row0 : row0 + n], bitorder="little")) if nulls else None
     offsets_buf = pa.py_buffer(offsets[row0 : row0 + n + 1])
     if arena is not None:

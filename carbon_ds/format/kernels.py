@@ -107,9 +107,11 @@ def lv_decode(data, width, limit, marker, check_marker, offsets, row0, values, o
     are dropped) when ``check_marker`` is set. Entries go to ``offsets[row0 + 1:]`` (``offsets[row0]``
     must hold ``out0``), ``values[out0:]`` and ``valid[row0:]``; the caller sizes them for at least
     ``min(limit, len(data) // width)`` rows and ``len(data)`` bytes (the output never exceeds the input).
-    Returns (rows, end of the values written, nulls, bad_pos, or of all value bytes): bad_pos >= 0 is the
-    offset of a length running past the page, or of a row beyond ``limit``; the output is then unusable.
-    The or of all bytes tells whether any value needs UTF-8 validation (>= 0x80).
+    Returns (rows, end of the values written, nulls, bad_pos, or of all value bytes, least and greatest
+    prefix key): bad_pos >= 0 is the offset of a length running past the page, or of a row beyond
+    ``limit``; the output is then unusable. The or of all bytes tells whether any value needs UTF-8
+    validation (>= 0x80). A prefix key is a value's first 8 bytes as a big-endian uint64, zero-padded:
+    keys order as the values do, ties aside, so they bound the values for the page checks cheaply.
     """
     n = data.shape[0]
     cap = min(limit, n // width)
@@ -119,9 +121,11 @@ def lv_decode(data, width, limit, marker, check_marker, offsets, row0, values, o
     rows = 0
     nulls = 0
     hi = 0
+    kmin = np.uint64(0xFFFFFFFFFFFFFFFF)
+    kmax = np.uint64(0)
     while pos < n:
         if pos + width > n or rows >= cap:
-            return rows, out, nulls, pos, hi
+            return rows, out, nulls, pos, hi, kmin, kmax
         if width == 2:
             ln = (np.int64(data[pos]) << 8) | np.int64(data[pos + 1])
         else:
@@ -132,11 +136,11 @@ def lv_decode(data, width, limit, marker, check_marker, offsets, row0, values, o
                 | np.int64(data[pos + 3])
             )
             if ln >= 0x80000000:  # Java int: a negative length is corrupt
-                return rows, out, nulls, pos, hi
+                return rows, out, nulls, pos, hi, kmin, kmax
         start = pos + width
         end = start + ln
         if end > n:
-            return rows, out, nulls, pos, hi
+            return rows, out, nulls, pos, hi, kmin, kmax
         is_null = False
         if check_marker and ln == mlen:
             is_null = True
@@ -148,6 +152,13 @@ def lv_decode(data, width, limit, marker, check_marker, offsets, row0, values, o
             valid[row0 + rows] = False
             nulls += 1
         else:
+            key = np.uint64(0)
+            for k in range(start, min(end, start + 8)):
+                key = (key << np.uint64(8)) | np.uint64(data[k])
+            if 0 < ln < 8:  # (a shift by 64 is undefined)
+                key <<= np.uint64(8 * (8 - ln))
+            kmin = min(kmin, key)
+            kmax = max(kmax, key)
             for k in range(start, end):
                 b = data[k]
                 hi |= b
@@ -156,7 +167,7 @@ def lv_decode(data, width, limit, marker, check_marker, offsets, row0, values, o
         pos = end
         rows += 1
         offsets[row0 + rows] = out
-    return rows, out, nulls, -1, hi
+    return rows, out, nulls, -1, hi, kmin, kmax
 
 
 @njit(cache=True, nogil=True)
@@ -303,22 +314,31 @@ def decimal_integral_be3(data, base, negate, out):
 def int_bounds(values, valid):
     """Min and max of integer ``values`` whose ``valid`` byte is set (an empty ``valid``: every value), as
     int64. Status 0, or 2 when no value is set."""
+    n = values.shape[0]
+    if valid.shape[0] == 0:
+        if n == 0:
+            return 2, np.int64(0), np.int64(0)
+        lo = np.int64(values[0])
+        hi = lo
+        for i in range(1, n):  # branch-free min/max: the compiler vectorises it
+            v = np.int64(values[i])
+            lo = min(lo, v)
+            hi = max(hi, v)
+        return 0, lo, hi
     lo = np.int64(0)
     hi = np.int64(0)
     seen = False
-    masked = valid.shape[0] > 0
-    for i in range(values.shape[0]):
-        if masked and not valid[i]:
+    for i in range(n):
+        if not valid[i]:
             continue
         v = np.int64(values[i])
         if not seen:
             lo = v
             hi = v
             seen = True
-        elif v < lo:
-            lo = v
-        elif v > hi:
-            hi = v
+        else:
+            lo = min(lo, v)
+            hi = max(hi, v)
     return (0 if seen else 2), lo, hi
 
 
@@ -331,3 +351,27 @@ def decimal_bounds(pairs, valid):
         if (not masked or valid[i]) and pairs[2 * i + 1] != pairs[2 * i] >> 63:
             return 1, np.int64(0), np.int64(0)
     return int_bounds(pairs[0::2], valid)
+
+
+@njit(cache=True, nogil=True)
+def float_bounds(values, valid):
+    """Like ``int_bounds`` for floating ``values``, as float64, NaN skipped (a NaN bounds nothing):
+    status 2 when no value is set and not NaN."""
+    lo = np.float64(0.0)
+    hi = np.float64(0.0)
+    seen = False
+    masked = valid.shape[0] > 0
+    for i in range(values.shape[0]):
+        if masked and not valid[i]:
+            continue
+        v = np.float64(values[i])
+        if v != v:
+            continue
+        if not seen:
+            lo = v
+            hi = v
+            seen = True
+        else:
+            lo = min(lo, v)
+            hi = max(hi, v)
+    return (0 if seen else 2), lo, hi

@@ -2,7 +2,8 @@
 
 CarbonData pages carry no checksum, so damaged bytes usually decode to other values without complaint.
 Two checks catch much of it at the cost of one min/max per page (a compiled pass over integer, date and
-decimal values of up to 18 digits, pyarrow compute over the others; no per-row Python):
+decimal values of up to 18 digits and floating values, the first 8 bytes of strings as the page decodes
+them, pyarrow compute over the others; no per-row Python):
 
 * ``check_possible`` (every page of a DATE, TIMESTAMP or DECIMAL column, statistics or not): a DATE lies
   in 0001-01-01..9999-12-31 (Java's ``DateDirectDictionaryGenerator`` refuses other dates); a TIMESTAMP
@@ -52,12 +53,6 @@ def _fail(page: Any, what: str) -> CarbonFormatError:
     return page.fail(f"{what}: the page is corrupt")  # type: ignore[no-any-return]
 
 
-def _int_bounds(arr: pa.Array, typ: pa.DataType) -> tuple[int, int] | None:
-    """Min and max of a date/timestamp array as plain integers (``as_py`` of a date past 9999 raises)."""
-    lo, hi = integer_min_max(arr.view(typ))
-    return None if lo is None else (lo, hi)
-
-
 def _valid_bytes(arr: pa.Array) -> np.ndarray:
     """One byte per value, set where it is not null; empty when none is null (the kernels' convention)."""
     return arr.is_valid().to_numpy(zero_copy_only=False) if arr.null_count else np.empty(0, np.bool_)
@@ -74,26 +69,45 @@ def integer_min_max(arr: pa.Array) -> tuple[int | None, int | None]:
     return (None, None) if status == 2 else (int(lo), int(hi))
 
 
+def float_min_max(arr: pa.Array) -> tuple[float | None, float | None]:
+    """Min and max of a floating array, NaN skipped, in one compiled pass (None, None when no value is
+    set and not NaN)."""
+    data = arr.buffers()[1]
+    if data is None or not len(arr):
+        return None, None
+    values = np.frombuffer(data, arr.type.to_pandas_dtype(), count=len(arr), offset=arr.offset * arr.type.byte_width)
+    if not arr.null_count:
+        # numpy's min/max are vectorised, the NaN-skipping loop is not: it runs only when they meet a NaN
+        lo, hi = values.min(), values.max()
+        if lo == lo and hi == hi:
+            return float(lo), float(hi)
+    status, lo, hi = kernels.float_bounds(values, _valid_bytes(arr))
+    return (None, None) if status == 2 else (float(lo), float(hi))
+
+
 def check_page(page: Any, arr: pa.Array) -> None:
-    """Both checks of a decoded page: ``check_possible`` always, ``check_stats`` when the page asks."""
+    """Both checks of a decoded page: ``check_possible`` always, ``check_stats`` when the page asks; a
+    decimal or date page's min and max are found once for both."""
     bounds = None
     if pa.types.is_decimal(arr.type):
         known = page.unscaled_bounds
         scale = -arr.type.scale
         bounds = ((Decimal(known[0]).scaleb(scale), Decimal(known[1]).scaleb(scale)) if known is not None
                   else decimal_min_max(arr))
+    elif pa.types.is_date32(arr.type):
+        bounds = integer_min_max(arr.view(pa.int32()))
     check_possible(page, arr, bounds)
     if page.check_stats:
         check_stats(page, arr, bounds)
 
 
-def check_possible(page: Any, arr: pa.Array, decimal_bounds: tuple[Any, Any] | None = None) -> None:
-    """Raise when a decoded DATE, TIMESTAMP or DECIMAL value is one the format cannot hold
-    (``decimal_bounds``: a decimal page's min and max when already known)."""
+def check_possible(page: Any, arr: pa.Array, known: tuple[Any, Any] | None = None) -> None:
+    """Raise when a decoded DATE, TIMESTAMP or DECIMAL value is one the format cannot hold (``known``: a
+    decimal or date page's min and max when already found, as Decimals or days)."""
     typ = arr.type
     if pa.types.is_date32(typ):
-        bounds = _int_bounds(arr, pa.int32())
-        if bounds and (bounds[0] < MIN_DAYS or bounds[1] > MAX_DAYS):
+        bounds = known if known is not None else integer_min_max(arr.view(pa.int32()))
+        if bounds[0] is not None and (bounds[0] < MIN_DAYS or bounds[1] > MAX_DAYS):
             raise _fail(page, f"decoded dates span day {bounds[0]}..{bounds[1]} from 1970-01-01, outside "
                               f"CarbonData's range 0001-01-01..9999-12-31 (days {MIN_DAYS}..{MAX_DAYS})")
     elif pa.types.is_timestamp(typ):
@@ -109,7 +123,7 @@ def check_possible(page: Any, arr: pa.Array, decimal_bounds: tuple[Any, Any] | N
             raise _fail(page, f"decoded timestamp {int(us[off[0]])} us is not a whole number of milliseconds "
                               "(a stored epoch-ms value beyond what a microsecond timestamp holds)")
     elif pa.types.is_decimal(typ):
-        lo, hi = decimal_bounds or decimal_min_max(arr)
+        lo, hi = known or decimal_min_max(arr)
         if lo is None:
             return
         limit = Decimal(10) ** (typ.precision - typ.scale)
@@ -164,14 +178,23 @@ def _stat_bounds(page: Any, arr: pa.Array, lo_b: bytes, hi_b: bytes) -> tuple[An
     if dt_ == DataType.DOUBLE:
         if lo != lo or hi != hi:  # NaN bounds say nothing
             return None
-        return lo, hi, pc.filter(arr, pc.invert(pc.is_nan(arr))), ""
+        return lo, hi, arr, ""  # check_stats skips NaN values
     if dt_ == DataType.DECIMAL and not pa.types.is_decimal(arr.type):
         return None
     return lo, hi, arr, ""
 
 
-def check_stats(page: Any, arr: pa.Array, decimal_bounds: tuple[Any, Any] | None = None) -> None:
-    """Raise when a decoded value lies outside the page's stored min/max (``decimal_bounds`` as above)."""
+def _prefix_key(value: bytes) -> int:
+    """A byte string's first 8 bytes as a big-endian integer, zero-padded (kernels.lv_decode's key)."""
+    return int.from_bytes(value[:8].ljust(8, b"\0"), "big")
+
+
+def _key_bytes(key: int) -> bytes:
+    return key.to_bytes(8, "big").rstrip(b"\0")
+
+
+def check_stats(page: Any, arr: pa.Array, known: tuple[Any, Any] | None = None) -> None:
+    """Raise when a decoded value lies outside the page's stored min/max (``known`` as above)."""
     mm = page.chunk.min_max
     if mm is None or not mm.min_values or not mm.max_values:
         return
@@ -180,14 +203,26 @@ def check_stats(page: Any, arr: pa.Array, decimal_bounds: tuple[Any, Any] | None
     lo_b, hi_b = bytes(mm.min_values[0]), bytes(mm.max_values[0])
     if not lo_b or not hi_b:
         return
+    keys = page.prefix_bounds
+    if keys is not None and page.column.data_type == DataType.STRING:
+        # the values' 8-byte prefix keys order as the values do, so keys outside the statistics' keys mean
+        # values outside them (equal keys prove nothing either way: they pass)
+        if keys[0] < _prefix_key(lo_b) or keys[1] > _prefix_key(hi_b):
+            raise _fail(page, f"decoded values beginning {_key_bytes(keys[0])!r}..{_key_bytes(keys[1])!r} lie "
+                              f"outside the page's stored min/max [{lo_b!r}, {hi_b!r}]")
+        return
     bounds = _stat_bounds(page, arr, lo_b, hi_b)
     if bounds is None:
         return
     lo, hi, values, unit = bounds
-    if pa.types.is_decimal(values.type):
-        vmin, vmax = decimal_bounds or decimal_min_max(values)
+    if known is not None:
+        vmin, vmax = known
+    elif pa.types.is_decimal(values.type):
+        vmin, vmax = decimal_min_max(values)
     elif pa.types.is_signed_integer(values.type):
         vmin, vmax = integer_min_max(values)
+    elif pa.types.is_floating(values.type):
+        vmin, vmax = float_min_max(values)
     else:
         got = pc.min_max(values)
         vmin, vmax = got["min"].as_py(), got["max"].as_py()

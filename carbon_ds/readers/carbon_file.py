@@ -12,6 +12,7 @@ import os
 import posixpath
 import struct
 import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -49,29 +50,37 @@ from carbon_ds.fs import Storage
 DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
 READ_THREADS = os.cpu_count() or 1  # threads one ``read`` of a whole file may use
 
-# Parsed footers and headers by their exact bytes: a point lookup re-opens the same files query after query
-# (Spark reuses its Python workers), and parsing a footer of many blocklets costs more than the lookup's
-# decoding. Keyed by content, so a changed file can never be answered from the cache.
-_PARSED: dict[tuple[type, bytes], object] = {}
+# Parsed footers, headers and column-chunk headers by their exact bytes: a query re-opens the same files
+# query after query (Spark reuses its Python workers), and parsing a chunk's page headers or a footer of many
+# blocklets costs more than decoding a point lookup's pages. Keyed by content, so a changed file can never
+# be answered from the cache; least recently used entries go first once the keys pass _PARSED_BUDGET bytes
+# (parsed objects take roughly ten times their bytes).
+_PARSED: OrderedDict[tuple[type, bytes], object] = OrderedDict()
 _PARSED_LOCK = threading.Lock()
-_PARSED_MAX = 256  # entries; the cache is dropped whole when full
+_PARSED_BUDGET = 8 << 20
 _PARSED_MAX_BYTES = 4 << 20  # larger footers are parsed every time rather than kept
+_parsed_bytes = 0
 
 
 def _parse_cached(kind, data: bytes, path: str, offset: int):
-    """``kind.from_bytes(data, path, offset)[0]``, shared between opens of files with the same bytes."""
+    """``kind.from_bytes(data)``'s struct, from the cache when these bytes were parsed before."""
+    global _parsed_bytes
     if len(data) > _PARSED_MAX_BYTES:
         return kind.from_bytes(data, path, offset)[0]
     key = (kind, data)
     with _PARSED_LOCK:
         hit = _PARSED.get(key)
-    if hit is not None:
-        return hit
+        if hit is not None:
+            _PARSED.move_to_end(key)
+            return hit
     value = kind.from_bytes(data, path, offset)[0]
     with _PARSED_LOCK:
-        if len(_PARSED) >= _PARSED_MAX:
-            _PARSED.clear()
-        _PARSED[key] = value
+        if key not in _PARSED:
+            _PARSED[key] = value
+            _parsed_bytes += len(data)
+            while _parsed_bytes > _PARSED_BUDGET:
+                (_kind, old), _value = _PARSED.popitem(last=False)
+                _parsed_bytes -= len(old)
     return value
 
 
@@ -287,7 +296,7 @@ class CarbonDataFile:
         """The DataChunk3 header of a column chunk; with ``hold`` its bytes and header are kept for the
         next decode of that chunk, which then neither reads nor parses them again (``release`` drops them)."""
         buf, start, hlen = self._chunk_bytes(blocklet, column_index)
-        chunk, _ = DataChunk3.from_bytes(bytes(buf[:hlen]), self.path, start)
+        chunk = _parse_cached(DataChunk3, bytes(buf[:hlen]), self.path, start)
         if hold:
             self._held[(blocklet, column_index)] = (buf, start, hlen, chunk)
         return chunk
@@ -303,7 +312,7 @@ class CarbonDataFile:
             buf, start, hlen, chunk = held
         else:
             buf, start, hlen = self._chunk_bytes(b, c)
-            chunk, _ = DataChunk3.from_bytes(bytes(buf[:hlen]), self.path, start)
+            chunk = _parse_cached(DataChunk3, bytes(buf[:hlen]), self.path, start)
         col = self.columns[c]
         info = self._blocklet(b)
         pages_meta = chunk.data_chunk_list or []
