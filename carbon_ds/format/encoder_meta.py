@@ -7,6 +7,7 @@ width follows the schema type, then writeUTF(compressor name).
 
 from __future__ import annotations
 
+import functools
 import struct
 from dataclasses import dataclass
 from decimal import Decimal, localcontext
@@ -136,7 +137,12 @@ _FIXED_VALUES = {
 
 
 def parse(data: bytes) -> EncoderMeta:
-    data = bytes(data)
+    """The meta these bytes hold; shared between pages with the same bytes, so callers must not change it."""
+    return _parse_bytes(bytes(data))
+
+
+@functools.lru_cache(maxsize=8192)  # every page carries one, and a column's pages often carry the same
+def _parse_bytes(data: bytes) -> EncoderMeta:
     fast = _parse_fixed(data)
     return fast if fast is not None else _parse(data)
 

@@ -47,6 +47,16 @@ from carbon_ds.format.structs import (
 )
 from carbon_ds.fs import Storage
 
+
+class _KeptPages:
+    """The kept pages of a pruned read of one column, already decoded as one array."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: pa.Array):
+        self.array = array
+
+
 DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
 READ_THREADS = os.cpu_count() or 1  # threads one ``read`` of a whole file may use
 
@@ -359,8 +369,9 @@ class CarbonDataFile:
 
     def _decode(
         self, b: int, node: ColumnNode, expected: list[int] | None, keep: set[int] | None = None
-    ) -> list[pa.Array | None]:
-        """One array per page; with ``keep`` pages outside it are None (plain columns skip decoding them)."""
+    ) -> list[pa.Array | None] | list[_KeptPages]:
+        """One array per page; with ``keep`` pages outside it are None (plain columns skip decoding them), or
+        a plain column's kept pages as one ``_KeptPages`` when more than one is kept."""
         value = self._virtual.get(id(node.schema))
         if value is not None:  # a table column added after this file was written
             return [pa.repeat(value, n) for n in self.page_rows(b)]
@@ -404,9 +415,13 @@ class CarbonDataFile:
         global_dict = None
         if dictionary is None and is_global_dictionary(node.schema):
             global_dict = self._global_dictionary(node.schema)
-        if keep is None and expected is None and len(pages) > 1:
-            # the whole chunk as one array: decoded into a single buffer, no concatenation afterwards
-            return [decode_pages(pages, dictionary, global_dict)]
+        if expected is None and len(pages) > 1 and (keep is None or len(keep) > 1):
+            # the whole chunk, or the kept pages, as one array: decoded into a single buffer, no
+            # concatenation afterwards
+            if keep is None:
+                return [decode_pages(pages, dictionary, global_dict)]
+            if all(j < len(pages) for j in keep):
+                return [_KeptPages(decode_pages([pages[j] for j in sorted(keep)], dictionary, global_dict))]
         return [decode_page(p, dictionary, global_dict) if keep is None or j in keep else None
                 for j, p in enumerate(pages)]
 
@@ -452,7 +467,10 @@ class CarbonDataFile:
         arrays = []
         for node in nodes:
             parts = self._decode(i, node, None, keep)
-            if keep is not None:
+            if len(parts) == 1 and isinstance(parts[0], _KeptPages):
+                parts = [parts[0].array]
+                rows = len(parts[0]) if not arrays else rows
+            elif keep is not None:
                 if any(j >= len(parts) for j in keep):
                     raise IndexError(f"page out of range in blocklet {i} of {self.path}: {sorted(keep)}")
                 parts = [parts[j] for j in sorted(keep)]

@@ -8,11 +8,14 @@ held and decoded from the same bytes. Statistic bytes become values in readers.c
 
 from __future__ import annotations
 
+import threading
+import weakref
 from dataclasses import dataclass
 
 import pyarrow as pa
 
 from carbon_ds.expressions import AlwaysTrue, Expr, might_match
+from carbon_ds.format.structs import ColumnSchema, DataChunk3
 from carbon_ds.readers import column_stats as S
 from carbon_ds.readers.carbon_file import CarbonDataFile
 
@@ -30,6 +33,42 @@ class BlockletRows:
     all_pages: bool  # every page of the blocklet survived
 
 
+# Page statistics as values, per parsed chunk header and column: parsed headers are shared by content (see
+# carbon_file), so a query re-reading a file prunes its pages without decoding their statistic bytes again.
+# Keyed by the header object's id while it lives (structs compare by value, so they are no dict keys).
+_PAGE_STATS: dict[int, tuple[weakref.ref, dict[tuple, list[S.Stats]]]] = {}
+_PAGE_STATS_LOCK = threading.Lock()
+
+
+def _forget(ident: int) -> weakref.ReferenceType:
+    def drop(_ref: weakref.ReferenceType) -> None:
+        with _PAGE_STATS_LOCK:
+            entry = _PAGE_STATS.get(ident)
+            if entry is not None and entry[0] is _ref:
+                del _PAGE_STATS[ident]
+    return drop  # type: ignore[return-value]
+
+
+def _page_stats(chunk: DataChunk3, column: ColumnSchema) -> list[S.Stats]:
+    """The statistics of each page of ``chunk`` (a chunk of ``column``)."""
+    key = (column.column_name.lower(), column.data_type, column.dimension, column.scale, column.precision,
+           tuple(column.encoders or ()))
+    ident = id(chunk)
+    with _PAGE_STATS_LOCK:
+        entry = _PAGE_STATS.get(ident)
+        got = entry[1].get(key) if entry is not None and entry[0]() is chunk else None
+    if got is not None:
+        return got
+    got = [S.unit_stats([column], [True], dc2.min_max, None) for dc2 in chunk.data_chunk_list or []]
+    with _PAGE_STATS_LOCK:
+        entry = _PAGE_STATS.get(ident)
+        if entry is None or entry[0]() is not chunk:
+            entry = (weakref.ref(chunk, _forget(ident)), {})
+            _PAGE_STATS[ident] = entry
+        entry[1][key] = got
+    return got
+
+
 def surviving_pages(f: CarbonDataFile, blocklet: int, expr: Expr, hold: bool = False) -> tuple[list[int], int]:
     """(pages of ``blocklet`` that might match, page count), from the filter columns' page min/max; with
     ``hold`` the file keeps those columns' chunks for the decode that follows (``f.release`` drops them)."""
@@ -42,9 +81,9 @@ def surviving_pages(f: CarbonDataFile, blocklet: int, expr: Expr, hold: bool = F
         if c.column_name.lower() not in names or not trusted[i]:
             continue
         chunk = f.read_column_chunk(blocklet, i, hold)
-        pages = chunk.data_chunk_list or []
+        pages = _page_stats(chunk, c)
         n_pages = len(pages)
-        per_column[c.column_name.lower()] = [S.unit_stats([c], [True], dc2.min_max, None) for dc2 in pages]
+        per_column[c.column_name.lower()] = pages
     if n_pages is None:
         n = f.page_count(blocklet)
         return list(range(n)), n

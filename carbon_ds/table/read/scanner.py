@@ -9,6 +9,7 @@ GIL), and results still come out in plan order.
 
 from __future__ import annotations
 
+import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -147,8 +148,18 @@ class Scan:
     def _tables(self) -> Iterator[pa.Table]:
         """Unit results in plan order; threaded reads keep a bounded number of units in flight."""
         opened: list[CarbonDataFile] = []
-        tasks = self._tasks(opened)
+        gen = self._tasks(opened)
         threads = THREADS if self.use_threads else 1
+        try:
+            ahead = list(itertools.islice(gen, 2)) if threads >= 2 else []
+        except BaseException:
+            gen.close()
+            for f in opened:
+                f.close()
+            raise
+        if len(ahead) < 2:
+            threads = 1  # one unit (a pruned lookup) runs in this thread: a pool would only add its start-up
+        tasks = itertools.chain(ahead, gen)
         if threads < 2:
             try:
                 for run, last_of in tasks:
@@ -159,7 +170,7 @@ class Scan:
                     if table is not None:
                         yield table
             finally:  # a stream stopped early (limit, error) still closes every file it opened
-                tasks.close()
+                gen.close()
                 for f in opened:
                     f.close()
             return
@@ -176,7 +187,7 @@ class Scan:
             for fut, _ in pending:
                 fut.cancel()
             pool.shutdown(wait=True)  # no unit in flight any more: files may close
-            tasks.close()
+            gen.close()
             for f in opened:
                 f.close()
 
