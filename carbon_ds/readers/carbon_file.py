@@ -57,6 +57,7 @@ class _KeptPages:
         self.array = array
 
 
+_NO_BYTES = memoryview(b"")  # a page a pruned read skips: never decoded
 DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
 READ_THREADS = os.cpu_count() or 1  # threads one ``read`` of a whole file may use
 
@@ -134,9 +135,10 @@ class CarbonDataFile:
         self._virtual: dict[int, pa.Scalar] = {}
         # global dictionaries are table-wide and read whole: load each once per file object
         self._global_dicts: dict[tuple[str, str], pa.Array] = {}
-        # (blocklet, column) -> chunk bytes and parsed DataChunk3 kept by ``read_column_chunk(hold=True)``
-        # (page pruning reads the filter columns' headers first) for the decode that follows
-        self._held: dict[tuple[int, int], tuple[memoryview, int, int, DataChunk3]] = {}
+        # (blocklet, column) -> chunk bytes (remote storage), place and parsed DataChunk3 kept by
+        # ``read_column_chunk(hold=True)`` (page pruning reads the filter columns' headers first) for the
+        # decode that follows
+        self._held: dict[tuple[int, int], tuple[memoryview | None, int, int, int, DataChunk3]] = {}
         try:
             self._file = storage.open(inner)
         except FileNotFoundError as e:  # also a FileNotFoundError: callers may look for a moved copy
@@ -292,37 +294,51 @@ class CarbonDataFile:
         return out
 
     # ------------------------------------------------------------------ column chunks
-    def _chunk_bytes(self, b: int, c: int) -> tuple[memoryview, int, int]:
-        """The bytes of column ``c`` in blocklet ``b`` (its DataChunk3 and pages), their offset, header size."""
+    def _chunk_span(self, b: int, c: int) -> tuple[int, int, int]:
+        """Where column ``c`` of blocklet ``b`` lies: its offset, the offset where it ends, its header size."""
         info = self._blocklet(b)
         if not 0 <= c < len(self.columns):
             raise IndexError(f"column index {c} out of range: {self.path} has {len(self.columns)} columns")
         start = info.column_data_chunks_offsets[c]
         k = bisect.bisect_right(self._chunk_starts, start)
         end = self._chunk_starts[k] if k < len(self._chunk_starts) else self._footer_at
-        return memoryview(self._read(start, end - start)), start, info.column_data_chunks_length[c]
+        hlen = info.column_data_chunks_length[c]
+        if not 0 < hlen <= end - start:
+            raise CarbonFormatError(f"column {self.columns[c].column_name!r}: chunk header of {hlen} bytes in a "
+                                    f"chunk of {end - start}", self.path, start)
+        return start, end, hlen
+
+    def _chunk_header(self, b: int, c: int, whole: bool) -> tuple[memoryview | None, int, int, int, DataChunk3]:
+        """(the chunk's bytes when ``whole``, else None; its offset, end and header size; its header). Local
+        files read only the header unless ``whole``: a pruned read then reads just its pages."""
+        start, end, hlen = self._chunk_span(b, c)
+        if whole:
+            buf = memoryview(self._read(start, end - start))
+            return buf, start, end, hlen, _parse_cached(DataChunk3, bytes(buf[:hlen]), self.path, start)
+        return None, start, end, hlen, _parse_cached(DataChunk3, self._read(start, hlen), self.path, start)
 
     def read_column_chunk(self, blocklet: int, column_index: int, hold: bool = False) -> DataChunk3:
-        """The DataChunk3 header of a column chunk; with ``hold`` its bytes and header are kept for the
-        next decode of that chunk, which then neither reads nor parses them again (``release`` drops them)."""
-        buf, start, hlen = self._chunk_bytes(blocklet, column_index)
-        chunk = _parse_cached(DataChunk3, bytes(buf[:hlen]), self.path, start)
+        """The DataChunk3 header of a column chunk; with ``hold`` its header (and on remote storage its
+        bytes) are kept for the next decode of that chunk, which then neither reads nor parses them again
+        (``release`` drops them)."""
+        held = self._chunk_header(blocklet, column_index, whole=hold and not self._storage.is_local)
         if hold:
-            self._held[(blocklet, column_index)] = (buf, start, hlen, chunk)
-        return chunk
+            self._held[(blocklet, column_index)] = held
+        return held[-1]
 
     def release(self, blocklet: int) -> None:
         """Drop the chunks of ``blocklet`` held by ``read_column_chunk(hold=True)`` and not decoded since."""
         for key in [k for k in list(self._held) if k[0] == blocklet]:
             self._held.pop(key, None)
 
-    def _pages(self, b: int, c: int, expected: list[int] | None) -> tuple[DataChunk3, list[Page]]:
+    def _pages(self, b: int, c: int, expected: list[int] | None, need: set[int] | None = None
+               ) -> tuple[DataChunk3, list[Page]]:
+        """The chunk's header and its pages; with ``need`` (local files) only those pages' bytes are read,
+        the others get no bytes and must not be decoded."""
         held = self._held.pop((b, c), None)
-        if held is not None:
-            buf, start, hlen, chunk = held
-        else:
-            buf, start, hlen = self._chunk_bytes(b, c)
-            chunk = _parse_cached(DataChunk3, bytes(buf[:hlen]), self.path, start)
+        if held is None:
+            held = self._chunk_header(b, c, whole=need is None or not self._storage.is_local)
+        buf, start, end, hlen, chunk = held
         col = self.columns[c]
         info = self._blocklet(b)
         pages_meta = chunk.data_chunk_list or []
@@ -339,6 +355,7 @@ class CarbonDataFile:
         encoders = col.encoders or []
         check = (expected is None and col.data_type in STATS_CHECKED
                  and (Encoding.DICTIONARY not in encoders or Encoding.DIRECT_DICTIONARY in encoders))
+        spans = []
         for j, dc2 in enumerate(pages_meta):
             plen = _at(chunk.page_length, j)
             if plen is None:
@@ -347,10 +364,14 @@ class CarbonDataFile:
             poff = pos if poff is None else poff
             pos = poff + plen
             lo = hlen + poff
-            if poff < 0 or plen < 0 or lo + plen > len(buf):
+            if poff < 0 or plen < 0 or lo + plen > end - start:
                 raise CarbonFormatError(
                     f"column {col.column_name!r} page {j} ({poff}+{plen}) runs past its chunk", self.path, start
                 )
+            spans.append((lo, plen))
+        raws = self._page_bytes(buf, start, spans, need)
+        for j, dc2 in enumerate(pages_meta):
+            lo, plen = spans[j]
             rows = dc2.numberOfRowsInpage
             if expected is not None:
                 # a complex child's row count comes from its parent's element counts: 2.0 writes the
@@ -362,10 +383,28 @@ class CarbonDataFile:
                 rows = remaining if n == 1 else min(DEFAULT_PAGE_ROWS, remaining)
             remaining -= rows
             pages.append(
-                Page(col, dc2, buf[lo : lo + plen], int(rows), self.path, start + lo, exact_nulls=self._exact_nulls,
+                Page(col, dc2, raws[j], int(rows), self.path, start + lo, exact_nulls=self._exact_nulls,
                      check_stats=check, timestamp_keys=self._timestamp_keys)
             )
         return chunk, pages
+
+    def _page_bytes(self, buf: memoryview | None, start: int, spans: list[tuple[int, int]],
+                    need: set[int] | None) -> list[memoryview]:
+        """Each page's bytes (``spans``: offset in the chunk, length): from ``buf`` (the whole chunk) when
+        read, else one read from the first to the last needed page; pages not needed get none."""
+        if buf is not None:
+            return [buf[lo : lo + n] for lo, n in spans]
+        wanted = [j for j in range(len(spans)) if need is None or j in need]
+        if not wanted:
+            return [_NO_BYTES] * len(spans)
+        first = spans[wanted[0]][0]
+        last = max(spans[j][0] + spans[j][1] for j in wanted)
+        data = memoryview(self._read(start + first, last - first))
+        out = [_NO_BYTES] * len(spans)
+        for j in wanted:
+            lo, n = spans[j]
+            out[j] = data[lo - first : lo - first + n]
+        return out
 
     def _decode(
         self, b: int, node: ColumnNode, expected: list[int] | None, keep: set[int] | None = None
@@ -376,8 +415,9 @@ class CarbonDataFile:
         if value is not None:  # a table column added after this file was written
             return [pa.repeat(value, n) for n in self.page_rows(b)]
         c = self._index[id(node.schema)]
-        chunk, pages = self._pages(b, c, expected)
         dt = node.data_type
+        plain = dt not in (DataType.ARRAY, DataType.MAP, DataType.STRUCT) and expected is None
+        chunk, pages = self._pages(b, c, expected, keep if plain else None)
         if dt in (DataType.ARRAY, DataType.MAP):
             parents = [decode_parent_page(p) for p in pages]
             children = self._decode(b, node.children[0], [int(counts.sum()) for counts, _ in parents])

@@ -437,3 +437,36 @@ def test_index_files_prune_without_opening_data_files(table_path, monkeypatch):
     report = api_explain(table_path, "k > 1000")
     assert opened == []
     assert report["files"]["read"] == 0 and report["files"]["total"] > 0
+
+
+def test_a_pruned_read_of_a_local_file_reads_only_its_pages(tmp_path, monkeypatch):
+    # one blocklet of 20 pages sorted by k: a lookup keeps one page, so it reads the chunk headers and that
+    # page's bytes of each column, not the whole chunks
+    n = 20 * 500
+    table = pa.table({"k": pa.array(range(n), pa.int64()), "v": pa.array([f"value {i}" for i in range(n)])})
+    original = plain.writer_options
+
+    def pages_of_500(t, load):
+        o = original(t, load)
+        o.page_rows = 500
+        return o
+
+    monkeypatch.setattr(plain, "writer_options", pages_of_500)
+    carbon_ds.write_table(table, tmp_path / "t", sort_columns="k")
+    monkeypatch.undo()
+    [path] = (tmp_path / "t").rglob("*.carbondata")
+    read: list[int] = []
+    real_read = CarbonDataFile._read
+
+    def counting(self, offset, length):
+        read.append(length)
+        return real_read(self, offset, length)
+
+    monkeypatch.setattr(CarbonDataFile, "_read", counting)
+    got = carbon_ds.read_table(tmp_path / "t", filter="k = 7001")
+    assert got.to_pylist() == [{"k": 7001, "v": "value 7001"}]
+    with CarbonDataFile(str(path)) as f:
+        chunks = sum(f._chunk_span(0, c)[1] - f._chunk_span(0, c)[0] for c in range(len(f.columns)))
+    assert sum(read) < path.stat().st_size - chunks + chunks / 5, (sum(read), chunks)
+    assert carbon_ds.read_table(tmp_path / "t", filter="k >= 2990 and k < 3010")["k"].to_pylist() == list(
+        range(2990, 3010))  # two neighbouring pages, one read
