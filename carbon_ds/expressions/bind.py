@@ -9,6 +9,7 @@ from collections.abc import Callable
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -31,6 +32,7 @@ from carbon_ds.expressions.tree import (
     bounded,
     visit,
 )
+from carbon_ds.format import kernels
 
 
 def _coerce(value: Any, t: pa.DataType, column: str) -> Any:
@@ -204,6 +206,42 @@ _COMPARE = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal
             ">=": pc.greater_equal}
 
 
+_OP_CODES = {"=": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
+
+
+def _decimal_compare(column: pa.ChunkedArray, op: str, value: Any, scale: int) -> pa.ChunkedArray | None:
+    """``column op value`` for a decimal column of up to 18 digits, compared as unscaled int64 in one
+    compiled pass per chunk (pyarrow's decimal comparison costs about 4 ns a value, this a fraction of
+    that); None when the literal is not exact at the column's scale, or a chunk does not lend itself to it,
+    so the caller compares with pyarrow."""
+    if not isinstance(value, Decimal | int) or isinstance(value, bool):
+        return None
+    try:
+        unscaled = Decimal(value).scaleb(scale)
+        if unscaled != unscaled.to_integral_value() or not _INT64_MIN <= unscaled <= _INT64_MAX:
+            return None
+    except InvalidOperation:
+        return None
+    code, target = _OP_CODES[op], int(unscaled)
+    out = []
+    for chunk in column.chunks:
+        data = chunk.buffers()[1]
+        if data is None or (chunk.offset and chunk.null_count):
+            return None  # the result's validity must line up with the chunk's bitmap from bit 0
+        n = len(chunk)
+        pairs = np.frombuffer(data, np.int64, count=2 * n, offset=chunk.offset * 16)
+        hits = np.empty(n, np.bool_)
+        if not kernels.decimal_compare(pairs, code, target, hits):
+            return None
+        validity = chunk.buffers()[0] if chunk.null_count else None
+        bits = np.packbits(hits, bitorder="little")
+        out.append(pa.Array.from_buffers(pa.bool_(), n, [validity, pa.py_buffer(bits)]))
+    return pa.chunked_array(out, pa.bool_())
+
+
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
 class _ToArrow(ExprVisitor[Any]):
     """Each node as pyarrow compute calls with SQL semantics (Kleene AND/OR, NULL for a NULL input).
 
@@ -237,7 +275,12 @@ class _ToArrow(ExprVisitor[Any]):
 
     def visit_compare(self, node: Compare) -> Any:
         t = self.types[node.column]
-        return _COMPARE[node.op](self.column(node.column), _scalar(node.value, t))
+        column = self.column(node.column)
+        if isinstance(column, pa.ChunkedArray) and pa.types.is_decimal128(t) and t.precision <= 18:
+            fast = _decimal_compare(column, node.op, node.value, t.scale)
+            if fast is not None:
+                return fast
+        return _COMPARE[node.op](column, _scalar(node.value, t))
 
     def _inside(self, node: In | NotIn) -> Any:
         t = self.types[node.column]

@@ -375,3 +375,36 @@ def float_bounds(values, valid):
             lo = min(lo, v)
             hi = max(hi, v)
     return (0 if seen else 2), lo, hi
+
+
+@njit(cache=True, nogil=True)
+def decimal_compare(pairs, op, value, out):
+    """Compare the unscaled values of decimal128 slots (``pairs``: int64 low, high words per value) with the
+    int64 ``value``; ``op`` 0..5 is =, !=, <, <=, >, >=; ``out[i]`` (bool) says whether value i compares
+    true. Returns False, leaving ``out`` unusable, when a slot holds a value beyond int64 (its high word is
+    not its low word's sign): the caller then compares another way."""
+    n = pairs.shape[0] // 2
+    bad = 0
+    for i in range(n):  # one loop per operator: each compiles to a tight, vectorised pass
+        bad |= pairs[2 * i + 1] ^ (pairs[2 * i] >> 63)
+    if bad != 0:
+        return False
+    if op == 0:
+        for i in range(n):
+            out[i] = pairs[2 * i] == value
+    elif op == 1:
+        for i in range(n):
+            out[i] = pairs[2 * i] != value
+    elif op == 2:
+        for i in range(n):
+            out[i] = pairs[2 * i] < value
+    elif op == 3:
+        for i in range(n):
+            out[i] = pairs[2 * i] <= value
+    elif op == 4:
+        for i in range(n):
+            out[i] = pairs[2 * i] > value
+    else:
+        for i in range(n):
+            out[i] = pairs[2 * i] >= value
+    return True
