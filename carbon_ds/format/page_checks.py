@@ -15,7 +15,9 @@ them, pyarrow compute over the others; no per-row Python):
   counts as zero, a null DATE as key 1), never narrow them, so only values outside are an error. The
   statistics bytes per type are those of carbon_ds.format.stat_bytes: DATE a 4-byte surrogate key, TIMESTAMP
   8 bytes of epoch ms with the sign bit flipped (direct-dictionary TIMESTAMP pages hold 4-byte surrogate
-  keys in their statistics: not compared), DECIMAL a scale byte and the unscaled value.
+  keys in their statistics: not compared), DECIMAL a scale byte and the unscaled value. A plain string
+  page is compared by its values' first 8 bytes, found while decoding (kernels.lv_decode): a value whose
+  first 8 bytes already lie outside is caught, one that differs only further on is not.
 
 The ``page`` argument is a carbon_ds.format.decode.Page (its column, chunk and ``fail``).
 """

@@ -39,8 +39,9 @@ from carbon_ds.table.read.task_reader import POSITION_NAMES, position_tables, re
 
 SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several partitions
 # Small files (a partitioned table's, many small loads') are read several to a partition up to PACK_BYTES,
-# each counted at least OPEN_COST, as Spark packs small files: every partition costs a Python task.
-PACK_BYTES = 32 * 1024 * 1024
+# each counted at least OPEN_COST, as Spark packs small files (its maxPartitionBytes and openCostInBytes
+# defaults): every partition costs a Python task.
+PACK_BYTES = 128 * 1024 * 1024
 OPEN_COST = 4 * 1024 * 1024
 COUNT_BATCH_ROWS = 1 << 20  # rows per column-less batch of a rows-only read
 # Rows per batch handed to Spark. A blocklet decodes to one batch of up to ~2M rows; Spark converts each

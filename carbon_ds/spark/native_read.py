@@ -274,7 +274,8 @@ def describe(table: TableHandle, declared: StructType, segments: str | None,
              known: dict[str, StructType]) -> dict[str, Any] | None:
     """The native union of ``table`` as data, for a planner without a Python driver (the Spark extension's
     rule, jvm/src NativeUnion): the carbondata segment ids, and per set of external files its format,
-    reader options, files and (when Spark's schema of them is in ``known``, by group_key) the select list
+    reader options, files, their sizes (the JVM keeps the answer while they hold, jvm/src PlanCache) and
+    (when Spark's schema of them is in ``known``, by group_key) the select list
     giving ``declared``'s columns. None when the table has no external segment Spark reads, or ``declared``
     holds a column the table does not (a user schema: the data source reads it as it always did)."""
     by_lower = {n.lower(): n for n in table.schema.names}
@@ -289,7 +290,7 @@ def describe(table: TableHandle, declared: StructType, segments: str | None,
     for ref, paths, sizes in plan.external:
         key = group_key(ref, paths, sizes)
         group: dict[str, Any] = {"key": key, "format": ref.format, "options": reader_options(ref),
-                                 "paths": list(paths)}
+                                 "paths": list(paths), "sizes": list(sizes)}
         if key in known:
             group["select"] = projection(ref, known[key], table, names, types)
         groups.append(group)

@@ -137,7 +137,7 @@ def test_sql_insert_hash_and_list_repartition(spark, tmp_path):
 
 def test_pack_groups_small_pieces_up_to_the_pack_size():
     mb = 1024 * 1024
-    sizes = {"a": 1 * mb, "b": 20 * mb, "c": 10 * mb, "d": 300 * mb, "e": 2 * mb}
+    sizes = {"a": 1 * mb, "b": 100 * mb, "c": 60 * mb, "d": 300 * mb, "e": 2 * mb}
     a, b, c, d1, d2, e = (Piece(p, bl) for p, bl in [("a", None), ("b", None), ("c", None), ("d", (0, 1)),
                                                     ("d", (2, 3)), ("e", None)])
     pieces = [a, b, c, d1, d2, e]
@@ -145,10 +145,10 @@ def test_pack_groups_small_pieces_up_to_the_pack_size():
     assert [p for g in groups for p in g] == pieces  # every piece once, in order
     # a (counted as OPEN_COST) + b fit; c would pass PACK_BYTES; split pieces count SPLIT_BYTES each
     assert groups == [[a, b], [c], [d1], [d2], [e]]
-    assert OPEN_COST + 20 * mb <= PACK_BYTES < OPEN_COST + 30 * mb and SPLIT_BYTES > PACK_BYTES
+    assert OPEN_COST + 100 * mb <= PACK_BYTES < OPEN_COST + 160 * mb and SPLIT_BYTES >= PACK_BYTES
     assert pack_pieces([], sizes) == []
     # eight tiny files: one group, or at least min_partitions groups when asked
     tiny = [Piece(f"t{i}", None) for i in range(8)]
     assert len(pack_pieces(tiny, {})) == 1
-    assert [len(g) for g in pack_pieces(tiny, {}, min_partitions=3)] == [2, 2, 2, 2]  # 32 MB / 3 each
+    assert [len(g) for g in pack_pieces(tiny, {}, min_partitions=3)] == [2, 2, 2, 2]  # 8 x 4 MB / 3 each
     assert len(pack_pieces(tiny, {}, min_partitions=100)) == 8

@@ -377,3 +377,40 @@ def test_negative_zero_in_external_segments_equals_zero(spark, tmp_path):
             for df in _routes(spark, f"SELECT id FROM negzero_mixed WHERE {where}"):
                 assert sorted(r.id for r in df.collect()) == [2, 3], where
         assert sorted(r.id for r in carbon_ds.read(spark, path, filter="v = 0.0", native=True).collect()) == [2, 3]
+
+
+def test_a_kept_union_plan_answers_only_while_the_table_and_its_files_are_unchanged(spark, tmp_path):
+    """The extension keeps the Python side's union plan of a mixed table for the next query (jvm/src
+    PlanCache): a second query of an unchanged table asks Python once instead of twice, and every change
+    (a DELETE, an external file rewritten in place, a dropped segment, a new segment) is seen at once."""
+    _extension(spark)
+    hits = spark._jvm.carbonds.spark.PlanCache.hits
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(_rows(0, 10), path)
+    (tmp_path / "a").mkdir()
+    pq.write_table(_rows(10, 20), tmp_path / "a" / "x.parquet")
+    t = CarbonTable.open(path)
+    t.add_segment(str(tmp_path / "a"), format="parquet")
+    spark.read.format("carbondata").load(path).createOrReplaceTempView("kept_t")
+
+    def ids() -> list[int]:
+        return sorted(r.id for r in spark.sql("SELECT id FROM kept_t WHERE id >= 0").collect())
+
+    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+        assert {s.split()[1] for s in _scans(spark.sql("SELECT id FROM kept_t"))} == {"parquet"}
+        assert ids() == list(range(20))
+        before = hits()
+        assert ids() == list(range(20))
+        assert hits() == before + 1  # unchanged: the kept plan answered
+        t.delete("id = 15")  # a commit: new tablestatus (that segment is then the data source's to read)
+        assert ids() == [i for i in range(20) if i != 15]
+        (tmp_path / "b").mkdir()
+        pq.write_table(_rows(30, 40), tmp_path / "b" / "y.parquet")
+        t.add_segment(str(tmp_path / "b"), format="parquet")
+        assert ids() == [i for i in range(20) if i != 15] + list(range(30, 40))
+        before = hits()
+        pq.write_table(_rows(30, 45), tmp_path / "b" / "y.parquet")  # rewritten in place: another size
+        assert ids() == [i for i in range(20) if i != 15] + list(range(30, 45))
+        assert hits() == before  # the size check sent it to Python
+        t.delete_segments(["2"])  # the second Parquet folder
+        assert ids() == [i for i in range(20) if i != 15]

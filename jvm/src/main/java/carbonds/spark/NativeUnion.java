@@ -1,6 +1,5 @@
 package carbonds.spark;
 
-import java.io.InputStream;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.HashMap;
@@ -13,7 +12,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -54,6 +52,7 @@ import scala.Option;
  * asked through the data source's schema call, the one value a planner call hands the JVM. The Spark schema
  * of each set of files is inferred here once (a footer read) and handed back in later questions. The conf
  * {@code carbon_ds.spark.nativeExternal=false} turns the rule off: the data source then reads every segment.
+ * The answer is kept for the next query while the table's metadata and files are unchanged ({@link PlanCache}).
  */
 final class NativeUnion extends Rule<LogicalPlan> {
     static final String EXPANDED = "carbon_ds.expanded";
@@ -112,7 +111,9 @@ final class NativeUnion extends Rule<LogicalPlan> {
     private LogicalPlan union(DataSourceV2Relation rel) {
         String path = rel.options().get("path");
         List<AttributeReference> output = PruneCarbonRelations.list(rel.output());
-        if (path == null || output.isEmpty() || !hasExternal(session.sparkContext().hadoopConfiguration(), path)) {
+        Configuration conf = session.sparkContext().hadoopConfiguration();
+        byte[] status = path == null || output.isEmpty() ? null : tableStatus(conf, path);
+        if (status == null || !hasExternal(status)) {
             return withOptions(rel, Map.of(EXPANDED, "none"));
         }
         StructField[] fields = new StructField[output.size()];
@@ -122,12 +123,22 @@ final class NativeUnion extends Rule<LogicalPlan> {
         }
         StructType declared = new StructType(fields);
         try {
-            JsonNode plan = ask(rel, path, declared);
-            if (plan != null && missingSchemas(plan, path)) {
-                plan = ask(rel, path, declared);
+            String state = state(conf, path, status, declared, rel.options().get("segments"));
+            JsonNode plan = state == null ? null : PlanCache.get(conf, path, state);
+            if (plan != null && !schemasKnown(plan, path)) {
+                plan = null;
             }
-            if (plan == null || missingSchemas(plan, path)) {
-                return withOptions(rel, Map.of(EXPANDED, "none"));
+            if (plan == null) {
+                plan = ask(rel, path, declared);
+                if (plan != null && missingSchemas(plan, path)) {
+                    plan = ask(rel, path, declared);
+                }
+                if (plan == null || missingSchemas(plan, path)) {
+                    return withOptions(rel, Map.of(EXPANDED, "none"));
+                }
+                if (state != null) {
+                    PlanCache.put(path, state, plan);
+                }
             }
             return build(rel, output, plan);
         } catch (RuntimeException | java.io.IOException e) {
@@ -137,19 +148,16 @@ final class NativeUnion extends Rule<LogicalPlan> {
         }
     }
 
-    /** Whether the table's tablestatus lists a readable segment in a format the data source does not own. */
-    static boolean hasExternal(Configuration conf, String path) {
+    /** The bytes of the table's tablestatus, or null when it has none or it cannot be read (a versioned or
+     * unreadable status: the data source reads the table and says what is wrong). */
+    static byte[] tableStatus(Configuration conf, String path) {
+        return PlanCache.bytes(conf, new Path(new Path(path, "Metadata"), "tablestatus"));
+    }
+
+    /** Whether a tablestatus lists a readable segment in a format the data source does not own. */
+    static boolean hasExternal(byte[] status) {
         try {
-            Path status = new Path(new Path(path, "Metadata"), "tablestatus");
-            FileSystem fs = status.getFileSystem(conf);
-            if (!fs.exists(status)) {
-                return false;
-            }
-            JsonNode entries;
-            try (InputStream in = fs.open(status)) {
-                entries = JSON.readTree(in);
-            }
-            for (JsonNode e : entries) {
+            for (JsonNode e : JSON.readTree(status)) {
                 String format = e.path("fileFormat").asText("columnar_v3").toLowerCase(java.util.Locale.ROOT);
                 boolean visible = !"false".equalsIgnoreCase(e.path("visibility").asText("true"));
                 if (visible && READABLE.contains(e.path("loadStatus").asText("")) && !OWN_FORMATS.contains(format)) {
@@ -158,8 +166,20 @@ final class NativeUnion extends Rule<LogicalPlan> {
             }
             return false;
         } catch (Exception e) {
-            return false;  // a versioned or unreadable status: the data source reads it and says what is wrong
+            return false;
         }
+    }
+
+    /** What the Python side's plan of this relation depends on, beside the external files' sizes: the
+     * committed tablestatus and schema (every commit rewrites the one, every ALTER the other), the columns
+     * asked for and the segments option; null when the schema file cannot be read (no caching then). */
+    private static String state(Configuration conf, String path, byte[] status, StructType declared,
+                                String segments) {
+        byte[] schema = PlanCache.bytes(conf, new Path(new Path(path, "Metadata"), "schema"));
+        if (schema == null) {
+            return null;
+        }
+        return PlanCache.digest(status) + "/" + PlanCache.digest(schema) + "/" + segments + "/" + declared.json();
     }
 
     /** The Python side's plan (native_read.describe) of this relation, or null when there is nothing to union. */
@@ -199,6 +219,20 @@ final class NativeUnion extends Rule<LogicalPlan> {
         }
         KNOWN.put(path, fresh);
         return missing;
+    }
+
+    /** Whether Spark's schema of every set of files of {@code plan} is known (inferred for an earlier plan). */
+    private static boolean schemasKnown(JsonNode plan, String path) {
+        Map<String, StructType> schemas = KNOWN.get(path);
+        if (schemas == null) {
+            return false;
+        }
+        for (JsonNode group : plan.path("groups")) {
+            if (!schemas.containsKey(group.path("key").asText())) {
+                return false;
+            }
+        }
+        return true;
     }
 
     private org.apache.spark.sql.DataFrameReader reader(JsonNode group) {

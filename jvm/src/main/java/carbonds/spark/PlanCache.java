@@ -1,0 +1,113 @@
+package carbonds.spark;
+
+import java.io.IOException;
+import java.io.InputStream;
+import java.nio.charset.StandardCharsets;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.Collections;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import org.apache.hadoop.conf.Configuration;
+import org.apache.hadoop.fs.FileStatus;
+import org.apache.hadoop.fs.FileSystem;
+import org.apache.hadoop.fs.Path;
+
+/**
+ * The Python side's native-union plan of each table, kept for the next query of that table, so a query of
+ * an unchanged mixed table makes one Python planning call instead of two. An entry answers only when the
+ * state it was planned in holds: the same tablestatus and schema bytes, columns and segments option (the
+ * caller's state string), and every external file it lists still of the size the plan recorded (a file
+ * rewritten in place, or gone, sends the query to the Python side again).
+ */
+public final class PlanCache {
+    private static final int TABLES = 64;
+    private static final long MAX_METADATA_BYTES = 64L << 20;  // a larger tablestatus is not cached against
+    private static final Map<String, Entry> PLANS = Collections.synchronizedMap(
+            new LinkedHashMap<>(16, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, Entry> eldest) {
+                    return size() > TABLES;
+                }
+            });
+
+    private static final java.util.concurrent.atomic.AtomicLong HITS = new java.util.concurrent.atomic.AtomicLong();
+
+    private record Entry(String state, JsonNode plan) {
+    }
+
+    /** How many plans were answered from the cache in this JVM (for tests and diagnostics). */
+    public static long hits() {
+        return HITS.get();
+    }
+
+    private PlanCache() {
+    }
+
+    /** The kept plan of the table at {@code path} for {@code state}, or null. */
+    static JsonNode get(Configuration conf, String path, String state) {
+        Entry e = PLANS.get(path);
+        if (e == null || !e.state().equals(state) || !sizesHold(conf, e.plan())) {
+            return null;
+        }
+        HITS.incrementAndGet();
+        return e.plan();
+    }
+
+    static void put(String path, String state, JsonNode plan) {
+        if (plan.path("groups").isArray()) {
+            PLANS.put(path, new Entry(state, plan));
+        }
+    }
+
+    /** Whether every external file of {@code plan} still has the size it had when planned. */
+    private static boolean sizesHold(Configuration conf, JsonNode plan) {
+        try {
+            for (JsonNode group : plan.path("groups")) {
+                JsonNode paths = group.path("paths");
+                JsonNode sizes = group.path("sizes");
+                if (!sizes.isArray() || sizes.size() != paths.size()) {
+                    return false;
+                }
+                for (int i = 0; i < paths.size(); i++) {
+                    Path p = new Path(paths.get(i).asText());
+                    FileStatus st = p.getFileSystem(conf).getFileStatus(p);
+                    if (st.getLen() != sizes.get(i).asLong(-1)) {
+                        return false;
+                    }
+                }
+            }
+            return true;
+        } catch (IOException | RuntimeException e) {
+            return false;  // gone or unreadable: the Python side plans again and reports it
+        }
+    }
+
+    /** The bytes of a small metadata file, or null when it is missing, too large or unreadable. */
+    static byte[] bytes(Configuration conf, Path file) {
+        try {
+            FileSystem fs = file.getFileSystem(conf);
+            FileStatus st = fs.getFileStatus(file);
+            if (st.getLen() > MAX_METADATA_BYTES) {
+                return null;
+            }
+            try (InputStream in = fs.open(file)) {
+                return in.readAllBytes();
+            }
+        } catch (IOException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    static String digest(byte[] data) {
+        try {
+            return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(data));
+        } catch (NoSuchAlgorithmException e) {
+            // every JDK has SHA-256; without it the bytes themselves are the key
+            return new String(data, StandardCharsets.ISO_8859_1);
+        }
+    }
+}
