@@ -2,10 +2,11 @@
 
 CarbonData's own load repartitions the rows by partition id before writing, so each partition's rows are
 written by one task as one set of files. A Python data source cannot ask Spark for a distribution, so it
-happens where the DataFrame is in hand: ``carbon_ds.write`` and ``carbon_ds.sql``'s INSERT. An Arrow UDF
-applies the table's own mapping (``partition_spec.Layout``) and gives each row a key chosen so that Spark's
-hash repartitioning (Murmur3 of the key, pmod the number of tasks) sends partition index ``i`` to task
-``i``; every id therefore lands in exactly one task, and no two ids share one.
+happens where the DataFrame is in hand: ``carbon_ds.write`` and ``carbon_ds.sql``'s INSERT. A Spark
+expression (or, for types Spark compares differently, an Arrow UDF) applies the table's own mapping
+(``partition_spec.Layout``) and gives each row a key chosen so that Spark's hash repartitioning (Murmur3 of
+the key, pmod the number of tasks) sends partition index ``i`` to task ``i``; every id therefore lands in
+exactly one task, and no two ids share one.
 """
 
 from __future__ import annotations
@@ -17,11 +18,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.types import IntegerType
 
+from carbon_ds.format.structs import PartitionType
 from carbon_ds.spark.session import register
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.partition_spec import Layout
@@ -61,6 +63,48 @@ def key_udf(layout: Layout, keys: list[int]) -> Callable:
     return arrow_udf(partition_key, IntegerType())
 
 
+def _is_plain(t: pa.DataType, kind: PartitionType) -> bool:
+    """Whether Spark compares values of Arrow type ``t`` as the layout's pyarrow mapping does, so the key can
+    be a Spark expression: integers, decimals, dates and strings (floats differ on NaN, timestamps on the
+    session's time zone for a bound's literal)."""
+    return (pa.types.is_integer(t) or pa.types.is_date32(t) or pa.types.is_string(t)
+            or (pa.types.is_decimal(t) and kind != PartitionType.HASH))
+
+
+def key_column(layout: Layout, keys: list[int], column: str) -> Column | None:
+    """The repartition key of each row's partition index as a Spark expression, evaluated in the JVM, for
+    RANGE and LIST partitions (and HASH of an integer) on the types of ``_is_plain``; None for the others,
+    which take the Arrow UDF (``key_udf``). A key that differed from the writer's own mapping would only
+    send a row to another task, which still writes it to its own partition."""
+    c = F.col(f"`{column}`")
+    if not _is_plain(layout.type, layout.kind):
+        return None
+    if layout.kind == PartitionType.RANGE:
+        # index i (1-based) holds bounds[i-2] <= v < bounds[i-1]; past the last bound, and NULL: DEFAULT (0)
+        index = F.when(c.isNull(), F.lit(0))
+        for i, bound in enumerate(layout.bounds):
+            index = index.when(c < F.lit(bound), F.lit(i + 1))
+        index = index.otherwise(F.lit(0))
+    elif layout.kind == PartitionType.LIST:
+        index = F.when(c.isNull(), F.lit(0))
+        for i, group in enumerate(layout.groups):
+            index = index.when(c.isin(*group), F.lit(i + 1))
+        index = index.otherwise(F.lit(0))
+    elif pa.types.is_integer(layout.type) and layout.type.bit_width <= 32:
+        # Java's Integer.hashCode is the value: (h & 0x7FFFFFFF) % num
+        index = F.when(c.isNull(), F.lit(0)).otherwise(
+            (c.cast("bigint").bitwiseAND(F.lit(0x7FFFFFFF)) % F.lit(layout.num)).cast("int"))
+    elif pa.types.is_integer(layout.type):
+        # Long.hashCode folds the halves: (v ^ v >>> 32), whose low 31 bits then pick the index
+        v = c.cast("bigint")
+        index = F.when(c.isNull(), F.lit(0)).otherwise(
+            (v.bitwiseXOR(F.shiftrightunsigned(v, 32)).bitwiseAND(F.lit(0x7FFFFFFF)) % F.lit(layout.num))
+            .cast("int"))
+    else:
+        return None
+    return F.element_at(F.array(*[F.lit(k) for k in keys]), index + 1)
+
+
 def by_partition(df: DataFrame, path: str | os.PathLike) -> DataFrame:
     """``df`` repartitioned so that each task holds the rows of one partition id when ``path`` is a HASH /
     RANGE / LIST partitioned table; otherwise ``df`` itself."""
@@ -76,8 +120,14 @@ def by_partition(df: DataFrame, path: str | os.PathLike) -> DataFrame:
         return df  # the writer reports the missing column
     n = len(layout.ids)
     keys = spread_keys(df.sparkSession, n)
-    keyed = df.withColumn(KEY, key_udf(layout, keys)(F.col(f"`{column}`")))
-    return keyed.repartition(n, KEY).drop(KEY)
+    key = key_column(layout, keys, column)
+    if key is None:
+        # a Python UDF: Spark evaluates it only in a projection, so the key travels as a column
+        keyed = df.withColumn(KEY, key_udf(layout, keys)(F.col(f"`{column}`")))
+        return keyed.repartition(n, KEY).drop(KEY)
+    # an expression: hashed where the rows are repartitioned, without a column (one of 51 more to shuffle
+    # and drop doubled the load's shuffle)
+    return df.repartition(n, key)
 
 
 def _option_text(value: Any) -> str:

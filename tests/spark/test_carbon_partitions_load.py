@@ -12,11 +12,12 @@ import pyarrow as pa
 import carbon_ds
 from carbon_ds.fs import basename
 from carbon_ds.spark import catalog
-from carbon_ds.spark.dataframe_write import spread_keys
+from carbon_ds.spark.dataframe_write import key_column, spread_keys
 from carbon_ds.spark.datasource import OPEN_COST, PACK_BYTES, SPLIT_BYTES, pack_pieces
+from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.partition_spec import partition_id_of
 from carbon_ds.table.read.pruning import Piece
-from carbon_ds.table.table import CarbonTable, RangePartition
+from carbon_ds.table.table import CarbonTable, HashPartition, ListPartition, RangePartition
 
 BOUNDS = [4, 8, 12, 16, 20]
 
@@ -152,3 +153,32 @@ def test_pack_groups_small_pieces_up_to_the_pack_size():
     assert len(pack_pieces(tiny, {})) == 1
     assert [len(g) for g in pack_pieces(tiny, {}, min_partitions=3)] == [2, 2, 2, 2]  # 8 x 4 MB / 3 each
     assert len(pack_pieces(tiny, {}, min_partitions=100)) == 8
+
+
+def test_the_spark_expression_key_picks_the_layouts_own_partition_index(spark, tmp_path):
+    """The repartition key computed in the JVM (dataframe_write.key_column) names, for every row, the
+    partition index the table's layout (partition_spec.Layout, the writer's own mapping) gives it."""
+    data = telemetry(2000).append_column("day", pa.array(
+        [None if i % 97 == 0 else 18_000 + (i * 13) % 40 for i in range(2000)], pa.date32()))
+    data = data.append_column("big", pa.array([(i - 1000) * 3_000_000_007 for i in range(2000)], pa.int64()))
+    layouts = {
+        "range_int": RangePartition("hour", BOUNDS),
+        "range_decimal": RangePartition("amount", ["-50", "0", "25.5"]),
+        "range_date": RangePartition("day", ["2019-04-01", "2019-04-20"]),
+        "range_string": RangePartition("vin", ["V003", "V010"]),
+        "list_int": ListPartition("hour", [["1", "2", "3"], ["17", "18"]]),
+        "list_string": ListPartition("vin", [["V000", "V001"], ["V012"]]),
+        "hash_int": HashPartition("hour", 5),
+        "hash_long": HashPartition("big", 7),
+    }
+    df = spark.createDataFrame(data)
+    for name, partition in layouts.items():
+        path = str(tmp_path / name)
+        CarbonTable.create(path, data.schema, partition=partition)
+        layout = TableHandle.open(path).id_layout
+        keys = list(range(100, 100 + len(layout.ids)))  # any distinct keys: index i -> keys[i]
+        key = key_column(layout, keys, layout.column)
+        assert key is not None, name
+        got = [r.k for r in df.select(key.alias("k")).collect()]
+        want = [keys[i] for i in layout.indexes(data[layout.column])]
+        assert got == want, name
