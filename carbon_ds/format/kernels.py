@@ -325,13 +325,23 @@ def int_bounds(values, valid):
             lo = min(lo, v)
             hi = max(hi, v)
         return 0, lo, hi
-    lo = np.int64(0)
-    hi = np.int64(0)
+    return _bounds(values, valid, np.int64(0))
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bounds(values, valid, zero):
+    """Min and max, in ``zero``'s type, of the ``values`` whose ``valid`` byte is set (an empty ``valid``:
+    every value), NaN skipped; status 0, or 2 when no value counts."""
+    lo = zero
+    hi = zero
     seen = False
-    for i in range(n):
-        if not valid[i]:
+    masked = valid.shape[0] > 0
+    for i in range(values.shape[0]):
+        if masked and not valid[i]:
             continue
-        v = np.int64(values[i])
+        v = zero + values[i]
+        if v != v:  # NaN (never true of an integer)
+            continue
         if not seen:
             lo = v
             hi = v
@@ -357,24 +367,7 @@ def decimal_bounds(pairs, valid):
 def float_bounds(values, valid):
     """Like ``int_bounds`` for floating ``values``, as float64, NaN skipped (a NaN bounds nothing):
     status 2 when no value is set and not NaN."""
-    lo = np.float64(0.0)
-    hi = np.float64(0.0)
-    seen = False
-    masked = valid.shape[0] > 0
-    for i in range(values.shape[0]):
-        if masked and not valid[i]:
-            continue
-        v = np.float64(values[i])
-        if v != v:
-            continue
-        if not seen:
-            lo = v
-            hi = v
-            seen = True
-        else:
-            lo = min(lo, v)
-            hi = max(hi, v)
-    return (0 if seen else 2), lo, hi
+    return _bounds(values, valid, np.float64(0.0))
 
 
 @njit(cache=True, nogil=True)
