@@ -259,14 +259,20 @@ def test_renamed_added_and_widened_columns(spark, tmp_path):
             assert _scans(df)
 
 
-def test_a_commit_after_planning_is_not_seen(spark, tmp_path):
+def _carbon_and_parquet(spark, tmp_path, view: str) -> tuple[str, CarbonTable]:
+    """A table of rows 0-9 in carbondata and 10-19 in an added Parquet folder, as the view ``view``."""
     path = str(tmp_path / "t")
     carbon_ds.write_table(_rows(0, 10), path)
     (tmp_path / "a").mkdir()
     pq.write_table(_rows(10, 20), tmp_path / "a" / "a.parquet")
     t = CarbonTable.open(path)
     t.add_segment(str(tmp_path / "a"), format="parquet")
-    spark.read.format("carbondata").load(path).createOrReplaceTempView("snap_t")
+    spark.read.format("carbondata").load(path).createOrReplaceTempView(view)
+    return path, t
+
+
+def test_a_commit_after_planning_is_not_seen(spark, tmp_path):
+    path, t = _carbon_and_parquet(spark, tmp_path, "snap_t")
     with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
         planned = [carbon_ds.sql(spark, "SELECT id FROM snap_t"), carbon_ds.read(spark, path, columns=["id"])]
         if extension_active(spark):
@@ -385,13 +391,7 @@ def test_a_kept_union_plan_answers_only_while_the_table_and_its_files_are_unchan
     (a DELETE, an external file rewritten in place, a dropped segment, a new segment) is seen at once."""
     _extension(spark)
     hits = spark._jvm.carbonds.spark.PlanCache.hits
-    path = str(tmp_path / "t")
-    carbon_ds.write_table(_rows(0, 10), path)
-    (tmp_path / "a").mkdir()
-    pq.write_table(_rows(10, 20), tmp_path / "a" / "x.parquet")
-    t = CarbonTable.open(path)
-    t.add_segment(str(tmp_path / "a"), format="parquet")
-    spark.read.format("carbondata").load(path).createOrReplaceTempView("kept_t")
+    _path, t = _carbon_and_parquet(spark, tmp_path, "kept_t")
 
     def ids() -> list[int]:
         return sorted(r.id for r in spark.sql("SELECT id FROM kept_t WHERE id >= 0").collect())
