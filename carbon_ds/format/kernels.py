@@ -8,10 +8,28 @@ the GIL (``nogil``), so pages of different columns or files decode in parallel t
 from __future__ import annotations
 
 import numpy as np
-from numba import njit
+from numba import njit, types
+from numba.core import cgutils
+from numba.extending import intrinsic
 
 # the marker CarbonData writes in place of a null string value
 NULL_MARKER = np.frombuffer(b"@NU#LL$!", np.uint8)
+
+
+@intrinsic
+def _copy_bytes(typingctx, dst, dst_at, src, src_at, n):
+    """``dst[dst_at:dst_at + n] = src[src_at:src_at + n]`` for uint8 arrays as one memcpy: a byte loop
+    copies a short value at a fraction of the speed. The caller has checked both ranges."""
+    sig = types.void(dst, types.intp, src, types.intp, types.intp)
+
+    def codegen(context, builder, signature, args):
+        d, d_at, s_, s_at, count = args
+        d_arr = context.make_array(signature.args[0])(context, builder, d)
+        s_arr = context.make_array(signature.args[2])(context, builder, s_)
+        cgutils.raw_memcpy(builder, builder.gep(d_arr.data, [d_at]), builder.gep(s_arr.data, [s_at]), count, 1)
+        return context.get_dummy_value()
+
+    return sig, codegen
 
 
 @njit(cache=True, nogil=True)
@@ -159,14 +177,13 @@ def lv_decode(data, width, limit, marker, check_marker, offsets, row0, values, o
                 key <<= np.uint64(8 * (8 - ln))
             kmin = min(kmin, key)
             kmax = max(kmax, key)
-            for k in range(start, end):
-                b = data[k]
-                hi |= b
-                values[out] = b
-                out += 1
+            _copy_bytes(values, out, data, start, ln)
+            out += ln
         pos = end
         rows += 1
         offsets[row0 + rows] = out
+    for k in range(out0, out):  # one pass the compiler vectorises
+        hi |= values[k]
     return rows, out, nulls, -1, hi, kmin, kmax
 
 

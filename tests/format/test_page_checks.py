@@ -300,3 +300,12 @@ def test_float_min_max_equals_pyarrow_without_nan():
             want = pc.min_max(pc.filter(arr, pc.invert(pc.is_nan(arr))))
             assert page_checks.float_min_max(arr) == (want["min"].as_py(), want["max"].as_py())
     assert page_checks.float_min_max(pa.array([np.nan, None], pa.float64())) == (None, None)
+
+
+def test_string_pages_are_checked_as_utf8_only_when_a_byte_needs_it():
+    ok = [b"caf\xc3\xa9", b"plain", "\u6c7d\u8f66".encode()]
+    assert decode_page(string_page(ok, (b"c", b"\xe6\xb1\xbd\xe8\xbd\xa6"))).to_pylist() == [
+        "caf\u00e9", "plain", "\u6c7d\u8f66"]
+    with pytest.raises(CarbonFormatError, match="string data is not valid UTF-8") as e:
+        decode_page(string_page([b"fine", b"bad \xff\xfe"], (b"b", b"fine")))
+    assert "column 'c'" in str(e.value)
