@@ -418,3 +418,39 @@ def decimal_compare(pairs, op, value, out):
         for i in range(n):
             out[i] = pairs[2 * i] >= value
     return True
+
+
+@njit(cache=True, nogil=True)
+def take_sizes(offsets, valid, keys):
+    """Bytes that ``take_bytes`` writes for ``keys`` into a string/binary dictionary (``offsets``: its
+    int32 Arrow offsets; ``valid``: a byte per entry, empty when none is null), and how many keys name a
+    null entry. The caller has checked every key against the dictionary's size."""
+    total = 0
+    nulls = 0
+    masked = valid.shape[0] > 0
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        if masked and not valid[k]:
+            nulls += 1
+        else:
+            total += offsets[k + 1] - offsets[k]
+    return total, nulls
+
+
+@njit(cache=True, nogil=True)
+def take_bytes(offsets, values, valid, keys, out_offsets, out_values, out_valid):
+    """The dictionary entries ``keys`` name, as Arrow offsets, values and validity bytes (sized by
+    ``take_sizes``): one memcpy per value, where pyarrow's take of strings costs about twice as much."""
+    masked = valid.shape[0] > 0
+    pos = 0
+    out_offsets[0] = 0
+    for i in range(keys.shape[0]):
+        k = keys[i]
+        if masked and not valid[k]:
+            out_valid[i] = False
+        else:
+            a = offsets[k]
+            n = offsets[k + 1] - a
+            _copy_bytes(out_values, pos, values, a, n)
+            pos += n
+        out_offsets[i + 1] = pos
