@@ -2,26 +2,35 @@
 
 Spark side: df.write.format("carbondata") vs df.write.parquet / .orc, and a full scan of every column
 (written to Spark's `noop` sink so the scan is not optimised away). Python side: carbon_ds.read_table vs
-pyarrow.parquet.read_table. Prints ratios (carbon-ds / peer; lower is better) and saves JSON.
+pyarrow.parquet.read_table. The formats take turns in every round; medians of ``--repeat`` rounds. Prints
+ratios (carbon-ds / peer; lower is better) and saves JSON.
 
-    python benchmarks/table_io.py [--rows 5000000] [--repeat 2] [--out benchmarks/results]
+    python benchmarks/table_io.py [--rows 5000000] [--repeat 3] [--out benchmarks/results]
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import statistics
 import tempfile
+import time
 
 import pyarrow.parquet as pq
-from common import parser, save, spark_session, timed
+from common import parser, save, spark_session
 
 import carbon_ds
 from carbon_ds.demo import telemetry
 
 
+def seconds(fn) -> float:
+    t0 = time.perf_counter()
+    fn()
+    return time.perf_counter() - t0
+
+
 def main() -> None:
-    args = parser(__doc__, rows=5_000_000, repeat=2).parse_args()
+    args = parser(__doc__, rows=5_000_000, repeat=3).parse_args()
 
     spark = spark_session("8g")
     work = tempfile.mkdtemp(prefix="carbon-table-bench-")
@@ -50,14 +59,19 @@ def main() -> None:
             reader = spark.read.format(kind)
             reader.load(paths[kind]).write.format("noop").mode("overwrite").save()
 
-        res: dict[str, float] = {}
-        for kind in paths:
-            res[f"write_{kind}_s"] = timed(lambda k=kind: write(k), args.repeat)
-            res[f"scan_{kind}_s"] = timed(lambda k=kind: scan(k), args.repeat)
-            print(f"{kind:<10} write {res[f'write_{kind}_s']:7.2f}s  scan {res[f'scan_{kind}_s']:7.2f}s", flush=True)
+        # every round writes and scans each format in turn, so all see the same machine load; medians
+        runs: dict[str, list[float]] = {}
+        for _ in range(args.repeat):
+            for kind in paths:
+                runs.setdefault(f"write_{kind}_s", []).append(seconds(lambda k=kind: write(k)))
+                runs.setdefault(f"scan_{kind}_s", []).append(seconds(lambda k=kind: scan(k)))
         pq_files = [os.path.join(paths["parquet"], f) for f in os.listdir(paths["parquet"]) if f.endswith(".parquet")]
-        res["python_read_carbon_s"] = timed(lambda: carbon_ds.read_table(paths["carbondata"]), args.repeat)
-        res["python_read_parquet_s"] = timed(lambda: pq.read_table(pq_files), args.repeat)
+        for _ in range(args.repeat):
+            runs.setdefault("python_read_carbon_s", []).append(seconds(lambda: carbon_ds.read_table(paths["carbondata"])))
+            runs.setdefault("python_read_parquet_s", []).append(seconds(lambda: pq.read_table(pq_files)))
+        res = {k: statistics.median(v) for k, v in runs.items()}
+        for kind in paths:
+            print(f"{kind:<10} write {res[f'write_{kind}_s']:7.2f}s  scan {res[f'scan_{kind}_s']:7.2f}s", flush=True)
         ratios = {
             "write_vs_parquet": res["write_carbondata_s"] / res["write_parquet_s"],
             "write_vs_orc": res["write_carbondata_s"] / res["write_orc_s"],

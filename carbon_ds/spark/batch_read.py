@@ -382,11 +382,15 @@ def _sizes(source: Snapshot) -> list[tuple[str, int]]:
 def pack_pieces(pieces: list[pruning.Piece], sizes: dict[str, int], min_partitions: int = 1
                 ) -> list[list[pruning.Piece]]:
     """Consecutive pieces grouped, one Spark partition per group: each piece counts its file's size (a split
-    piece its share, SPLIT_BYTES; at least OPEN_COST), and a group holds up to PACK_BYTES, less when that
-    leaves fewer than ``min_partitions`` groups (as Spark sizes file partitions by bytes per core)."""
+    piece its share, SPLIT_BYTES; at least OPEN_COST), and a group holds up to PACK_BYTES, less so that the
+    groups come in a multiple of ``min_partitions`` (as Spark sizes file partitions by bytes per core)."""
     costs = [max(OPEN_COST, sizes.get(p.path, 0) if p.blocklets is None or p.external is not None else
                  min(sizes.get(p.path, 0), SPLIT_BYTES)) for p in pieces]
-    limit = min(PACK_BYTES, max(OPEN_COST, -(-sum(costs) // max(1, min_partitions))))
+    # as many groups as PACK_BYTES needs, rounded up to a multiple of min_partitions so that no core idles
+    # through a last, lone group (three groups on two cores take as long as four)
+    cores = max(1, min_partitions)
+    wanted = -(-max(1, -(-sum(costs) // PACK_BYTES)) // cores) * cores
+    limit = max(OPEN_COST, -(-sum(costs) // wanted))
     groups: list[list[pruning.Piece]] = []
     total = limit
     for p, cost in zip(pieces, costs, strict=True):
