@@ -427,25 +427,26 @@ def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int, exact
     return values.take(pa.array(index, mask=index < 0))
 
 
-def take_entries(dictionary: pa.Array, keys: np.ndarray) -> pa.Array:
+def take_entries(dictionary: pa.Array, keys: pa.Array) -> pa.Array:
     """``dictionary.take(keys)`` (int32 keys already checked against its size); a string or binary
-    dictionary is copied entry by entry in compiled code (kernels.take_bytes), the others by pyarrow."""
+    dictionary is copied entry by entry in compiled code (kernels.take_bytes), other dictionaries and keys
+    with nulls by pyarrow."""
     typ = dictionary.type
-    if not (pa.types.is_string(typ) or pa.types.is_binary(typ)):
-        return dictionary.take(pa.Array.from_buffers(pa.int32(), len(keys), [None, pa.py_buffer(keys)]))
-    size = len(dictionary)
+    if keys.null_count or not (pa.types.is_string(typ) or pa.types.is_binary(typ)):
+        return dictionary.take(keys)
+    n = len(keys)
+    index = np.frombuffer(keys.buffers()[1], np.int32, count=n, offset=keys.offset * 4)
     bufs = dictionary.buffers()
-    offsets = np.frombuffer(bufs[1], np.int32, count=size + 1, offset=dictionary.offset * 4)
+    offsets = np.frombuffer(bufs[1], np.int32, count=len(dictionary) + 1, offset=dictionary.offset * 4)
     values = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
     valid = (dictionary.is_valid().to_numpy(zero_copy_only=False) if dictionary.null_count
              else np.empty(0, np.bool_))
-    total, nulls = kernels.take_sizes(offsets, valid, keys)
+    total, nulls = kernels.take_sizes(offsets, valid, index)
     if total >= 1 << 31:  # beyond int32 offsets: pyarrow's take says so
-        return dictionary.take(pa.Array.from_buffers(pa.int32(), len(keys), [None, pa.py_buffer(keys)]))
-    n = len(keys)
+        return dictionary.take(keys)
     out_offsets, out_values = pooled(n + 1, np.int32), pooled(max(total, 1), np.uint8)
     out_valid = np.ones(n, np.bool_)
-    kernels.take_bytes(offsets, values, valid, keys, out_offsets, out_values, out_valid)
+    kernels.take_bytes(offsets, values, valid, index, out_offsets, out_values, out_valid)
     validity = pa.py_buffer(np.packbits(out_valid, bitorder="little")) if nulls else None
     return pa.Array.from_buffers(typ, n, [validity, pa.py_buffer(out_offsets), pa.py_buffer(out_values[:total])],
                                  null_count=nulls)
@@ -459,10 +460,9 @@ def _take_key_bytes(page: Page, data: np.ndarray, dictionary: pa.Array) -> pa.Ar
     kernels.be_unsigned(data, 3, keys)
     if keys.size and keys.max() >= len(dictionary):
         raise page.fail(f"local dictionary key {int(keys.max())} outside the dictionary of {len(dictionary)}")
-    if isinstance(dictionary, _KeysOnly):  # decode_pages looks the keys of all pages up at once
-        taken = pa.Array.from_buffers(pa.int32(), len(keys), [None, pa.py_buffer(keys)])
-    else:
-        taken = take_entries(dictionary, keys)
+    taken = pa.Array.from_buffers(pa.int32(), len(keys), [None, pa.py_buffer(keys)])
+    if not isinstance(dictionary, _KeysOnly):  # (decode_pages looks the keys of all pages up at once)
+        taken = take_entries(dictionary, taken)
     mask = null_mask(page) if page.exact_nulls else None
     if mask is not None:
         taken = pc.if_else(pa.array(mask), pa.scalar(None, taken.type), taken)
@@ -903,12 +903,8 @@ def decode_pages(
     typ = arrow_type_of(pages[0].column)
     if dictionary is not None:
         keys = [decode_page(p, _KeysOnly(dictionary), global_dictionary) for p in pages]  # type: ignore[arg-type]
-        if all(k.type == pa.int32() and not k.null_count for k in keys):
-            joined = pa.concat_arrays(keys)
-            return take_entries(dictionary, np.frombuffer(joined.buffers()[1], np.int32, count=len(joined),
-                                                          offset=joined.offset * 4))
         if all(k.type == pa.int32() for k in keys):
-            return dictionary.take(pa.concat_arrays(keys))
+            return take_entries(dictionary, pa.concat_arrays(keys))
         return pa.concat_arrays([decode_page(p, dictionary, global_dictionary) for p in pages])
     total = sum(p.rows for p in pages)
     if pa.types.is_string(typ) or pa.types.is_binary(typ):

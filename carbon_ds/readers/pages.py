@@ -8,8 +8,6 @@ held and decoded from the same bytes. Statistic bytes become values in readers.c
 
 from __future__ import annotations
 
-import threading
-import weakref
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -33,39 +31,16 @@ class BlockletRows:
     all_pages: bool  # every page of the blocklet survived
 
 
-# Page statistics as values, per parsed chunk header and column: parsed headers are shared by content (see
-# carbon_file), so a query re-reading a file prunes its pages without decoding their statistic bytes again.
-# Keyed by the header object's id while it lives (structs compare by value, so they are no dict keys).
-_PAGE_STATS: dict[int, tuple[weakref.ref, dict[tuple, list[S.Stats]]]] = {}
-_PAGE_STATS_LOCK = threading.Lock()
-
-
-def _forget(ident: int) -> weakref.ReferenceType:
-    def drop(_ref: weakref.ReferenceType) -> None:
-        with _PAGE_STATS_LOCK:
-            entry = _PAGE_STATS.get(ident)
-            if entry is not None and entry[0] is _ref:
-                del _PAGE_STATS[ident]
-    return drop  # type: ignore[return-value]
-
-
 def _page_stats(chunk: DataChunk3, column: ColumnSchema) -> list[S.Stats]:
-    """The statistics of each page of ``chunk`` (a chunk of ``column``)."""
+    """The statistics of each page of ``chunk`` (a chunk of ``column``), kept on the parsed header: parsed
+    headers are shared by content (see carbon_file), so a query re-reading a file prunes its pages without
+    decoding their statistic bytes again. (A struct compares and serialises by its fields only.)"""
     key = (column.column_name.lower(), column.data_type, column.dimension, column.scale, column.precision,
            tuple(column.encoders or ()))
-    ident = id(chunk)
-    with _PAGE_STATS_LOCK:
-        entry = _PAGE_STATS.get(ident)
-        got = entry[1].get(key) if entry is not None and entry[0]() is chunk else None
-    if got is not None:
-        return got
-    got = [S.unit_stats([column], [True], dc2.min_max, None) for dc2 in chunk.data_chunk_list or []]
-    with _PAGE_STATS_LOCK:
-        entry = _PAGE_STATS.get(ident)
-        if entry is None or entry[0]() is not chunk:
-            entry = (weakref.ref(chunk, _forget(ident)), {})
-            _PAGE_STATS[ident] = entry
-        entry[1][key] = got
+    memo = chunk.__dict__.setdefault("_page_stats", {})
+    got = memo.get(key)
+    if got is None:
+        got = memo[key] = [S.unit_stats([column], [True], dc2.min_max, None) for dc2 in chunk.data_chunk_list or []]
     return got
 
 

@@ -18,16 +18,16 @@ def test_take_entries_equals_pyarrow_take(typ):
     words[90] = ""
     full = pa.array([w if w is None or typ == pa.string() else w.encode() for w in words], typ)
     for dictionary in (full, full.slice(2)):  # a dictionary whose buffers start further on
-        keys = rng.integers(0, len(dictionary), 5000).astype(np.int32)
+        keys = pa.array(rng.integers(0, len(dictionary), 5000).astype(np.int32))
         got = take_entries(dictionary, keys)
-        want = dictionary.take(pa.array(keys))
+        want = dictionary.take(keys)
         got.validate(full=True)
         assert got.equals(want)
         assert got.null_count == want.null_count
-    assert take_entries(full, np.zeros(0, np.int32)).equals(full.take(pa.array([], pa.int32())))
-    assert take_entries(full, np.zeros(3, np.int32)).to_pylist() == [None] * 3
+    assert take_entries(full, pa.array([], pa.int32())).equals(full.take(pa.array([], pa.int32())))
+    assert take_entries(full, pa.array([0, 0, 0], pa.int32())).to_pylist() == [None] * 3
 
 
 def test_other_dictionaries_go_to_pyarrow():
     d = pa.array([1.5, None, 2.5])
-    assert take_entries(d, np.array([2, 0, 1], np.int32)).to_pylist() == [2.5, 1.5, None]
+    assert take_entries(d, pa.array([2, 0, 1], pa.int32())).to_pylist() == [2.5, 1.5, None]
