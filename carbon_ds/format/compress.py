@@ -16,6 +16,12 @@ from carbon_ds.errors import CarbonFormatError
 COMPRESSORS = ("snappy", "zstd", "gzip")
 # a snappy copy element of 3 bytes yields at most 64 bytes
 _SNAPPY_MAX_RATIO = 22
+# Snappy decodes a stream of short copies at ~1.3 GB/s but literals at memcpy speed (~20x faster). A page
+# that compresses by less than a third (random 4-byte date keys, wide random integers) is stored as literals:
+# at worst 1.5x the compressed bytes, which costs less than the decode it saves on storage reading faster
+# than ~0.5 GB/s a core (local disks, HDFS), and every snappy reader decodes it unchanged.
+_SNAPPY_MIN_SAVING = 1 / 3
+_SNAPPY_LITERAL = 1 << 16  # literal elements of at most 64 KiB, as snappy's own compressor cuts its input
 DEFAULT_LIMIT = 1 << 30
 
 
@@ -29,12 +35,36 @@ def normalize(name: str | None) -> str:
 
 def compress(name: str, data: bytes | memoryview | np.ndarray) -> bytes:
     if name == "snappy":
-        return bytes(cramjam.snappy.compress_raw(data))
+        packed = bytes(cramjam.snappy.compress_raw(data))
+        raw = memoryview(data).cast("B")
+        return packed if len(packed) <= (1 - _SNAPPY_MIN_SAVING) * raw.nbytes else snappy_literal(raw)
     if name == "zstd":
         return bytes(cramjam.zstd.compress(data, level=3))
     if name == "gzip":
         return bytes(cramjam.gzip.compress(data))
     raise CarbonFormatError(f"unsupported compressor {name!r}; expected one of {', '.join(COMPRESSORS)}")
+
+
+def snappy_literal(raw: memoryview) -> bytes:
+    """``raw`` as a valid raw-snappy stream of literal elements only: any snappy reader decodes it as a copy."""
+    n = raw.nbytes
+    out = bytearray()
+    v = n
+    while True:  # the uncompressed length, a little-endian base-128 varint
+        out.append((v & 0x7F) | (0x80 if v > 0x7F else 0))
+        v >>= 7
+        if not v:
+            break
+    for start in range(0, n, _SNAPPY_LITERAL):
+        size = min(_SNAPPY_LITERAL, n - start) - 1  # a literal tag stores its length less one
+        if size < 60:
+            out.append(size << 2)
+        elif size < 1 << 8:
+            out += bytes((60 << 2, size))
+        else:
+            out += bytes((61 << 2, size & 0xFF, size >> 8))
+        out += raw[start : start + size + 1]
+    return bytes(out)
 
 
 def decompress(

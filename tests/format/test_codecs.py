@@ -9,6 +9,7 @@ import threading
 from decimal import Decimal
 
 import cramjam
+import numpy as np
 import pyarrow as pa
 import pytest
 from hypothesis import given, settings
@@ -34,6 +35,27 @@ def test_snappy_is_raw_block_format():
     # raw snappy starts with the uncompressed length as a varint, no stream identifier frame
     assert compress.compress("snappy", b"abc")[:1] == b"\x03"
     assert compress.decompress("snappy", bytes(cramjam.snappy.compress_raw(b"hello"))).tobytes() == b"hello"
+
+
+@pytest.mark.parametrize("size", [0, 1, 60, 61, 256, 257, 65_536, 65_537, 200_003])
+def test_snappy_literal_stream_decodes_with_google_snappy(size):
+    # pyarrow's snappy codec is Google's C++ library, the one snappy-java (Apache CarbonData's reader) wraps
+    data = bytes(range(256)) * (size // 256) + bytes(size % 256)
+    stream = compress.snappy_literal(memoryview(data))
+    assert pa.decompress(stream, size, codec="snappy").to_pybytes() == data
+    assert len(stream) <= size + 8 + 3 * (size // 65_536 + 1)
+
+
+def test_snappy_stores_barely_compressible_pages_as_literals():
+    # random 4-byte date keys (days + 2^30 - 1, big-endian) save 12-26% under snappy: stored as literals
+    keys = (np.random.default_rng(7).integers(18_000, 20_000, 32_000) + 1_073_741_823).astype(">i4").tobytes()
+    assert len(cramjam.snappy.compress_raw(keys)) > 2 / 3 * len(keys)
+    stored = compress.compress("snappy", keys)
+    assert stored == compress.snappy_literal(memoryview(keys))
+    assert pa.decompress(stored, len(keys), codec="snappy").to_pybytes() == keys
+    # a page that compresses well keeps snappy's own stream
+    runs = np.repeat(np.arange(1_000, dtype=">i4"), 32).tobytes()
+    assert compress.compress("snappy", runs) == bytes(cramjam.snappy.compress_raw(runs))
 
 
 @pytest.mark.parametrize("name", compress.COMPRESSORS)
