@@ -26,7 +26,14 @@ from carbon_ds.format import direct_dictionary
 from carbon_ds.fs import Storage, resolve
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.spark.messages import short_errors
-from carbon_ds.spark.snapshot import PlannedSnapshot, check_unchanged_since, in_task, query_started_ms, version_of
+from carbon_ds.spark.snapshot import (
+    PlannedSnapshot,
+    check_unchanged_since,
+    in_task,
+    query_started_ms,
+    version_at,
+    version_of,
+)
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, has_unscaled_form, unscaled_decimals
 from carbon_ds.table.meta.deltas import Deletes
@@ -262,7 +269,8 @@ class CarbonReader(DataSourceReader):
         deletes = snap.deletes(storage, table_path) if snap is not None else None
         if snap is not None and in_task() and not self.pinned:
             started = query_started_ms()
-            if started is None or snap.planned_ms < started:  # not planned for this query
+            # not planned for this query: re-planned unless the planned version is the one the query began with
+            if (started is None or snap.planned_ms < started) and not self._current_at(snap.version, started):
                 source, fresh, version, _ = self._plan()
                 if version != snap.version:
                     if started is not None:
@@ -270,6 +278,27 @@ class CarbonReader(DataSourceReader):
                     pieces = fresh[partition.index :: partition.count]
                     deletes = source.deletes
         return pieces, deletes
+
+    def _current_at(self, version: str, started: int | None) -> bool:
+        """Whether the planned ``version`` is the one a query begun at ``started`` reads, from one tablestatus
+        read: the table is still at it (schema file unchanged too), or every commit since it came after the
+        query began and only added segments (snapshot.version_at)."""
+        handle = self.handle
+        if handle is None or handle.storage.mtime_ns(handle.schema_path_of(handle.path)) != self.schema_mtime:
+            return False
+        details = handle.load_details()
+        return version_of(details) == version or (started is not None and version_at(details, started) == version)
+
+    def keeps_plan(self) -> bool:
+        """Whether this read's plan stays right while the table's tablestatus and schema bytes do, so the
+        Spark extension may keep it for the next query (jvm/src ReadPlans): a table's carbondata files only.
+        Files of external segments (streaming ones included) can change without a commit."""
+        if not self.is_table or self.positions:
+            return False
+        if self._rows_only():
+            return not open_source(self.handle, self.segments).external
+        return all(p.external is None for part in self.partitions() if isinstance(part, CarbonPartition)
+                   for p in part.pieces)
 
     def _check_schema(self, table: TableHandle) -> None:
         """The planned version is read through this reader's columns: a schema changed since the reader was

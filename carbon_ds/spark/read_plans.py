@@ -37,17 +37,18 @@ def _writer_arguments(settings: dict[str, Any]) -> dict[str, Any]:
 
 
 def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request: dict[str, Any]
-               ) -> list[str | dict[str, int] | None]:
-    """For each read of ``request`` ({"settings": {...}, "reads": [{"options": {...}, "schema": json}]}) the
-    base64 of Spark's read-info stream; ``{"rows": n}`` where the reader knows its rows at planning
-    (``planned_rows``: a rows-only read's count from metadata, or 0 for a read whose plan keeps no file; the
-    JVM then reads a range of n empty rows, or an empty relation, instead); or None where it must be planned
-    the usual way."""
+               ) -> list[dict[str, Any] | None]:
+    """For each read of ``request`` ({"settings": {...}, "reads": [{"options": {...}, "schema": json}]}):
+    ``{"read": base64 of Spark's read-info stream}``; ``{"rows": n}`` where the reader knows its rows at
+    planning (``planned_rows``: a rows-only read's count from metadata, or 0 for a read whose plan keeps no
+    file; the JVM then reads a range of n empty rows, or an empty relation, instead); or None where it must
+    be planned the usual way. ``"keep": true`` marks an answer that stays right while the table's
+    tablestatus and schema bytes do (``keeps_plan``), which the JVM may reuse for the same read."""
     if write_read_func_and_partitions is None:
         return [None] * len(request["reads"])
     settings = request["settings"]
     arguments = _writer_arguments(settings)
-    answers: list[str | dict[str, int] | None] = []
+    answers: list[dict[str, Any] | None] = []
     for read in request["reads"]:
         try:
             options = CaseInsensitiveDict()
@@ -58,15 +59,18 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
             reader = source.reader(schema=schema)
             rows = reader.planned_rows() if hasattr(reader, "planned_rows") else None
             if rows is not None:
-                answers.append({"rows": int(rows)})
-                continue
-            pushes = getattr(reader.pushFilters, "__func__", None) is not DataSourceReader.pushFilters
-            if pushes and not settings.get("filterPushdown", False):
-                answers.append(None)  # Spark's worker refuses such a reader with its own message
-                continue
-            out = io.BytesIO()
-            write_read_func_and_partitions(out, reader=reader, data_source=source, schema=schema, **arguments)
-            answers.append(base64.b64encode(out.getvalue()).decode("ascii"))
+                answer: dict[str, Any] = {"rows": int(rows)}
+            else:
+                pushes = getattr(reader.pushFilters, "__func__", None) is not DataSourceReader.pushFilters
+                if pushes and not settings.get("filterPushdown", False):
+                    answers.append(None)  # Spark's worker refuses such a reader with its own message
+                    continue
+                out = io.BytesIO()
+                write_read_func_and_partitions(out, reader=reader, data_source=source, schema=schema, **arguments)
+                answer = {"read": base64.b64encode(out.getvalue()).decode("ascii")}
+            if getattr(reader, "keeps_plan", None) is not None and reader.keeps_plan():
+                answer["keep"] = True
+            answers.append(answer)
         except Exception:  # noqa: BLE001 - planned again by Spark, which reports it with the relation
             answers.append(None)
     return answers

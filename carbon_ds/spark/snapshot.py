@@ -10,8 +10,10 @@ PySpark keeps a relation's planned partitions and hands them to later queries on
 temporary view (measured on 4.1-4.3, see the notes on the data source API), even after an INSERT INTO that
 view. A task tells the two cases apart by time: every query carries its id as a UUIDv7 local property
 (``spark.sql.execution.query.id``), whose first 48 bits are when the query was built. A plan made before
-that belongs to an earlier query: the task then reads the table as it is now, which is the same version for
-every task of the query unless a commit lands after the query began, and that case fails the task (and the
+that belongs to an earlier query (or is a plan the Spark extension kept for an unchanged table): the task
+reads the planned version when the query began with it (the table is still at it, or only loads committed
+after the query began, ``version_at``), else the table as it is now, which is the same version for every
+task of the query unless another commit lands after the query began, and that case fails the task (and the
 query) rather than mixing versions. Without that property (older Spark) a task re-plans whenever the
 version changed, as before.
 """
@@ -55,6 +57,15 @@ def version_of(details: list[LoadDetail]) -> str:
     readable = [f"{d.name}:{d.segment_file}:{d.file_format}:{d.path}" for d in details if d.readable]
     text = "|".join([*readable, str(committed_status_name(details))])
     return hashlib.sha1(text.encode("utf-8")).hexdigest()
+
+
+def version_at(details: list[LoadDetail], started: int) -> str:
+    """``version_of`` the tablestatus as it read at ``started`` if every commit after that only added
+    segments: the segments committed after ``started`` left out. Sound either way: a commit is written after
+    its stamp, so one stamped later than ``started`` landed after it; any other kind of commit since (a delete,
+    a compaction, a segment marked for delete, a load stamped earlier but written later) leaves a digest no
+    earlier version had."""
+    return version_of([d for d in details if not (d.readable and d.load_end_ms is not None and d.load_end_ms > started)])
 
 
 def uuid7_ms(text: str | None) -> int | None:

@@ -15,6 +15,7 @@ import warnings
 
 import pyarrow as pa
 import pyarrow.compute as pc
+import pyarrow.csv as pcsv
 import pytest
 
 import carbon_ds
@@ -448,3 +449,59 @@ def test_configure_spark_without_jar_warns_once(monkeypatch, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         carbon_ds.configure_spark(_Builder())
+
+
+def test_a_kept_read_plan_answers_only_while_the_table_is_unchanged(spark, tmp_path):
+    """A repeated query of an unchanged table reuses the read plan the Python side marked as kept (jvm/src
+    ReadPlans, PlanCache): no Python planning call, the same rows; a load or DELETE since is seen at once.
+    The oracle is pyarrow over the rows written."""
+    path = str(tmp_path / "kept_reads")
+    first = pa.table({"id": pa.array(range(2000), pa.int64()), "v": pa.array([i % 13 for i in range(2000)], pa.int64())})
+    carbon_ds.write_table(first, path, sort_columns="id")
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kept_reads USING carbondata OPTIONS (path '{path}')")
+    read_hits = spark._jvm.carbonds.spark.PlanCache.readHits
+    text = "SELECT id, v FROM kept_reads WHERE id >= 1500"
+
+    def ids() -> list[int]:
+        return sorted(r.id for r in spark.sql(text).collect())
+
+    try:
+        assert ids() == list(range(1500, 2000))
+        before = read_hits()
+        assert ids() == list(range(1500, 2000)) and read_hits() == before + 1  # unchanged: kept plan
+        carbon_ds.write_table(first, path, mode="append")
+        before = read_hits()
+        assert ids() == sorted([*range(1500, 2000)] * 2) and read_hits() == before  # planned again
+        deleted = carbon_ds.CarbonTable.open(path).delete("v = 3")
+        assert deleted == 2 * pc.sum(pc.equal(first["v"], 3)).as_py()
+        want = sorted(i for i in [*range(1500, 2000)] * 2 if i % 13 != 3)
+        assert ids() == want and ids() == want
+        # another filter is another plan, planned by Python
+        before = read_hits()
+        assert sorted(r.id for r in spark.sql("SELECT id FROM kept_reads WHERE id < 3").collect()) == [0, 0, 1, 1, 2, 2]
+        assert read_hits() == before
+    finally:
+        spark.catalog.dropTempView("kept_reads")
+
+
+def test_a_read_of_external_files_through_the_source_is_not_kept(spark, tmp_path):
+    """A CSV segment read by the data source itself (the native union off): its files can change without a
+    commit, so its plan is asked for on every query, and a file rewritten in place is read as it is now."""
+    path = str(tmp_path / "kept_csv")
+    carbon_ds.write_table(pa.table({"id": pa.array([1, 2], pa.int64())}), path)
+    folder = tmp_path / "csv"
+    folder.mkdir()
+    pcsv.write_csv(pa.table({"id": pa.array([10, 11], pa.int64())}), folder / "a.csv")
+    carbon_ds.CarbonTable.open(path).add_segment(str(folder), format="csv")
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kept_csv USING carbondata OPTIONS (path '{path}')")
+    read_hits = spark._jvm.carbonds.spark.PlanCache.readHits
+    spark.conf.set("carbon_ds.spark.nativeExternal", "false")
+    try:
+        assert sorted(r.id for r in spark.sql("SELECT id FROM kept_csv").collect()) == [1, 2, 10, 11]
+        before = read_hits()
+        pcsv.write_csv(pa.table({"id": pa.array([10, 11, 12], pa.int64())}), folder / "a.csv")
+        assert sorted(r.id for r in spark.sql("SELECT id FROM kept_csv").collect()) == [1, 2, 10, 11, 12]
+        assert read_hits() == before
+    finally:
+        spark.conf.unset("carbon_ds.spark.nativeExternal")
+        spark.catalog.dropTempView("kept_csv")

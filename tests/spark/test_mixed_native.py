@@ -414,3 +414,23 @@ def test_a_kept_union_plan_answers_only_while_the_table_and_its_files_are_unchan
         assert hits() == before  # the size check sent it to Python
         t.delete_segments(["2"])  # the second Parquet folder
         assert ids() == [i for i in range(20) if i != 15]
+
+
+def test_a_self_join_of_a_mixed_table_with_a_kept_plan(spark, tmp_path):
+    """Both occurrences of a mixed table in one query read the external files through the Spark relation
+    kept with the plan (jvm/src PlanCache), on the first query and on the next; the oracle is the same join
+    computed with pyarrow from the rows written."""
+    _extension(spark)
+    _carbon_and_parquet(spark, tmp_path, "kept_join")
+    rows = pa.concat_tables([_rows(0, 10), _rows(10, 20)])
+    joined = rows.join(rows.select(["id", "v"]).append_column("next", pc.add(rows["id"], 1)),
+                       keys="id", right_keys="next", join_type="inner", right_suffix="_b")
+    want = sorted(zip(joined["id"].to_pylist(), joined["v_b"].to_pylist(), strict=True))
+    text = "SELECT a.id, b.v FROM kept_join a JOIN kept_join b ON a.id = b.id + 1"
+    hits = spark._jvm.carbonds.spark.PlanCache.hits
+    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+        for _ in range(2):
+            assert sorted((r.id, r.v) for r in spark.sql(text).collect()) == want and len(want) == 19
+        before = hits()
+        assert sorted((r.id, r.v) for r in spark.sql(text).collect()) == want
+        assert hits() >= before + 1  # the kept plan (and its relation) answered

@@ -334,12 +334,26 @@ def test_reused_plan_reads_the_table_as_of_its_query(tmp_path, monkeypatch):
     assert _run(reader, parts) == list(range(50, 3 * ROWS))
 
 
-def test_reused_plan_fails_when_a_commit_lands_during_its_query(tmp_path, monkeypatch):
+def test_reused_plan_reads_its_version_when_segments_are_added_during_its_query(tmp_path, monkeypatch):
+    """The planned version was still current when a later query began: loads committed after that are not
+    seen and the query does not fail (snapshot.version_at), as a fresh plan's tasks would read."""
     path = _table(tmp_path)
     reader, parts = _plan(path)
     began = parts[0].snapshot.planned_ms + 1  # a later query began, then this commit landed
     while ts.now_ms() <= began + 1:
         pass
+    _append(CarbonTable.open(path), path)
+    _as_task(monkeypatch, began)
+    assert _run(reader, parts) == OLD
+
+
+def test_reused_plan_fails_when_a_commit_lands_during_its_query(tmp_path, monkeypatch):
+    """The plan was stale when the query began (a DELETE between the queries) and a load lands while it
+    runs: the version the query began with cannot be read any more, so the query fails."""
+    path = _table(tmp_path)
+    reader, parts = _plan(path)
+    _delete(CarbonTable.open(path), path)
+    began = _later_query(parts)
     _append(CarbonTable.open(path), path)
     _as_task(monkeypatch, began)
     with pytest.raises(carbon_ds.CarbonTableError, match="changed while this query ran"):

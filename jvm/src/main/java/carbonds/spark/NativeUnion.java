@@ -7,6 +7,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
@@ -24,6 +26,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
@@ -63,6 +66,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
     private static final Set<String> READABLE = Set.of("Success", "Marked for Update", "Partial Success");
     private static final ObjectMapper JSON = new ObjectMapper();
     private static final int KNOWN_TABLES = 64;
+    private static final Pattern KEPT = Pattern.compile("`((?:[^`]|``)+)` AS `((?:[^`]|``)+)`");
     // table path -> {files key -> Spark's schema of those files}; the keys of the latest plan of each table
     private static final Map<String, Map<String, StructType>> KNOWN = Collections.synchronizedMap(
             new LinkedHashMap<>(16, 0.75f, true) {
@@ -140,7 +144,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
                     PlanCache.put(path, state, plan);
                 }
             }
-            return build(rel, output, plan);
+            return build(rel, output, plan, PlanCache.relations(path, state));
         } catch (RuntimeException | java.io.IOException e) {
             // the data source reads every segment itself, and reports a real problem with the table there
             logWarning(() -> "carbon-ds: external segments of " + path + " read through the data source: " + e);
@@ -247,7 +251,8 @@ final class NativeUnion extends Rule<LogicalPlan> {
         return out.toArray(new String[0]);
     }
 
-    private LogicalPlan build(DataSourceV2Relation rel, List<AttributeReference> output, JsonNode plan) {
+    private LogicalPlan build(DataSourceV2Relation rel, List<AttributeReference> output, JsonNode plan,
+                              Map<String, LogicalRelation> relations) {
         Map<String, StructType> schemas = KNOWN.getOrDefault(rel.options().get("path"), Map.of());
         List<LogicalPlan> children = new ArrayList<>();
         List<String> carbon = new ArrayList<>();
@@ -269,7 +274,14 @@ final class NativeUnion extends Rule<LogicalPlan> {
         for (JsonNode group : plan.path("groups")) {
             List<String> select = new ArrayList<>();
             group.path("select").forEach(s -> select.add(s.asText()));
-            Dataset<Row> df = reader(group).schema(schemas.get(group.path("key").asText())).load(paths(group))
+            String key = group.path("key").asText();
+            LogicalRelation read = relations.computeIfAbsent(key, k -> resolved(group, schemas.get(k)));
+            if (read != null && kept(select, read)) {
+                children.add(read.newInstance());  // fresh attribute ids for every occurrence
+                continue;
+            }
+            Dataset<Row> df = (read != null ? session.baseRelationToDataFrame(read.relation())
+                    : reader(group).schema(schemas.get(key)).load(paths(group)))
                     .selectExpr(select.toArray(new String[0]));
             // optimized on its own first: the analysis-finishing rules (current_timezone() and the
             // replaceable functions such as to_date) ran before this rule in the query's optimizer
@@ -280,6 +292,31 @@ final class NativeUnion extends Rule<LogicalPlan> {
             children.set(0, renamed(children.get(0), output));
         }
         return children.size() == 1 ? children.get(0) : new Union(PruneCarbonRelations.seq(children), false, false);
+    }
+
+    /** Whether the plan's select list keeps every column of {@code read} as it is, in order ({@code `x` AS
+     * `x`}: a segment whose files match the table's schema): the relation itself then serves, with no
+     * expression parsed or analysed (about a millisecond each). */
+    private static boolean kept(List<String> select, LogicalRelation read) {
+        List<AttributeReference> have = PruneCarbonRelations.list(read.output());
+        if (select.size() != have.size()) {
+            return false;
+        }
+        for (int i = 0; i < have.size(); i++) {
+            Matcher m = KEPT.matcher(select.get(i));
+            if (!m.matches() || !m.group(1).equals(m.group(2))
+                    || !m.group(1).replace("``", "`").equals(have.get(i).name())) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** Spark's relation over one group of files (its file index lists them once), or null when the read
+     * resolves to something else. */
+    private LogicalRelation resolved(JsonNode group, StructType schema) {
+        LogicalPlan read = reader(group).schema(schema).load(paths(group)).queryExecution().analyzed();
+        return read instanceof LogicalRelation lr ? lr : null;
     }
 
     /** {@code plan} with its output renamed to {@code attrs} (same names, types and expression ids). */

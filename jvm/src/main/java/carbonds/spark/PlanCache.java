@@ -6,19 +6,23 @@ import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.Collections;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
 
 /**
  * The Python side's native-union plan of each table, kept for the next query of that table, so a query of
- * an unchanged mixed table makes one Python planning call instead of two. An entry answers only when the
+ * an unchanged mixed table makes one Python planning call instead of two; and the planned reads the Python
+ * side marks as kept ({@link ReadPlans}), so a repeated query of an unchanged table makes none. An entry answers only when the
  * state it was planned in holds: the same tablestatus and schema bytes, columns and segments option (the
  * caller's state string), and every external file it lists still of the size the plan recorded (a file
  * rewritten in place, or gone, sends the query to the Python side again).
@@ -36,7 +40,24 @@ public final class PlanCache {
 
     private static final java.util.concurrent.atomic.AtomicLong HITS = new java.util.concurrent.atomic.AtomicLong();
 
-    private record Entry(String state, JsonNode plan) {
+    /** Planned reads (ReadPlans answers the Python side marked as kept), by table path and read request. */
+    private static final int READS = 256;
+    private static final int MAX_READ_CHARS = 4 << 20;  // a larger plan (very many files) is asked for again
+    private static final Map<String, Entry> READ_PLANS = Collections.synchronizedMap(
+            new LinkedHashMap<>(16, 0.75f, true) {
+                @Override
+                protected boolean removeEldestEntry(Map.Entry<String, Entry> eldest) {
+                    return size() > READS;
+                }
+            });
+    private static final java.util.concurrent.atomic.AtomicLong READ_HITS = new java.util.concurrent.atomic.AtomicLong();
+
+    /** {@code relations}: Spark's resolved relation of each group of the plan's files, by group key, made
+     * by the first query that reads them (resolving one checks, globs and lists every path again). */
+    private record Entry(String state, JsonNode plan, Map<String, LogicalRelation> relations) {
+        Entry(String state, JsonNode plan) {
+            this(state, plan, new ConcurrentHashMap<>());
+        }
     }
 
     /** How many plans were answered from the cache in this JVM (for tests and diagnostics). */
@@ -44,7 +65,40 @@ public final class PlanCache {
         return HITS.get();
     }
 
+    /** How many planned reads were answered from the cache in this JVM (for tests and diagnostics). */
+    public static long readHits() {
+        return READ_HITS.get();
+    }
+
     private PlanCache() {
+    }
+
+    /** The digest of the table's committed tablestatus and schema bytes, or null when either cannot be read
+     * (a bare folder, a versioned or very large status: nothing is kept for it then). */
+    static String tableState(Configuration conf, String path) {
+        if (path == null) {
+            return null;
+        }
+        Path metadata = new Path(path, "Metadata");
+        byte[] status = bytes(conf, new Path(metadata, "tablestatus"));
+        byte[] schema = status == null ? null : bytes(conf, new Path(metadata, "schema"));
+        return schema == null ? null : digest(status) + "/" + digest(schema);
+    }
+
+    /** The kept answer to read request {@code key} planned when the table was in {@code state}, or null. */
+    static JsonNode keptRead(String key, String state) {
+        Entry e = READ_PLANS.get(key);
+        if (e == null || !e.state().equals(state)) {
+            return null;
+        }
+        READ_HITS.incrementAndGet();
+        return e.plan();
+    }
+
+    static void keepRead(String key, String state, JsonNode answer) {
+        if (answer.path("read").asText("").length() <= MAX_READ_CHARS) {
+            READ_PLANS.put(key, new Entry(state, answer));
+        }
     }
 
     /** The kept plan of the table at {@code path} for {@code state}, or null. */
@@ -55,6 +109,13 @@ public final class PlanCache {
         }
         HITS.incrementAndGet();
         return e.plan();
+    }
+
+    /** Where the resolved relations of the plan kept for {@code path} in {@code state} go: that entry's own
+     * (a relation lives as long as the plan whose files it lists), or a map of this query alone. */
+    static Map<String, LogicalRelation> relations(String path, String state) {
+        Entry e = state == null ? null : PLANS.get(path);
+        return e != null && e.state().equals(state) ? e.relations() : new HashMap<>();
     }
 
     static void put(String path, String state, JsonNode plan) {

@@ -2,16 +2,19 @@ package carbonds.spark;
 
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
+import java.util.ArrayList;
 import java.util.Base64;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
+import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceReadInfo;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
@@ -26,7 +29,9 @@ import org.apache.spark.sql.internal.SQLConf;
  * {@code carbon_ds.plan_reads}); the Python side (carbon_ds.spark.read_plans) answers each with the stream
  * Spark's own planning worker writes, read here by {@link PythonDataSourceReadInfo#receive} and set on the
  * relation's source, so Spark makes neither call. A relation without an answer, or any failure here, is
- * planned the usual way, where Spark reports its errors as usual.
+ * planned the usual way, where Spark reports its errors as usual. An answer the Python side marks as kept
+ * (a table's carbondata files only) is reused for the same request while the table's tablestatus and schema
+ * bytes are unchanged ({@link PlanCache}), so a repeated query of an unchanged table makes no Python call.
  */
 final class ReadPlans {
     static final String OPTION = "carbon_ds.plan_reads";
@@ -50,17 +55,43 @@ final class ReadPlans {
      * keeps no file (0). The caller replaces those by a range of that many empty rows or an empty relation,
      * so {@code count(*)} and a read every blocklet of which the filter rules out run no Python task.
      */
-    static Map<DataSourceV2Relation, Long> plan(List<Made> made) {
+    static Map<DataSourceV2Relation, Long> plan(List<Made> made, Configuration hadoop) {
         Map<DataSourceV2Relation, Long> counted = new IdentityHashMap<>();
         if (made.isEmpty() || !enabled()) {
             return counted;
         }
         try {
-            JsonNode answers = ask(made);
-            for (int i = 0; i < made.size() && i < answers.size(); i++) {
-                JsonNode answer = answers.get(i);
-                if (answer != null && answer.isTextual()) {
-                    byte[] stream = Base64.getDecoder().decode(answer.asText());
+            ObjectNode settings = settings(SQLConf.get());
+            JsonNode[] answers = new JsonNode[made.size()];
+            String[] keys = new String[made.size()];
+            String[] states = new String[made.size()];
+            ArrayNode asked = JSON.createArrayNode();
+            List<Integer> asking = new ArrayList<>();
+            for (int i = 0; i < made.size(); i++) {
+                ObjectNode read = read(made.get(i));
+                String path = made.get(i).relation().options().get("path");
+                states[i] = PlanCache.tableState(hadoop, path);
+                keys[i] = path + "\n" + settings + "\n" + read;
+                answers[i] = states[i] == null ? null : PlanCache.keptRead(keys[i], states[i]);
+                if (answers[i] == null) {
+                    asking.add(i);
+                    asked.add(read);
+                }
+            }
+            if (!asking.isEmpty()) {
+                JsonNode got = ask(made.get(asking.get(0)).relation(), settings, asked);
+                for (int j = 0; j < asking.size() && j < got.size(); j++) {
+                    int i = asking.get(j);
+                    answers[i] = got.get(j);
+                    if (states[i] != null && answers[i] != null && answers[i].path("keep").asBoolean(false)) {
+                        PlanCache.keepRead(keys[i], states[i], answers[i]);
+                    }
+                }
+            }
+            for (int i = 0; i < made.size(); i++) {
+                JsonNode answer = answers[i];
+                if (answer != null && answer.path("read").isTextual()) {
+                    byte[] stream = Base64.getDecoder().decode(answer.get("read").asText());
                     made.get(i).source().setReadInfo(
                             PythonDataSourceReadInfo.receive(new DataInputStream(new ByteArrayInputStream(stream))));
                 } else if (answer != null && answer.path("rows").canConvertToLong()) {
@@ -78,20 +109,28 @@ final class ReadPlans {
         return counted;
     }
 
-    private static JsonNode ask(List<Made> made) throws java.io.IOException {
-        SQLConf conf = SQLConf.get();
-        ObjectNode request = JSON.createObjectNode();
-        ObjectNode settings = request.putObject("settings");
+    private static ObjectNode settings(SQLConf conf) {
+        ObjectNode settings = JSON.createObjectNode();
         settings.put("maxArrowBatchSize", conf.arrowMaxRecordsPerBatch());
         settings.put("filterPushdown", conf.pythonFilterPushDown());
         settings.put("binaryAsBytes", conf.pysparkBinaryAsBytes());
-        ArrayNode reads = request.putArray("reads");
-        for (Made m : made) {
-            ObjectNode read = reads.addObject();
-            ObjectNode options = read.putObject("options");
-            m.relation().options().asCaseSensitiveMap().forEach(options::put);
-            read.set("schema", JSON.readTree(m.relation().table().schema().json()));
-        }
-        return SchemaCall.ask(made.get(0).relation(), OPTION, request);
+        return settings;
+    }
+
+    /** A relation's read request: its options (sorted, so equal reads make equal keys) and schema. */
+    private static ObjectNode read(Made m) throws java.io.IOException {
+        ObjectNode read = JSON.createObjectNode();
+        ObjectNode options = read.putObject("options");
+        new TreeMap<>(m.relation().options().asCaseSensitiveMap()).forEach(options::put);
+        read.set("schema", JSON.readTree(m.relation().table().schema().json()));
+        return read;
+    }
+
+    private static JsonNode ask(DataSourceV2Relation any, ObjectNode settings, ArrayNode reads)
+            throws java.io.IOException {
+        ObjectNode request = JSON.createObjectNode();
+        request.set("settings", settings);
+        request.set("reads", reads);
+        return SchemaCall.ask(any, OPTION, request);
     }
 }
