@@ -32,6 +32,43 @@ def _copy_bytes(typingctx, dst, dst_at, src, src_at, n):
     return sig, codegen
 
 
+@intrinsic
+def _load_u64(typingctx, src, at):
+    """The 8 bytes ``src[at:at + 8]`` of a uint8 array as one unaligned little-endian load (the caller has
+    checked the range)."""
+    sig = types.uint64(src, types.intp)
+
+    def codegen(context, builder, signature, args):
+        s_, s_at = args
+        s_arr = context.make_array(signature.args[0])(context, builder, s_)
+        ptr = builder.bitcast(builder.gep(s_arr.data, [s_at]), context.get_value_type(types.uint64).as_pointer())
+        return builder.load(ptr, align=1)
+
+    return sig, codegen
+
+
+@intrinsic
+def _store_u64(typingctx, dst, at, value):
+    """``dst[at:at + 8] = value`` (little-endian) as one unaligned store (the caller has checked the range)."""
+    sig = types.void(dst, types.intp, types.uint64)
+
+    def codegen(context, builder, signature, args):
+        d, d_at, v = args
+        d_arr = context.make_array(signature.args[0])(context, builder, d)
+        ptr = builder.bitcast(builder.gep(d_arr.data, [d_at]), context.get_value_type(types.uint64).as_pointer())
+        builder.store(v, ptr, align=1)
+        return context.get_dummy_value()
+
+    return sig, codegen
+
+
+@njit(cache=True, nogil=True)
+def _bswap64(v):
+    v = ((v & np.uint64(0x00FF00FF00FF00FF)) << np.uint64(8)) | ((v >> np.uint64(8)) & np.uint64(0x00FF00FF00FF00FF))
+    v = ((v & np.uint64(0x0000FFFF0000FFFF)) << np.uint64(16)) | ((v >> np.uint64(16)) & np.uint64(0x0000FFFF0000FFFF))
+    return (v << np.uint64(32)) | (v >> np.uint64(32))
+
+
 @njit(cache=True, nogil=True)
 def rle_integral_scan(data, width, limit):
     """Row count of a RLE_INTEGRAL page: runs of (short BE header, values); -1 - pos when corrupt."""
@@ -132,6 +169,7 @@ def lv_decode(data, width, limit, marker, check_marker, offsets, row0, values, o
     keys order as the values do, ties aside, so they bound the values for the page checks cheaply.
     """
     n = data.shape[0]
+    vcap = values.shape[0]
     cap = min(limit, n // width)
     mlen = marker.shape[0]
     pos = 0
@@ -170,14 +208,24 @@ def lv_decode(data, width, limit, marker, check_marker, offsets, row0, values, o
             valid[row0 + rows] = False
             nulls += 1
         else:
-            key = np.uint64(0)
-            for k in range(start, min(end, start + 8)):
-                key = (key << np.uint64(8)) | np.uint64(data[k])
-            if 0 < ln < 8:  # (a shift by 64 is undefined)
-                key <<= np.uint64(8 * (8 - ln))
+            if start + 8 <= n:  # one load of the first 8 bytes, the bytes past the value masked off
+                key = _bswap64(_load_u64(data, start))
+                if ln < 8:
+                    key = key & ~(np.uint64(0xFFFFFFFFFFFFFFFF) >> np.uint64(8 * ln)) if ln > 0 else np.uint64(0)
+            else:
+                key = np.uint64(0)
+                for k in range(start, min(end, start + 8)):
+                    key = (key << np.uint64(8)) | np.uint64(data[k])
+                if 0 < ln < 8:  # (a shift by 64 is undefined)
+                    key <<= np.uint64(8 * (8 - ln))
             kmin = min(kmin, key)
             kmax = max(kmax, key)
-            _copy_bytes(values, out, data, start, ln)
+            if ln <= 16 and start + 16 <= n and out + 16 <= vcap:
+                # a short value as two 8-byte moves; bytes past it are overwritten by the next values
+                _store_u64(values, out, _load_u64(data, start))
+                _store_u64(values, out + 8, _load_u64(data, start + 8))
+            else:
+                _copy_bytes(values, out, data, start, ln)
             out += ln
         pos = end
         rows += 1

@@ -10,7 +10,7 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from carbon_ds.format import compress, encoder_meta
+from carbon_ds.format import compress, encoder_meta, kernels
 from carbon_ds.format.decode import Page, decode_page, decode_pages
 from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType
 from carbon_ds.format.structs import ChunkCompressionMeta, ColumnSchema, DataChunk2, DataType, Encoding, PresenceMeta
@@ -100,3 +100,31 @@ def test_decimal_page_hand_bytes():
     assert decode_page(p).to_pylist() == [Decimal("12.34"), Decimal("-0.01"), Decimal("327.67")]
     p = decimal_page(col, [0, 100, -28], MetaType.BYTE, 100, {1})
     assert decode_page(p).to_pylist() == [Decimal("1.00"), None, Decimal("1.28")]
+
+
+@settings(max_examples=80, deadline=None)
+@given(values=st.lists(st.one_of(st.binary(max_size=40), st.just(b"@NU#LL$!")), max_size=60),
+       width=st.sampled_from([2, 4]))
+def test_lv_decode_splits_values_and_bounds_their_prefixes(values, width):
+    """A length-value page (CarbonData's LV layout: big-endian length, then the bytes) split by hand:
+    offsets, bytes, the null marker, and each value's first 8 bytes as a big-endian key, zero-padded (short
+    values and values at the very end of the page take the byte-by-byte path, the rest 8-byte loads)."""
+    page = b"".join(len(v).to_bytes(width, "big") + v for v in values)
+    data = np.frombuffer(page, np.uint8)
+    rows = len(values)
+    offsets = np.zeros(rows + 1, np.int32)
+    out = np.zeros(len(page), np.uint8)
+    valid = np.ones(rows, np.bool_)
+    got_rows, end, nulls, bad, hi, kmin, kmax = kernels.lv_decode(
+        data, width, rows, kernels.NULL_MARKER, True, offsets, 0, out, 0, valid)
+    kept = [v for v in values if v != b"@NU#LL$!"]
+    assert (got_rows, bad, nulls) == (rows, -1, rows - len(kept))
+    assert out[:end].tobytes() == b"".join(kept)
+    assert valid.tolist() == [v != b"@NU#LL$!" for v in values]
+    lengths = [0 if v == b"@NU#LL$!" else len(v) for v in values]
+    assert offsets.tolist() == [0, *np.cumsum(lengths).tolist()]
+    keys = [int.from_bytes(v[:8].ljust(8, b"\0"), "big") for v in kept]
+    if keys:
+        assert (int(kmin), int(kmax)) == (min(keys), max(keys))
+    joined = b"".join(kept)
+    assert hi == (int(np.bitwise_or.reduce(np.frombuffer(joined, np.uint8))) if joined else 0)
