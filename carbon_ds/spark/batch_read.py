@@ -30,7 +30,9 @@ from carbon_ds.spark.snapshot import (
     PlannedSnapshot,
     check_unchanged_since,
     in_task,
+    plan_key,
     query_started_ms,
+    verified_ms,
     version_at,
     version_of,
 )
@@ -270,7 +272,8 @@ class CarbonReader(DataSourceReader):
         if snap is not None and in_task() and not self.pinned:
             started = query_started_ms()
             # not planned for this query: re-planned unless the planned version is the one the query began with
-            if (started is None or snap.planned_ms < started) and not self._current_at(snap.version, started):
+            if (started is None or snap.planned_ms < started) and not self._verified(snap, started) \
+                    and not self._current_at(snap.version, started):
                 source, fresh, version, _ = self._plan()
                 if version != snap.version:
                     if started is not None:
@@ -278,6 +281,20 @@ class CarbonReader(DataSourceReader):
                     pieces = fresh[partition.index :: partition.count]
                     deletes = source.deletes
         return pieces, deletes
+
+    @staticmethod
+    def _verified(snap: PlannedSnapshot, started: int | None) -> bool:
+        """Whether the Spark extension found the table at the planned version after this query began (it
+        reused the plan): the version was current when the plan was made and then, so at the query's start."""
+        when = verified_ms(snap) if started is not None else None
+        return when is not None and snap.planned_ms <= started <= when
+
+    def plan_key(self) -> str | None:
+        """The name of this read's plan in the extension's ``VERIFIED`` local property (snapshot.plan_key)."""
+        for part in self.partitions():
+            if isinstance(part, CarbonPartition) and part.snapshot is not None:
+                return plan_key(part.snapshot)
+        return None
 
     def _current_at(self, version: str, started: int | None) -> bool:
         """Whether the planned ``version`` is the one a query begun at ``started`` reads, from one tablestatus

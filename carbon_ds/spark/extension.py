@@ -10,6 +10,8 @@ from pathlib import Path
 from typing import Any
 
 __all__ = ["EXTENSION_CLASS", "JAR", "configure_spark", "extension_active", "jar_path"]
+# Spark conf: "false" switches the extension's rules off for the session's next queries (jvm/src)
+CONF_EXTENSION = "carbon_ds.extension.enabled"
 
 EXTENSION_CLASS = "carbonds.spark.CarbonExtensions"
 JAR = Path(__file__).resolve().parents[1] / "jars" / "carbon-ds-spark.jar"

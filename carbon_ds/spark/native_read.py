@@ -106,9 +106,14 @@ def mixed_of(spark: Any, path: str, segments=None) -> MixedPlan | None:
     if not native_enabled(spark):
         return None
     table = open_table(path)
-    if table is None or not any(not is_columnar(d.file_format) for d in table.load_details() if d.readable):
+    if table is None or not has_external(table):
         return None  # no external segment: no listing of every file here
     return plan_mixed(table, segments)
+
+
+def has_external(table: TableHandle) -> bool:
+    """Whether the table lists a readable segment in a format other than carbondata (one tablestatus read)."""
+    return any(not is_columnar(d.file_format) for d in table.load_details() if d.readable)
 
 
 def _spark_type(t: pa.DataType) -> DataType:

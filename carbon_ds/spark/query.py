@@ -41,15 +41,15 @@ from carbon_ds.errors import CarbonError
 from carbon_ds.spark.catalyst import field_kind, jvm_class, node_name, scala_object, to_list
 from carbon_ds.spark.datasource import UNSCALED_OPTION
 from carbon_ds.spark.direct import direct_enabled, direct_frame
-from carbon_ds.spark.extension import extension_active
+from carbon_ds.spark.extension import CONF_EXTENSION, extension_active
 from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame, local_limit
-from carbon_ds.spark.native_read import MixedPlan, mixed_of, union_frame
+from carbon_ds.spark.native_read import MixedPlan, has_external, mixed_of, native_enabled, union_frame
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
 from carbon_ds.spark.sizes import row_width, sized
 from carbon_ds.table.meta.conform import has_unscaled_form
 from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.read.pruning import as_expr
-from carbon_ds.table.read.scan import arrow_schema_of, scan_estimate
+from carbon_ds.table.read.scan import arrow_schema_of, open_table, scan_estimate
 from carbon_ds.table.read.scan import count as count_rows
 
 __all__ = ["CONF_LOCAL_BYTES", "CONF_REWRITE", "CONF_STATISTICS", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
@@ -213,6 +213,10 @@ def _analyze(spark: Any, qe: Any) -> _Analysis:
     if not out.relations:
         out.reason = "no carbondata relation"
         return out
+    extension = _extension_unions(spark)
+    if extension and all(_mixed(r.path) for r in out.relations):
+        out.reason = _EXTENSION_UNIONS
+        return out
     walk = scans_of(_optimized(spark, qe))
     if walk.cached:
         # the cache matches the original relations only: a rewrite would read the table again
@@ -223,7 +227,27 @@ def _analyze(spark: Any, qe: Any) -> _Analysis:
         return out
     out.nondeterministic, out.joins = walk.nondeterministic, walk.joins
     out.reads = [_decide(r, walk.nondeterministic) for r in out.relations]
+    if extension:
+        out.reads = [_unchanged(r, "a mixed table: the Spark extension unions its external segments")
+                     if r.unchanged is None and _mixed(r.path) else r for r in out.reads]
     return out
+
+
+_EXTENSION_UNIONS = "mixed tables only: the Spark extension unions their external segments"
+
+
+def _extension_unions(spark: Any) -> bool:
+    """Whether the session's Spark extension unions mixed tables itself (jvm/src NativeUnion): it keeps
+    the plan and Spark's relations of the external files for the next query of an unchanged table, where
+    a rewrite here plans and resolves them again in Python on every query."""
+    conf = spark.conf
+    return (extension_active(spark) and native_enabled(spark)
+            and parse_bool(conf.get(CONF_EXTENSION, "true"), f"spark conf {CONF_EXTENSION}", True))
+
+
+def _mixed(path: str | None) -> bool:
+    table = open_table(path) if path is not None else None
+    return table is not None and has_external(table)
 
 
 def _decide(rel: Relation, nondeterministic: bool) -> RelationRead:
@@ -292,6 +316,11 @@ def _accepted(predicate: str, schema: Any) -> bool:
 def _rewritten(spark: Any, qe: Any) -> DataFrame | None:
     try:
         analysis = _analyze(spark, qe)
+        if analysis.reason == _EXTENSION_UNIONS and analysis.root not in WRITE_ROOTS:
+            # planned now, as a rewrite is: the files and segments it reads are the table's at this call
+            df = _dataframe(spark, analysis.analyzed)
+            df._jdf.queryExecution().executedPlan()
+            return df
         if not analysis.replaces:
             return None
         plan = _replace(spark, analysis)

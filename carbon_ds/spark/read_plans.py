@@ -43,7 +43,8 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
     planning (``planned_rows``: a rows-only read's count from metadata, or 0 for a read whose plan keeps no
     file; the JVM then reads a range of n empty rows, or an empty relation, instead); or None where it must
     be planned the usual way. ``"keep": true`` marks an answer that stays right while the table's
-    tablestatus and schema bytes do (``keeps_plan``), which the JVM may reuse for the same read."""
+    tablestatus and schema bytes do (``keeps_plan``), which the JVM may reuse for the same read; ``"plan"``
+    names it for the tasks of a query that reuses it (carbon_ds.spark.snapshot.VERIFIED)."""
     if write_read_func_and_partitions is None:
         return [None] * len(request["reads"])
     settings = request["settings"]
@@ -70,6 +71,9 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
                 answer = {"read": base64.b64encode(out.getvalue()).decode("ascii")}
             if getattr(reader, "keeps_plan", None) is not None and reader.keeps_plan():
                 answer["keep"] = True
+                key = reader.plan_key() if "read" in answer else None
+                if key is not None:
+                    answer["plan"] = key  # named in the local property the JVM sets on reuse (snapshot.VERIFIED)
             answers.append(answer)
         except Exception:  # noqa: BLE001 - planned again by Spark, which reports it with the relation
             answers.append(None)

@@ -32,6 +32,9 @@ from carbon_ds.table.meta.deltas import BlockStatus, Deletes, committed_status_n
 from carbon_ds.table.meta.tablestatus import FAILURE, IN_PROGRESS, OVERWRITE_IN_PROGRESS, LoadDetail, parse_time
 
 QUERY_ID = "spark.sql.execution.query.id"
+# local property the Spark extension sets when it reuses kept read plans (jvm/src ReadPlans): for each,
+# "<version>@<planned ms>=<ms when the JVM found the table still at that version>", comma-separated
+VERIFIED = "carbon_ds.verified_plans"
 _NOT_COMMITTED = frozenset({IN_PROGRESS, OVERWRITE_IN_PROGRESS, FAILURE})
 
 
@@ -84,6 +87,24 @@ def query_started_ms() -> int | None:
     that does not say."""
     ctx = TaskContext.get()
     return uuid7_ms(ctx.getLocalProperty(QUERY_ID)) if ctx is not None else None
+
+
+def plan_key(snapshot: PlannedSnapshot) -> str:
+    """How a plan is named in the ``VERIFIED`` local property."""
+    return f"{snapshot.version}@{snapshot.planned_ms}"
+
+
+def verified_ms(snapshot: PlannedSnapshot) -> int | None:
+    """When the Spark extension last found the table still at ``snapshot``'s version before reusing its plan
+    for the running query (None when it did not say)."""
+    ctx = TaskContext.get()
+    text = ctx.getLocalProperty(VERIFIED) if ctx is not None else None
+    key = plan_key(snapshot)
+    for entry in (text or "").split(","):
+        name, _, when = entry.rpartition("=")
+        if name == key and when.isdigit():
+            return int(when)
+    return None
 
 
 def in_task() -> bool:

@@ -505,3 +505,27 @@ def test_a_read_of_external_files_through_the_source_is_not_kept(spark, tmp_path
     finally:
         spark.conf.unset("carbon_ds.spark.nativeExternal")
         spark.catalog.dropTempView("kept_csv")
+
+
+def test_a_reused_read_plan_reads_the_version_its_query_began_with(spark, tmp_path):
+    """A query that reuses a kept plan and sees a DELETE commit between its planning and its tasks reads the
+    rows of the version it was planned against, as a freshly planned query does (the JVM tells the tasks
+    when it found the table unchanged: carbon_ds.spark.snapshot.VERIFIED), instead of failing."""
+    path = str(tmp_path / "kept_delete")
+    rows = pa.table({"id": pa.array(range(1000), pa.int64()), "v": pa.array([i % 7 for i in range(1000)], pa.int64())})
+    carbon_ds.write_table(rows, path)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW kept_delete USING carbondata OPTIONS (path '{path}')")
+    read_hits = spark._jvm.carbonds.spark.PlanCache.readHits
+    text = "SELECT id FROM kept_delete WHERE id >= 0"
+    try:
+        assert spark.sql(text).count() == 1000
+        before = read_hits()
+        df = spark.sql(text)
+        df._jdf.queryExecution().executedPlan()  # planned: the kept plan is reused
+        assert read_hits() == before + 1
+        deleted = carbon_ds.CarbonTable.open(path).delete("v = 3")
+        assert deleted == pc.sum(pc.equal(rows["v"], 3)).as_py()
+        assert sorted(r.id for r in df.collect()) == list(range(1000))
+        assert spark.sql(text).count() == 1000 - deleted  # the next query sees the DELETE
+    finally:
+        spark.catalog.dropTempView("kept_delete")

@@ -120,7 +120,7 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         boolean deterministic = plan.deterministic();
         List<ReadPlans.Made> made = new ArrayList<>();
         LogicalPlan rewritten = rewrite(plan, new ArrayList<>(), referenced, deterministic, made);
-        Map<DataSourceV2Relation, Long> counted = ReadPlans.plan(made, session.sparkContext().hadoopConfiguration());
+        Map<DataSourceV2Relation, Long> counted = ReadPlans.plan(made, session);
         return counted.isEmpty() ? rewritten : counted(rewritten, counted);
     }
 

@@ -15,6 +15,7 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.hadoop.conf.Configuration;
+import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceReadInfo;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
@@ -37,6 +38,8 @@ final class ReadPlans {
     static final String OPTION = "carbon_ds.plan_reads";
     /** Conf: {@code false} leaves every read to Spark's own planning calls. */
     static final String CONF = "carbon_ds.extension.planReads";
+    /** Local property: the reused plans and when the table was found still at their version. */
+    static final String VERIFIED = "carbon_ds.verified_plans";
     private static final ObjectMapper JSON = SchemaCall.JSON;
 
     record Made(PythonDataSourceV2 source, DataSourceV2Relation relation) {
@@ -55,24 +58,30 @@ final class ReadPlans {
      * keeps no file (0). The caller replaces those by a range of that many empty rows or an empty relation,
      * so {@code count(*)} and a read every blocklet of which the filter rules out run no Python task.
      */
-    static Map<DataSourceV2Relation, Long> plan(List<Made> made, Configuration hadoop) {
+    static Map<DataSourceV2Relation, Long> plan(List<Made> made, SparkSession session) {
         Map<DataSourceV2Relation, Long> counted = new IdentityHashMap<>();
         if (made.isEmpty() || !enabled()) {
             return counted;
         }
         try {
+            Configuration hadoop = session.sparkContext().hadoopConfiguration();
             ObjectNode settings = settings(SQLConf.get());
             JsonNode[] answers = new JsonNode[made.size()];
             String[] keys = new String[made.size()];
             String[] states = new String[made.size()];
             ArrayNode asked = JSON.createArrayNode();
+            List<String> verified = new ArrayList<>();
             List<Integer> asking = new ArrayList<>();
             for (int i = 0; i < made.size(); i++) {
                 ObjectNode read = read(made.get(i));
                 String path = made.get(i).relation().options().get("path");
+                long checked = System.currentTimeMillis();  // the table is at states[i] from then at least
                 states[i] = PlanCache.tableState(hadoop, path);
                 keys[i] = path + "\n" + settings + "\n" + read;
                 answers[i] = states[i] == null ? null : PlanCache.keptRead(keys[i], states[i]);
+                if (answers[i] != null && answers[i].path("plan").isTextual()) {
+                    verified.add(answers[i].get("plan").asText() + "=" + checked);
+                }
                 if (answers[i] == null) {
                     asking.add(i);
                     asked.add(read);
@@ -87,6 +96,11 @@ final class ReadPlans {
                         PlanCache.keepRead(keys[i], states[i], answers[i]);
                     }
                 }
+            }
+            if (!verified.isEmpty()) {
+                // the tasks of this query (jobs take the planning thread's local properties) read a reused
+                // plan as the version their query began with (carbon_ds.spark.snapshot.VERIFIED)
+                session.sparkContext().setLocalProperty(VERIFIED, String.join(",", verified));
             }
             for (int i = 0; i < made.size(); i++) {
                 JsonNode answer = answers[i];
