@@ -30,27 +30,24 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation;
 public final class PlanCache {
     private static final int TABLES = 64;
     private static final long MAX_METADATA_BYTES = 64L << 20;  // a larger tablestatus is not cached against
-    private static final Map<String, Entry> PLANS = Collections.synchronizedMap(
-            new LinkedHashMap<>(16, 0.75f, true) {
-                @Override
-                protected boolean removeEldestEntry(Map.Entry<String, Entry> eldest) {
-                    return size() > TABLES;
-                }
-            });
-
+    private static final Map<String, Entry> PLANS = lru(TABLES);
     private static final java.util.concurrent.atomic.AtomicLong HITS = new java.util.concurrent.atomic.AtomicLong();
 
     /** Planned reads (ReadPlans answers the Python side marked as kept), by table path and read request. */
     private static final int READS = 256;
     private static final int MAX_READ_CHARS = 4 << 20;  // a larger plan (very many files) is asked for again
-    private static final Map<String, Entry> READ_PLANS = Collections.synchronizedMap(
-            new LinkedHashMap<>(16, 0.75f, true) {
-                @Override
-                protected boolean removeEldestEntry(Map.Entry<String, Entry> eldest) {
-                    return size() > READS;
-                }
-            });
+    private static final Map<String, Entry> READ_PLANS = lru(READS);
     private static final java.util.concurrent.atomic.AtomicLong READ_HITS = new java.util.concurrent.atomic.AtomicLong();
+
+    /** A thread-safe map that forgets its least recently used entry beyond {@code max}. */
+    private static <V> Map<String, V> lru(int max) {
+        return Collections.synchronizedMap(new LinkedHashMap<>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<String, V> eldest) {
+                return size() > max;
+            }
+        });
+    }
 
     /** {@code relations}: Spark's resolved relation of each group of the plan's files, by group key, made
      * by the first query that reads them (resolving one checks, globs and lists every path again). */
