@@ -34,8 +34,8 @@ public final class PlanCache {
     private static final java.util.concurrent.atomic.AtomicLong HITS = new java.util.concurrent.atomic.AtomicLong();
 
     /** Planned reads (ReadPlans answers the Python side marked as kept), by table path and read request. */
-    private static final int READS = 256;
-    private static final int MAX_READ_CHARS = 4 << 20;  // a larger plan (very many files) is asked for again
+    private static final int READS = 128;
+    private static final int MAX_READ_CHARS = 1 << 19;  // at most 64 MB kept; a larger plan is asked for again
     private static final Map<String, Entry> READ_PLANS = lru(READS);
     private static final java.util.concurrent.atomic.AtomicLong READ_HITS = new java.util.concurrent.atomic.AtomicLong();
 
