@@ -68,6 +68,8 @@ def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str |
     pl, register_io_source = _polars()
     base = Scan(path, filter=filter, segments=segments)  # checks the filter now, not at collect time
     polars_schema = pl.from_arrow(base.schema.empty_table()).schema
+    # each collect reads the table's segments as they are then, through the schema the frame was made with
+    table = base.source.table if base.source.table is not None else path
 
     def open_scan(columns: list[str] | None, predicate, limit: int | None, batch_size: int | None) -> Scan:
         args = dict(columns=columns, segments=segments, limit=limit, batch_size=batch_size, use_threads=use_threads)
@@ -75,10 +77,10 @@ def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str |
         if extra is not None:
             try:
                 both = extra if isinstance(base.expr, AlwaysTrue) else and_(base.expr, extra)
-                return Scan(path, filter=both, **args)
+                return Scan(table, filter=both, **args)
             except CarbonError:  # a literal our model does not take for that column: prune by ours alone
                 pass
-        return Scan(path, filter=base.expr, **args)
+        return Scan(table, filter=base.expr, **args)
 
     def source(with_columns: list[str] | None, predicate, n_rows: int | None,
                batch_size: int | None) -> Iterator:

@@ -284,3 +284,17 @@ def test_polars_engines_push_the_predicate(sorted_table, engine):
     head = scan_carbondata(sorted_table, counts=counts).filter(pl.col("k") >= 500).head(3).collect(engine=engine)
     assert head["k"].to_list() == [500, 500, 500]
     assert _blocklets(counts) == (1, 6)
+
+
+def test_a_polars_frame_reads_the_segments_of_each_collect(tmp_path):
+    """One LazyFrame collected again after a load and a DELETE gives the rows the table then holds (its
+    tablestatus is read on every collect; the schema the frame was made with stays); oracle: read_table."""
+    path = str(tmp_path / "again")
+    rows = pa.table({"id": pa.array(range(100), pa.int64()), "k": pa.array([i % 5 for i in range(100)], pa.int32())})
+    carbon_ds.write_table(rows, path)
+    lf = scan_carbondata(path).filter(pl.col("k") < 3).select("id")
+    assert sorted(lf.collect()["id"].to_list()) == [i for i in range(100) if i % 5 < 3]
+    carbon_ds.write_table(rows, path, mode="append")
+    carbon_ds.CarbonTable.open(path).delete("id >= 90")
+    want = pc.filter(carbon_ds.read_table(path)["id"], pc.less(carbon_ds.read_table(path)["k"], 3)).to_pylist()
+    assert sorted(lf.collect()["id"].to_list()) == sorted(want) and len(want) == 2 * 54
