@@ -5,7 +5,10 @@ Spark side: df.write.format("carbondata") vs df.write.parquet / .orc, and a full
 pyarrow.parquet.read_table. The formats take turns in every round; medians of ``--repeat`` rounds. Prints
 ratios (carbon-ds / peer; lower is better) and saves JSON.
 
-    python benchmarks/table_io.py [--rows 5000000] [--repeat 3] [--out benchmarks/results]
+Spark runs with the carbon-ds Catalyst extension (``carbon_ds.configure_spark``, the documented Spark setup)
+unless ``--no-extension`` is given; the extension drops the second copy Spark makes of every scanned row.
+
+    python benchmarks/table_io.py [--rows 5000000] [--repeat 3] [--no-extension] [--out benchmarks/results]
 """
 
 from __future__ import annotations
@@ -30,9 +33,11 @@ def seconds(fn) -> float:
 
 
 def main() -> None:
-    args = parser(__doc__, rows=5_000_000, repeat=3).parse_args()
+    ap = parser(__doc__, rows=5_000_000, repeat=3)
+    ap.add_argument("--no-extension", action="store_true", help="start Spark without the carbon-ds extension")
+    args = ap.parse_args()
 
-    spark = spark_session("8g")
+    spark = spark_session("8g", extension=not args.no_extension)
     work = tempfile.mkdtemp(prefix="carbon-table-bench-")
     try:
         # a staging Parquet copy so every writer starts from the same cached DataFrame
@@ -84,7 +89,9 @@ def main() -> None:
         sizes = {
             k: sum(os.path.getsize(os.path.join(d, f)) for d, _, fs in os.walk(p) for f in fs) for k, p in paths.items()
         }
-        save(args.out, "table_io.json", {"rows": args.rows, "seconds": res, "ratios": ratios, "bytes": sizes})
+        save(args.out, "table_io.json" if not args.no_extension else "table_io_no_extension.json",
+             {"rows": args.rows, "extension": not args.no_extension, "seconds": res, "ratios": ratios,
+              "bytes": sizes})
     finally:
         shutil.rmtree(work, ignore_errors=True)
         spark.stop()

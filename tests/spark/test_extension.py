@@ -16,6 +16,7 @@ import warnings
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
+import pyarrow.parquet as pq
 import pytest
 
 import carbon_ds
@@ -529,3 +530,56 @@ def test_a_reused_read_plan_reads_the_version_its_query_began_with(spark, tmp_pa
         assert spark.sql(text).count() == 1000 - deleted  # the next query sees the DELETE
     finally:
         spark.catalog.dropTempView("kept_delete")
+
+
+def _physical_nodes(df) -> list:
+    """Every node of ``df``'s executed physical plan, inside adaptive plans and query stages too."""
+    out, stack = [], [df._jdf.queryExecution().executedPlan()]
+    while stack:
+        node = stack.pop()
+        kind = node.getClass().getSimpleName()
+        if kind == "AdaptiveSparkPlanExec":
+            stack.append(node.executedPlan())
+            continue
+        if kind.endswith("QueryStageExec"):
+            stack.append(node.plan())
+            continue
+        out.append(node)
+        stack.extend(to_list(node.children()))
+    return out
+
+
+def _copied_scans(df) -> int:
+    """Project nodes that sit directly on a carbondata scan (through a codegen stage's input adapter)."""
+    def below(node):
+        child = node.child()
+        return child.child() if child.getClass().getSimpleName() == "InputAdapter" else child
+
+    return sum(n.getClass().getSimpleName() == "ProjectExec"
+               and below(n).getClass().getSimpleName() == "BatchScanExec" for n in _physical_nodes(df))
+
+
+def test_scan_rows_reach_their_consumer_without_a_second_copy(spark, emp, tmp_path):
+    """A Python source's rows are UnsafeRows already; the identity Project Spark puts over the scan copied each
+    row again. Without it, a writer that keeps rows (Spark's Parquet writer), a shuffle (which serializes
+    UnsafeRows only) and collect give the written table; any other projection stays."""
+    path, data = emp
+    want = sorted(repr(r) for r in data.to_pylist())
+
+    def rows(table: pa.Table) -> list[str]:
+        return sorted(repr(r) for r in table.select(data.column_names).to_pylist())
+
+    with _rule_off(spark):  # Spark's own plan: a Project copying every row
+        assert _copied_scans(spark.read.format("carbondata").load(path)) == 1
+    full = spark.read.format("carbondata").load(path)  # a DataFrame keeps the plan it was first given
+    assert _copied_scans(full) == 0
+    full.write.parquet(str(tmp_path / "pq"))
+    assert rows(pq.read_table(str(tmp_path / "pq"))) == want
+    shuffled = full.repartition(3)
+    got = shuffled.collect()
+    assert _copied_scans(shuffled) == 0
+    assert sorted(repr(r.asDict()) for r in got) == want
+
+    renamed = spark.read.format("carbondata").load(path).selectExpr("id AS k", "salary * 2 AS s")
+    assert _copied_scans(renamed) == 1
+    assert sorted(r.k for r in renamed.collect()) == sorted(data["id"].to_pylist())

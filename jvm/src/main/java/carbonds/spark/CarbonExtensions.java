@@ -5,6 +5,7 @@ import org.apache.spark.sql.SparkSessionExtensions;
 import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.ColumnarRule;
 
 import scala.runtime.AbstractFunction1;
 import scala.runtime.AbstractFunction2;
@@ -24,6 +25,8 @@ import scala.runtime.BoxedUnit;
  * <p>A post-hoc resolution rule ({@link CarbonCatalogTables}) makes carbondata tables of Spark's session
  * catalog readable and writable, and the parser ({@link StoredAsParser}) takes CarbonData's
  * {@code CREATE TABLE ... STORED AS carbondata} as {@code USING carbondata}.
+ *
+ * <p>A physical rule ({@link ScanRowCopy}) drops the row copy Spark adds over a carbondata scan.
  */
 public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
     @Override
@@ -44,6 +47,12 @@ public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtens
             @Override
             public Rule<LogicalPlan> apply(SparkSession session) {
                 return new CarbonCatalogTables(session);
+            }
+        });
+        extensions.injectColumnar(new AbstractFunction1<SparkSession, ColumnarRule>() {
+            @Override
+            public ColumnarRule apply(SparkSession session) {
+                return new ScanRowCopy();
             }
         });
         extensions.injectParser(new AbstractFunction2<SparkSession, ParserInterface, ParserInterface>() {
