@@ -23,6 +23,7 @@ from carbon_ds.spark.datasource import (
     pushdown_is_safe,
 )
 from carbon_ds.spark.local import local_frame
+from carbon_ds.spark.partition_values import partition_value_frame
 from carbon_ds.spark.workers import check_workers
 from carbon_ds.table.meta.handle import resolve_columns
 from carbon_ds.table.read.pruning import as_expr
@@ -114,6 +115,10 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
     schema = pa.schema([source.schema.field(n) for n in names]) if names is not None else source.schema
     spark_schema = from_arrow_schema(schema, prefer_timestamp_ntz=False)
     segment_text = None if segments is None else segments if isinstance(segments, str) else ",".join(map(str, segments))
+    # the partition column alone, every file holding one value of it: rows from metadata (partition_values.py)
+    known = partition_value_frame(spark, source, names, filter or None, spark_schema)
+    if known is not None:
+        return known
     # a small pruned read (a point lookup on a sort column) is done here: no Python worker (spark/local.py)
     local = None if native else local_frame(spark, text, spark_schema.jsonValue()["fields"], list(schema.names), filter or None,
                         segment_text, from_arrow_schema(source.schema, prefer_timestamp_ntz=False).jsonValue()["fields"])

@@ -105,6 +105,8 @@ class Plan:
     counts: Counts = field(default_factory=Counts)
     exact_rows: int | None = 0  # rows of all surviving blocklets, None when some count is unknown
     partitions: dict | None = None  # HASH/RANGE/LIST partition ids read / skipped (explain)
+    # each piece's index entry by path (kept on the driver: pieces travel to tasks without their statistics)
+    entries: dict[str, FileEntry] = field(default_factory=dict, repr=False)
 
 
 # ------------------------------------------------------------------------------------------ index files
@@ -226,6 +228,7 @@ def _prune_file(path: str, entry: FileEntry, expr: Expr, segment_id: str | None,
         plan.exact_rows = None if n is None else plan.exact_rows + n
     blocklets = None if len(keep) == len(entry.blocklets) else tuple(keep)
     plan.pieces.append(Piece(path, blocklets, segment_id, n, entry.external, entry.claim()))
+    plan.entries[path] = entry
     return True
 
 

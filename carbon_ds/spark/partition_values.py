@@ -1,0 +1,48 @@
+"""Reads of a HASH / RANGE / LIST table's partition column alone, as rows Spark makes itself.
+
+When every file read holds one value of the partition column (carbon_ds.table.read.constants), the read
+needs no Python task: its rows are ``spark.range(n)`` with each id mapped to its value by the running row
+counts, so ``SELECT hour, count(*) GROUP BY hour`` over a table partitioned by hour costs Spark's own row
+generation, as a Parquet table partitioned by folders does. Like a local read, the rows are the table's when
+the DataFrame is made.
+"""
+
+from __future__ import annotations
+
+from itertools import accumulate
+from typing import Any
+
+from pyspark.sql import functions as F
+from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
+
+from carbon_ds.expressions import AlwaysTrue
+from carbon_ds.table.read import pruning
+from carbon_ds.table.read.constants import partition_value_rows
+from carbon_ds.table.read.scan import Snapshot
+
+__all__ = ["CONF_PARTITION_VALUES", "partition_value_frame"]
+
+CONF_PARTITION_VALUES = "carbon_ds.read.partitionValues"
+"""Spark conf: "false" reads the partition column from the data files even when metadata knows it."""
+
+
+def partition_value_frame(spark: Any, source: Snapshot, names: list[str] | None, filter: str | None,
+                          schema: StructType) -> Any:
+    """A DataFrame of the one column ``schema`` declares (the partition column ``names[0]``) where ``filter``
+    holds, made from metadata; None when the files must be read."""
+    if str(spark.conf.get(CONF_PARTITION_VALUES, "true")).strip().lower() == "false" or len(schema.fields) != 1:
+        return None
+    if isinstance(schema.fields[0].dataType, TimestampType | TimestampNTZType):
+        return None  # a literal timestamp would pass through the session time zone
+    expr = pruning.as_expr(filter, source.schema) if filter else AlwaysTrue()
+    rows = partition_value_rows(source, names, expr)
+    if rows is None:
+        return None
+    field = schema.fields[0]
+    if not rows:
+        return spark.range(0).select(F.lit(None).cast(field.dataType).alias(field.name))
+    ends = list(accumulate(n for _v, n in rows))
+    value = F.when(F.col("id") < ends[0], F.lit(rows[0][0]))
+    for end, (v, _n) in zip(ends[1:], rows[1:], strict=True):
+        value = value.when(F.col("id") < end, F.lit(v))
+    return spark.range(ends[-1]).select(value.cast(field.dataType).alias(field.name))

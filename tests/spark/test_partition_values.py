@@ -1,0 +1,110 @@
+"""carbon_ds.read of a HASH / RANGE / LIST table's partition column alone, answered from metadata
+(carbon_ds.table.read.constants, carbon_ds.spark.partition_values).
+
+Oracle: Spark's own Parquet reader over a Parquet twin of the same rows (written by pyarrow, the deleted
+rows left out), queried with the same filter and grouping. NULLs and out-of-range values go to the DEFAULT
+partition (index 0), as CarbonData's PartitionUtil puts them, so a table holding any makes the read fall
+back to the data files; the answer must be the same either way.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+import carbon_ds
+from carbon_ds.spark.partition_values import CONF_PARTITION_VALUES
+from carbon_ds.table.table import CarbonTable, ListPartition, RangePartition
+
+pytestmark = pytest.mark.spark
+
+ROWS = 3000
+
+
+def _made(tmp_path, partition, hours: pa.Array) -> tuple[str, str]:
+    """A partitioned carbon table of (id, hour, v) in three loads, ids 100-399 deleted, and its Parquet twin."""
+    path, twin = str(tmp_path / "t"), str(tmp_path / "twin.parquet")
+    rng = np.random.default_rng(3)
+    data = pa.table({"id": pa.array(range(ROWS), pa.int64()), "hour": hours, "v": pa.array(rng.random(ROWS))})
+    CarbonTable.create(path, data.schema, partition=partition)
+    for k in range(3):
+        carbon_ds.write_table(data.slice(k * 1000, 1000), path)
+    CarbonTable.open(path).delete("id >= 100 AND id < 400")
+    pq.write_table(data.filter(pc.invert(pc.and_(pc.greater_equal(data["id"], 100), pc.less(data["id"], 400)))),
+                   twin)
+    return path, twin
+
+
+def _by_hour(df) -> list[tuple]:
+    return sorted((tuple(r) for r in df.groupBy("hour").count().collect()), key=lambda r: (r[0] is None, r))
+
+
+def _from_metadata(df) -> bool:
+    """No carbondata relation: a range of the rows, or an empty local relation when none matches."""
+    plan = df._jdf.queryExecution().optimizedPlan().toString()
+    return ("Range (0," in plan or "LocalRelation <empty>" in plan) and "carbondata" not in plan.lower()
+
+
+def test_range_partition_column_counts_from_metadata(spark, tmp_path):
+    hours = pa.array(np.random.default_rng(1).integers(0, 24, ROWS), pa.int32())
+    path, twin = _made(tmp_path, RangePartition("hour", tuple(range(1, 25))), hours)
+    parquet = spark.read.parquet(twin)
+    df = carbon_ds.read(spark, path, columns=["hour"])
+    assert _from_metadata(df)
+    assert _by_hour(df) == _by_hour(parquet.select("hour"))
+    assert df.count() == ROWS - 300
+
+    rnd = random.Random(11)  # seeded random filters on the partition column against the Parquet twin
+    for _ in range(12):
+        a, b = sorted(rnd.sample(range(-2, 27), 2))
+        listed = ", ".join(str(rnd.randrange(-1, 25)) for _ in range(rnd.randrange(1, 5)))
+        text = rnd.choice([f"hour >= {a} AND hour < {b}", f"hour IN ({listed})", f"hour = {a}",
+                           f"NOT (hour BETWEEN {a} AND {b})", f"hour > {b} OR hour <= {a}"])
+        df = carbon_ds.read(spark, path, columns=["hour"], filter=text)
+        assert _from_metadata(df), text
+        assert _by_hour(df) == _by_hour(parquet.select("hour").where(text)), text
+
+    spark.conf.set(CONF_PARTITION_VALUES, "false")
+    try:
+        df = carbon_ds.read(spark, path, columns=["hour"])
+        assert not _from_metadata(df)
+        assert _by_hour(df) == _by_hour(parquet.select("hour"))
+    finally:
+        spark.conf.unset(CONF_PARTITION_VALUES)
+
+
+def test_partitions_that_may_hold_several_values_are_read(spark, tmp_path):
+    # NULLs and values past the last bound (DEFAULT), and a first range unbounded below holding -3..0
+    rng = np.random.default_rng(2)
+    hours = pa.array([None if rng.random() < 0.03 else int(x) for x in rng.integers(-3, 30, ROWS)], pa.int32())
+    path, twin = _made(tmp_path, RangePartition("hour", tuple(range(1, 25))), hours)
+    parquet = spark.read.parquet(twin).select("hour")
+    df = carbon_ds.read(spark, path, columns=["hour"])
+    assert not _from_metadata(df)
+    assert _by_hour(df) == _by_hour(parquet)
+    # the range unbounded below holds several values: read; one-wide ranges alone: from metadata
+    for text, known in (("hour < 1", False), ("hour >= 5 AND hour < 9", True), ("hour IS NULL", False)):
+        df = carbon_ds.read(spark, path, columns=["hour"], filter=text)
+        assert _from_metadata(df) is known, text
+        assert _by_hour(df) == _by_hour(parquet.where(text)), text
+    both = carbon_ds.read(spark, path, columns=["hour", "v"], filter="hour = 7")  # another column: read
+    assert not _from_metadata(both)
+    assert both.count() == parquet.where("hour = 7").count()
+
+
+def test_list_partitions_of_one_value_from_metadata(spark, tmp_path):
+    rng = np.random.default_rng(4)
+    hours = pa.array(rng.choice([1, 2, 3, 4, 5], ROWS), pa.int32())
+    path, twin = _made(tmp_path, ListPartition("hour", (1, 2, (3, 4), 5)), hours)
+    parquet = spark.read.parquet(twin).select("hour")
+    df = carbon_ds.read(spark, path, columns=["hour"])
+    assert not _from_metadata(df)  # the files of (3, 4) hold both values
+    assert _by_hour(df) == _by_hour(parquet)
+    df = carbon_ds.read(spark, path, columns=["hour"], filter="hour IN (1, 5)")
+    assert _from_metadata(df)
+    assert _by_hour(df) == _by_hour(parquet.where("hour IN (1, 5)"))
