@@ -41,7 +41,9 @@ from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, has_un
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.options import parse_bool, split_list
+from carbon_ds.table.meta.partitioning import IdPartitioning
 from carbon_ds.table.read import pruning
+from carbon_ds.table.read.constants import partition_value_rows
 from carbon_ds.table.read.scan import Snapshot, arrow_schema_of, open_source, open_table, partition_pruned
 from carbon_ds.table.read.scan import count as count_rows
 from carbon_ds.table.read.task_reader import POSITION_NAMES, position_tables, read_pieces
@@ -240,6 +242,25 @@ class CarbonReader(DataSourceReader):
             return count_rows(self.path, None, self.segments)
         parts = self.partitions()
         return 0 if all(isinstance(p, CarbonPartition) and not p.pieces for p in parts) else None
+
+    def planned_values(self) -> list[tuple[str, int]] | None:
+        """[(value as Spark SQL text, rows)] when the read is a HASH / RANGE / LIST table's partition column
+        alone and every file read holds one value of it (carbon_ds.table.read.constants), for the Spark
+        extension to make those rows itself without a Python task; None for any other read."""
+        handle = self.handle
+        if (handle is None or self.positions or self.unscaled or len(self.columns or []) != 1
+                or not isinstance(handle.partitioning, IdPartitioning)):
+            return None
+        field = self.target.field(0)
+        if not (pa.types.is_integer(field.type) or pa.types.is_date(field.type) or pa.types.is_boolean(field.type)
+                or pa.types.is_decimal(field.type)):
+            return None  # timestamps would pass through the session time zone as text
+        source = open_source(handle, self.segments)
+        self._check_schema(source.table)
+        rows = partition_value_rows(source, self.columns, self._option_expr())
+        if not rows:
+            return None  # no row: planned_rows says so
+        return [(str(v).lower() if isinstance(v, bool) else str(v), n) for v, n in rows]
 
     @short_errors
     def partitions(self) -> list[InputPartition]:

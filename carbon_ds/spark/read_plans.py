@@ -41,7 +41,9 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
     """For each read of ``request`` ({"settings": {...}, "reads": [{"options": {...}, "schema": json}]}):
     ``{"read": base64 of Spark's read-info stream}``; ``{"rows": n}`` where the reader knows its rows at
     planning (``planned_rows``: a rows-only read's count from metadata, or 0 for a read whose plan keeps no
-    file; the JVM then reads a range of n empty rows, or an empty relation, instead); or None where it must
+    file; the JVM then reads a range of n empty rows, or an empty relation, instead); ``{"values": [[text,
+    n], ...]}`` for a read of a partitioned table's partition column alone whose files each hold one value
+    (``planned_values``: the JVM makes n rows of each value over a range); or None where it must
     be planned the usual way. ``"keep": true`` marks an answer that stays right while the table's
     tablestatus and schema bytes do (``keeps_plan``), which the JVM may reuse for the same read; ``"plan"``
     names it for the tasks of a query that reuses it (carbon_ds.spark.snapshot.VERIFIED)."""
@@ -58,9 +60,12 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
             source = make_source(options)
             schema = StructType.fromJson(read["schema"])
             reader = source.reader(schema=schema)
-            rows = reader.planned_rows() if hasattr(reader, "planned_rows") else None
-            if rows is not None:
-                answer: dict[str, Any] = {"rows": int(rows)}
+            values = reader.planned_values() if hasattr(reader, "planned_values") else None
+            rows = reader.planned_rows() if values is None and hasattr(reader, "planned_rows") else None
+            if values is not None:
+                answer: dict[str, Any] = {"values": [[v, int(n)] for v, n in values]}
+            elif rows is not None:
+                answer = {"rows": int(rows)}
             else:
                 pushes = getattr(reader.pushFilters, "__func__", None) is not DataSourceReader.pushFilters
                 if pushes and not settings.get("filterPushdown", False):

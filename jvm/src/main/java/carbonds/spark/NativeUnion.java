@@ -31,7 +31,6 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.internal.SQLConf;
-import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -97,18 +96,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
         if (rel != null) {
             return rel.options().containsKey(EXPANDED) ? rel : union(rel);
         }
-        List<LogicalPlan> children = PruneCarbonRelations.list(node.children());
-        if (children.isEmpty()) {
-            return node;
-        }
-        List<LogicalPlan> updated = new ArrayList<>(children.size());
-        boolean changed = false;
-        for (LogicalPlan child : children) {
-            LogicalPlan next = expand(child);
-            changed |= next != child;
-            updated.add(next);
-        }
-        return changed ? node.withNewChildren(PruneCarbonRelations.seq(updated)) : node;
+        return PruneCarbonRelations.mapChildren(node, this::expand);
     }
 
     /** The relation as the union of its parts, or the relation marked as needing none. */

@@ -7,6 +7,9 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.function.UnaryOperator;
+
+import com.fasterxml.jackson.databind.JsonNode;
 
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.Alias;
@@ -17,11 +20,10 @@ import org.apache.spark.sql.catalyst.expressions.MakeDecimal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
-import org.apache.spark.sql.catalyst.plans.logical.LocalRelation$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
-import org.apache.spark.sql.catalyst.plans.logical.Range$;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.catalyst.trees.TreeNode;
 import org.apache.spark.sql.execution.QueryExecution;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
@@ -120,37 +122,9 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         boolean deterministic = plan.deterministic();
         List<ReadPlans.Made> made = new ArrayList<>();
         LogicalPlan rewritten = rewrite(plan, new ArrayList<>(), referenced, deterministic, made);
-        Map<DataSourceV2Relation, Long> counted = ReadPlans.plan(made, session);
-        return counted.isEmpty() ? rewritten : counted(rewritten, counted);
-    }
-
-    /**
-     * {@code node} with each relation of {@code counted} (by identity) replaced by the rows planning knew:
-     * a relation of no column by that many empty rows, as carbon_ds.sql's rewrite reads {@code count(*)} (a
-     * one-slice range, no column), an empty read by an empty relation of the same attributes; no Python task
-     * either way. The rows are the table's at planning, as the files of every scan Spark plans are.
-     */
-    private static LogicalPlan counted(LogicalPlan node, Map<DataSourceV2Relation, Long> counted) {
-        if (node instanceof DataSourceV2Relation rel && counted.containsKey(rel)) {
-            List<Attribute> output = new ArrayList<>(list(rel.output()));
-            if (!output.isEmpty()) {
-                return LocalRelation$.MODULE$.apply(seq(output));
-            }
-            LogicalPlan range = Range$.MODULE$.apply(0L, counted.get(rel), 1L, 1);
-            return new Project(seq(List.of()), range);
-        }
-        List<LogicalPlan> children = list(node.children());
-        if (children.isEmpty()) {
-            return node;
-        }
-        List<LogicalPlan> updated = new ArrayList<>(children.size());
-        boolean changed = false;
-        for (LogicalPlan child : children) {
-            LogicalPlan next = counted(child, counted);
-            changed |= next != child;
-            updated.add(next);
-        }
-        return changed ? node.withNewChildren(seq(updated)) : node;
+        Map<DataSourceV2Relation, JsonNode> known = ReadPlans.plan(made, session);
+        return known.isEmpty() ? rewritten
+                : KnownRows.replace(rewritten, known, session.sparkContext().defaultParallelism());
     }
 
     /** The carbondata relation this rule may replace, or null. */
@@ -227,21 +201,13 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         if (rel != null) {
             return replace(rel, ancestors, referenced, deterministic, made);
         }
-        List<LogicalPlan> children = list(node.children());
-        if (children.isEmpty()) {
+        if (node.children().isEmpty()) {
             return node;
         }
         List<LogicalPlan> path = new ArrayList<>(ancestors.size() + 1);
         path.add(node);
         path.addAll(ancestors);
-        List<LogicalPlan> updated = new ArrayList<>(children.size());
-        boolean changed = false;
-        for (LogicalPlan child : children) {
-            LogicalPlan next = rewrite(child, path, referenced, deterministic, made);
-            changed |= next != child;
-            updated.add(next);
-        }
-        return changed ? node.withNewChildren(seq(updated)) : node;
+        return mapChildren(node, child -> rewrite(child, path, referenced, deterministic, made));
     }
 
     private LogicalPlan replace(DataSourceV2Relation rel, List<LogicalPlan> ancestors, Set<Long> referenced,
@@ -405,5 +371,18 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
 
     static <T> Seq<T> seq(List<T> items) {
         return CollectionConverters.asScala(items).toSeq();
+    }
+
+    /** {@code node} with {@code each} applied to its children; the same node when no child changed. */
+    static <T extends TreeNode<T>> T mapChildren(T node, UnaryOperator<T> each) {
+        List<T> children = list(node.children());
+        List<T> updated = new ArrayList<>(children.size());
+        boolean changed = false;
+        for (T child : children) {
+            T next = each.apply(child);
+            changed |= next != child;
+            updated.add(next);
+        }
+        return changed ? node.withNewChildren(seq(updated)) : node;
     }
 }

@@ -53,13 +53,14 @@ final class ReadPlans {
     }
 
     /**
-     * Plans the reads; returns the relations whose rows the Python side knew at planning, with their count:
-     * a read of no column counted from metadata (index files, recorded footer counts), or a read whose plan
-     * keeps no file (0). The caller replaces those by a range of that many empty rows or an empty relation,
-     * so {@code count(*)} and a read every blocklet of which the filter rules out run no Python task.
+     * Plans the reads; returns the relations whose rows the Python side knew at planning, with its answer:
+     * a read of no column counted from metadata (index files, recorded footer counts), a read whose plan
+     * keeps no file (0 rows), or a partitioned table's partition column alone (its values and their rows).
+     * The caller replaces those by rows Spark makes ({@link KnownRows}), so {@code count(*)}, a read every
+     * blocklet of which the filter rules out and {@code GROUP BY} the partition column run no Python task.
      */
-    static Map<DataSourceV2Relation, Long> plan(List<Made> made, SparkSession session) {
-        Map<DataSourceV2Relation, Long> counted = new IdentityHashMap<>();
+    static Map<DataSourceV2Relation, JsonNode> plan(List<Made> made, SparkSession session) {
+        Map<DataSourceV2Relation, JsonNode> counted = new IdentityHashMap<>();
         if (made.isEmpty() || !enabled()) {
             return counted;
         }
@@ -112,8 +113,10 @@ final class ReadPlans {
                     long rows = answer.get("rows").asLong();
                     // rows of no column: any count; rows with columns: only the empty read
                     if (rows == 0 || rows > 0 && made.get(i).relation().output().isEmpty()) {
-                        counted.put(made.get(i).relation(), rows);
+                        counted.put(made.get(i).relation(), answer);
                     }
+                } else if (answer != null && KnownRows.valid(answer, made.get(i).relation())) {
+                    counted.put(made.get(i).relation(), answer);
                 }
             }
         } catch (Exception | LinkageError e) {

@@ -1,6 +1,5 @@
 package carbonds.spark;
 
-import java.util.ArrayList;
 import java.util.List;
 
 import org.apache.spark.sql.catalyst.expressions.Attribute;
@@ -39,15 +38,7 @@ final class ScanRowCopy extends ColumnarRule {
                 && carbon(scan) && selectsOutput(project, scan)) {
             return scan;
         }
-        List<SparkPlan> children = CollectionConverters.asJava(node.children());
-        List<SparkPlan> updated = new ArrayList<>(children.size());
-        boolean changed = false;
-        for (SparkPlan child : children) {
-            SparkPlan next = drop(child);
-            changed |= next != child;
-            updated.add(next);
-        }
-        return changed ? node.withNewChildren(PruneCarbonRelations.seq(updated)) : node;
+        return PruneCarbonRelations.mapChildren(node, ScanRowCopy::drop);
     }
 
     private static boolean carbon(BatchScanExec scan) {
