@@ -18,7 +18,7 @@ from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.expressions.bind import filter_table
 from carbon_ds.format.structs import PartitionType
 from carbon_ds.fs import basename
-from carbon_ds.table.meta.naming import DATA_EXT
+from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
 from carbon_ds.table.meta.partition_spec import Layout, partition_id_of
 from carbon_ds.table.meta.partitioning import IdPartitioning
 from carbon_ds.table.read import pruning
@@ -39,10 +39,11 @@ def partition_value_rows(source: Snapshot, names: list[str] | None, expr: Expr) 
     if names[0].lower() != column or not {c.lower() for c in expr.columns()} <= {column}:
         return None
     p = plan(source, expr)
+    columnar = {f.path for f in source.data_files if f.file_format == COLUMNAR}  # not streaming row files
     rows: dict[Any, int] = {}
     for piece in p.pieces:
         value = _piece_value(layout, p, piece)
-        if value is None or piece.rows is None or not piece.path.endswith(DATA_EXT):
+        if value is None or piece.rows is None or piece.path not in columnar or not piece.path.endswith(DATA_EXT):
             return None
         deleted = source.deletes.deleted_rows(piece.path, piece.segment_id) if source.deletes is not None else 0
         if deleted and piece.blocklets is not None:
