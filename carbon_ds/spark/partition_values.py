@@ -9,6 +9,8 @@ the DataFrame is made.
 
 from __future__ import annotations
 
+import datetime as dt
+from decimal import Decimal
 from itertools import accumulate
 from typing import Any
 
@@ -42,7 +44,31 @@ def partition_value_frame(spark: Any, source: Snapshot, names: list[str] | None,
     if not rows:
         return spark.range(0).select(F.lit(None).cast(field.dataType).alias(field.name))
     ends = list(accumulate(n for _v, n in rows))
-    value = F.when(F.col("id") < ends[0], F.lit(rows[0][0]))
-    for end, (v, _n) in zip(ends[1:], rows[1:], strict=True):
-        value = value.when(F.col("id") < end, F.lit(v))
-    return spark.range(ends[-1]).select(value.cast(field.dataType).alias(field.name))
+    literals = [_literal(v) for v, _n in rows]
+    if None in literals:
+        return None
+    # one expression parsed by Spark (a Column built call by call costs a JVM round trip per call), a
+    # balanced tree of comparisons: log2(values) per row rather than one per value
+    value = F.expr(f"CAST({_pick(ends, literals, 0, len(ends))} AS {field.dataType.simpleString()})")
+    return spark.range(ends[-1]).select(value.alias(field.name))
+
+
+def _pick(ends: list[int], literals: list[str | None], lo: int, hi: int) -> str:
+    """The literal of the value whose rows hold ``id``, for ``id`` known to be in values lo..hi-1's rows."""
+    if hi - lo == 1:
+        return literals[lo]
+    mid = (lo + hi) // 2
+    return f"IF(id < {ends[mid - 1]}, {_pick(ends, literals, lo, mid)}, {_pick(ends, literals, mid, hi)})"
+
+
+def _literal(v: Any) -> str | None:
+    """``v`` as a Spark SQL literal (values of the types carbon_ds.table.read.constants answers for)."""
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, int):
+        return f"{v}L"
+    if isinstance(v, Decimal):
+        return f"{v}BD"
+    if isinstance(v, dt.date) and not isinstance(v, dt.datetime):
+        return f"DATE '{v.isoformat()}'"
+    return None
