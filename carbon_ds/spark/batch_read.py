@@ -248,18 +248,26 @@ class CarbonReader(DataSourceReader):
         alone and every file read holds one value of it (carbon_ds.table.read.constants), for the Spark
         extension to make those rows itself without a Python task; None for any other read."""
         handle = self.handle
-        if (handle is None or self.positions or self.unscaled or len(self.columns or []) != 1
+        if (handle is None or self.positions or len(self.columns or []) != 1
                 or not isinstance(handle.partitioning, IdPartitioning)):
             return None
-        field = self.target.field(0)
-        if not (pa.types.is_integer(field.type) or pa.types.is_date(field.type) or pa.types.is_boolean(field.type)
-                or pa.types.is_decimal(field.type)):
+        name = self.columns[0]
+        stored = self.source_schema.field(name).type
+        if not (pa.types.is_integer(stored) or pa.types.is_date(stored) or pa.types.is_boolean(stored)
+                or pa.types.is_decimal(stored)):
             return None  # timestamps would pass through the session time zone as text
+        # a decimal the extension declares as bigint travels as its unscaled value (option unscaled_decimals)
+        scale = self.unscaled_types.get(name.lower(), stored).scale if self.unscaled else None
         source = open_source(handle, self.segments)
         self._check_schema(source.table)
         rows = partition_value_rows(source, self.columns, self._option_expr())
         if not rows:
             return None  # no row: planned_rows says so
+        if scale is not None:
+            unscaled = [(v.scaleb(scale), n) for v, n in rows]
+            if any(u != u.to_integral_value() for u, _n in unscaled):
+                return None
+            return [(str(int(u)), n) for u, n in unscaled]
         return [(str(v).lower() if isinstance(v, bool) else str(v), n) for v, n in rows]
 
     @short_errors
