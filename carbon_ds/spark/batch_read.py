@@ -267,8 +267,11 @@ class CarbonReader(DataSourceReader):
             unscaled = [(v.scaleb(scale), n) for v, n in rows]
             if any(u != u.to_integral_value() for u, _n in unscaled):
                 return None
-            return [(str(int(u)), n) for u, n in unscaled]
-        return [(str(v).lower() if isinstance(v, bool) else str(v), n) for v, n in rows]
+            texts = [(str(int(u)), n) for u, n in unscaled]
+        else:
+            texts = [(str(v).lower() if isinstance(v, bool) else str(v), n) for v, n in rows]
+        self._values_planned = True  # of a table's own carbondata files only: keeps_plan needs no plan
+        return texts
 
     @short_errors
     def partitions(self) -> list[InputPartition]:
@@ -341,6 +344,8 @@ class CarbonReader(DataSourceReader):
         Files of external segments (streaming ones included) can change without a commit."""
         if not self.is_table or self.positions:
             return False
+        if getattr(self, "_values_planned", False):
+            return True
         if self._rows_only():
             return not open_source(self.handle, self.segments).external
         return all(p.external is None for part in self.partitions() if isinstance(part, CarbonPartition)

@@ -15,7 +15,7 @@ from itertools import accumulate
 from typing import Any
 
 from pyspark.sql import functions as F
-from pyspark.sql.types import StructType, TimestampNTZType, TimestampType
+from pyspark.sql.types import StructType
 
 from carbon_ds.expressions import AlwaysTrue
 from carbon_ds.table.read import pruning
@@ -34,8 +34,6 @@ def partition_value_frame(spark: Any, source: Snapshot, names: list[str] | None,
     holds, made from metadata; None when the files must be read."""
     if str(spark.conf.get(CONF_PARTITION_VALUES, "true")).strip().lower() == "false" or len(schema.fields) != 1:
         return None
-    if isinstance(schema.fields[0].dataType, TimestampType | TimestampNTZType):
-        return None  # a literal timestamp would pass through the session time zone
     expr = pruning.as_expr(filter, source.schema) if filter else AlwaysTrue()
     rows = partition_value_rows(source, names, expr)
     if rows is None:
@@ -62,7 +60,8 @@ def _pick(ends: list[int], literals: list[str | None], lo: int, hi: int) -> str:
 
 
 def _literal(v: Any) -> str | None:
-    """``v`` as a Spark SQL literal (values of the types carbon_ds.table.read.constants answers for)."""
+    """``v`` as a Spark SQL literal; None for other values (a timestamp would pass through the session time
+    zone, a string through SQL quoting): the column is then read."""
     if isinstance(v, bool):
         return "true" if v else "false"
     if isinstance(v, int):

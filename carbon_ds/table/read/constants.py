@@ -18,7 +18,7 @@ from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.expressions.bind import filter_table
 from carbon_ds.format.structs import PartitionType
 from carbon_ds.fs import basename
-from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
+from carbon_ds.table.meta.naming import COLUMNAR
 from carbon_ds.table.meta.partition_spec import Layout, partition_id_of
 from carbon_ds.table.meta.partitioning import IdPartitioning
 from carbon_ds.table.read import pruning
@@ -43,7 +43,7 @@ def partition_value_rows(source: Snapshot, names: list[str] | None, expr: Expr) 
     rows: dict[Any, int] = {}
     for piece in p.pieces:
         value = _piece_value(layout, p, piece)
-        if value is None or piece.rows is None or piece.path not in columnar or not piece.path.endswith(DATA_EXT):
+        if value is None or piece.rows is None or piece.path not in columnar:
             return None
         deleted = source.deletes.deleted_rows(piece.path, piece.segment_id) if source.deletes is not None else 0
         if deleted and piece.blocklets is not None:

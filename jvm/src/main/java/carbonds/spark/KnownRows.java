@@ -8,9 +8,9 @@ import com.fasterxml.jackson.databind.JsonNode;
 
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
-import org.apache.spark.sql.catalyst.expressions.CaseWhen;
 import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.If;
 import org.apache.spark.sql.catalyst.expressions.LessThan;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
@@ -25,14 +25,14 @@ import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.unsafe.types.UTF8String;
 import scala.Option;
-import scala.Tuple2;
 
 /**
  * Relations whose rows the Python side knew at planning ({@link ReadPlans}), replaced by rows Spark makes:
  * no Python task. {@code {"rows": n}}: a relation of no column becomes a one-slice range of n empty rows (as
  * carbon_ds.sql's rewrite reads {@code count(*)}), an empty read an empty relation of the same attributes.
  * {@code {"values": [[text, n], ...]}}: a read of a partitioned table's partition column alone, each file
- * holding one value, becomes a range whose row i takes the value whose running row count first exceeds i.
+ * holding one value, becomes a range whose row i takes the value whose running row count first exceeds i
+ * (as carbon_ds.spark.partition_values builds it for carbon_ds.read).
  * The rows are the table's at planning, as the files of every scan Spark plans are.
  */
 final class KnownRows {
@@ -77,23 +77,30 @@ final class KnownRows {
     }
 
     private static LogicalPlan values(Attribute out, JsonNode values, int slices) {
-        long total = 0;
-        for (JsonNode v : values) {
-            total += v.get(1).asLong();
-        }
-        Range range = Range$.MODULE$.apply(0L, total, 1L, Math.max(1, slices));
-        Attribute id = range.output().head();
-        List<Tuple2<Expression, Expression>> branches = new ArrayList<>();
+        List<Long> ends = new ArrayList<>();
+        List<Expression> literals = new ArrayList<>();
         long end = 0;
         for (JsonNode v : values) {
             end += v.get(1).asLong();
-            branches.add(new Tuple2<>(new LessThan(id, Literal.create(end, DataTypes.LongType)),
-                    literal(v.get(0).asText(), out.dataType())));
+            ends.add(end);
+            literals.add(literal(v.get(0).asText(), out.dataType()));
         }
-        Expression value = new CaseWhen(PruneCarbonRelations.seq(branches), Option.empty());
+        Range range = Range$.MODULE$.apply(0L, end, 1L, Math.max(1, slices));
+        Expression value = pick(range.output().head(), ends, literals, 0, ends.size());
         NamedExpression named = new Alias(value, out.name(), out.exprId(), out.qualifier(), Option.empty(),
                 PruneCarbonRelations.seq(List.of()));
         return new Project(PruneCarbonRelations.seq(List.of(named)), range);
+    }
+
+    /** The value whose rows hold {@code id} (known to be in values lo..hi-1's rows): a balanced tree of
+     * comparisons, log2(values) per row rather than one per value. */
+    private static Expression pick(Attribute id, List<Long> ends, List<Expression> literals, int lo, int hi) {
+        if (hi - lo == 1) {
+            return literals.get(lo);
+        }
+        int mid = (lo + hi) / 2;
+        return new If(new LessThan(id, Literal.create(ends.get(mid - 1), DataTypes.LongType)),
+                pick(id, ends, literals, lo, mid), pick(id, ends, literals, mid, hi));
     }
 
     /** The value spelled {@code text} (Spark SQL's cast from a string) as a literal of {@code type}. */

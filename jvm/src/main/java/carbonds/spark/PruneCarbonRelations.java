@@ -87,7 +87,12 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
     private static final ThreadLocal<Boolean> PAUSED = ThreadLocal.withInitial(() -> false);
 
     static boolean enabled() {
-        return !PAUSED.get() && "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_ENABLED, "true").trim());
+        return !PAUSED.get() && switchedOn();
+    }
+
+    /** The session's {@code carbon_ds.extension.enabled} (every rule of the extension follows it). */
+    static boolean switchedOn() {
+        return "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_ENABLED, "true").trim());
     }
 
     /**

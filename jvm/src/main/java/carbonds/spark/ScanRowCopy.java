@@ -11,7 +11,6 @@ import org.apache.spark.sql.execution.ProjectExec;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.datasources.v2.BatchScanExec;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
-import org.apache.spark.sql.internal.SQLConf;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
@@ -27,8 +26,7 @@ final class ScanRowCopy extends ColumnarRule {
         return new Rule<SparkPlan>() {
             @Override
             public SparkPlan apply(SparkPlan plan) {
-                String enabled = SQLConf.get().getConfString(PruneCarbonRelations.CONF_ENABLED, "true");
-                return "true".equalsIgnoreCase(enabled.trim()) ? drop(plan) : plan;
+                return PruneCarbonRelations.switchedOn() ? drop(plan) : plan;
             }
         };
     }
