@@ -12,6 +12,7 @@ import json
 import os
 import random
 import warnings
+from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -550,10 +551,13 @@ def _physical_nodes(df) -> list:
 
 
 def _copied_scans(df) -> int:
-    """Project nodes that sit directly on a carbondata scan (through a codegen stage's input adapter)."""
+    """Project nodes that sit directly on a carbondata scan (through a codegen stage's input adapter or the
+    conversion of a columnar scan's batches)."""
     def below(node):
         child = node.child()
-        return child.child() if child.getClass().getSimpleName() == "InputAdapter" else child
+        while child.getClass().getSimpleName() in ("InputAdapter", "ColumnarToRowExec"):
+            child = child.child()
+        return child
 
     return sum(n.getClass().getSimpleName() == "ProjectExec"
                and below(n).getClass().getSimpleName() == "BatchScanExec" for n in _physical_nodes(df))
@@ -583,3 +587,113 @@ def test_scan_rows_reach_their_consumer_without_a_second_copy(spark, emp, tmp_pa
     renamed = spark.read.format("carbondata").load(path).selectExpr("id AS k", "salary * 2 AS s")
     assert _copied_scans(renamed) == 1
     assert sorted(r.k for r in renamed.collect()) == sorted(data["id"].to_pylist())
+
+
+def _scan_reads(df) -> list[str]:
+    """How each carbondata scan of ``df``'s executed plan hands its rows on: "batches" (Arrow batches into a
+    ColumnarToRow conversion) or "rows"."""
+    nodes = _physical_nodes(df)
+
+    def carbon(node) -> bool:
+        return node.getClass().getSimpleName() == "BatchScanExec" and str(node.table().name()) == "carbondata"
+
+    def below(node):
+        child = node.child()
+        return child.child() if child.getClass().getSimpleName() == "InputAdapter" else child
+
+    batches = [below(n) for n in nodes if n.getClass().getSimpleName() == "ColumnarToRowExec" and carbon(below(n))]
+    assert all(b.supportsColumnar() for b in batches)
+    rows = [n for n in nodes if carbon(n) and not n.supportsColumnar()]
+    return ["batches"] * len(batches) + ["rows"] * len(rows)
+
+
+@pytest.fixture(scope="module")
+def typed(spark, tmp_path_factory):
+    """Two loads of every column type the columnar hand-over must carry, and their Parquet twin (pyarrow)."""
+    root = tmp_path_factory.mktemp("typed")
+    rnd = random.Random(11)
+    parts = []
+    for load in range(2):
+        n = 1500
+        ids = list(range(load * n, (load + 1) * n))
+
+        def maybe(v, p=0.1):
+            return None if rnd.random() < p else v
+
+        parts.append(pa.table({
+            "id": pa.array(ids, pa.int64()),
+            "i8": pa.array([maybe(rnd.randrange(-128, 128)) for _ in ids], pa.int8()),
+            "i16": pa.array([maybe(rnd.randrange(-32768, 32768)) for _ in ids], pa.int16()),
+            "i32": pa.array([maybe(rnd.randrange(-2**31, 2**31)) for _ in ids], pa.int32()),
+            "f32": pa.array([maybe(rnd.choice([1.5, -2.25, 0.0, 3e38])) for _ in ids], pa.float32()),
+            "d": pa.array([maybe(rnd.choice([float("nan"), -0.0, 0.0, rnd.uniform(-1e9, 1e9)])) for _ in ids]),
+            "dec": pa.array([maybe(Decimal(rnd.randrange(-10**9, 10**9)).scaleb(-2)) for _ in ids],
+                            pa.decimal128(10, 2)),
+            "big": pa.array([maybe(Decimal(rnd.randrange(-10**30, 10**30)).scaleb(-6)) for _ in ids],
+                            pa.decimal128(38, 6)),
+            "s": [maybe(rnd.choice(["", "a", "ünï", "it's", "x" * 300])) for _ in ids],
+            "flag": pa.array([maybe(rnd.random() < 0.5) for _ in ids], pa.bool_()),
+            "day": pa.array([maybe(rnd.randrange(-1000, 30000)) for _ in ids], pa.int32()).cast(pa.date32()),
+            # CarbonData keeps timestamps to the millisecond
+            "ts": pa.array([maybe(rnd.randrange(-2**30, 2**41) * 1000) for _ in ids], pa.timestamp("us", tz="UTC")),
+            "arr": pa.array([maybe([rnd.randrange(100) for _ in range(rnd.randrange(4))]) for _ in ids],
+                            pa.list_(pa.int32())),
+        }))
+        carbon_ds.write_table(parts[-1], str(root / "carbon"))
+    pq.write_table(pa.concat_tables(parts), str(root / "twin.parquet"))
+    old = spark.conf.get(LOCAL_BYTES, None)
+    spark.conf.set(LOCAL_BYTES, "0")  # scans, not reads made local relations
+    try:
+        yield str(root / "carbon"), str(root / "twin.parquet")
+    finally:
+        if old is None:
+            spark.conf.unset(LOCAL_BYTES)
+        else:
+            spark.conf.set(LOCAL_BYTES, old)
+
+
+COLUMNAR = "carbon_ds.extension.columnarScan"
+TYPED_QUERIES = [
+    "SELECT s, count(*), sum(i32), min(d), max(dec), sum(big), min(day), max(ts), count(DISTINCT i8), "
+    "max(f32), min(i16), count(flag) FROM {t} GROUP BY s",
+    "SELECT to_date(ts) AS dd, count(*) FROM {t} WHERE id % 3 = 0 GROUP BY 1",
+    "SELECT id, arr, flag, f32, i16, s, big FROM {t} WHERE i32 > 0",
+    "SELECT a.id, b.s, a.dec + b.dec FROM {t} a JOIN {t} b ON a.id = b.id + 1 WHERE a.d > 0",
+]
+
+
+@pytest.mark.parametrize("query", TYPED_QUERIES)
+def test_generated_code_reads_arrow_batches_of_every_type(spark, typed, query):
+    """Aggregates, filters and joins take the Python worker's Arrow batches straight into generated code
+    (jvm/src ArrowBatchReads); the rows equal Spark's own Parquet reader over the twin, and equal again with
+    the columnar hand-over switched off."""
+    path, twin = typed
+    spark.read.format("carbondata").load(path).createOrReplaceTempView("typed_carbon")
+    spark.read.parquet(twin).createOrReplaceTempView("typed_twin")
+    want = sorted(repr(r) for r in spark.sql(query.format(t="typed_twin")).collect())
+    df = spark.sql(query.format(t="typed_carbon"))
+    assert sorted(repr(r) for r in df.collect()) == want
+    assert "batches" in _scan_reads(df)
+    spark.conf.set(COLUMNAR, "false")
+    try:
+        df = spark.sql(query.format(t="typed_carbon"))
+        assert sorted(repr(r) for r in df.collect()) == want
+        assert set(_scan_reads(df)) == {"rows"}
+    finally:
+        spark.conf.unset(COLUMNAR)
+
+
+def test_rows_that_only_leave_the_plan_are_read_as_rows(spark, typed, tmp_path):
+    """A collect, a shuffle and a write of the bare scan would pay generated code per row for nothing: those
+    scans read rows, and give the twin's rows. (An integer decimal column would add a computed projection
+    of its unscaled integers, which reads batches.)"""
+    path, twin = typed
+    want = sorted(repr(r) for r in spark.read.parquet(twin).drop("dec").collect())
+    full = spark.read.format("carbondata").load(path).drop("dec")
+    assert sorted(repr(r) for r in full.collect()) == want
+    assert _scan_reads(full) == ["rows"]
+    shuffled = full.repartition(3)
+    assert sorted(repr(r) for r in shuffled.collect()) == want
+    assert _scan_reads(shuffled) == ["rows"]
+    full.write.parquet(str(tmp_path / "out"))
+    assert sorted(repr(r) for r in spark.read.parquet(str(tmp_path / "out")).collect()) == want

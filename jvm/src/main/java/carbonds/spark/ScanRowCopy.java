@@ -6,7 +6,9 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.execution.CodegenSupport;
 import org.apache.spark.sql.execution.ColumnarRule;
+import org.apache.spark.sql.execution.ColumnarToRowExec;
 import org.apache.spark.sql.execution.ProjectExec;
 import org.apache.spark.sql.execution.SparkPlan;
 import org.apache.spark.sql.execution.datasources.v2.BatchScanExec;
@@ -14,11 +16,19 @@ import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import scala.jdk.javaapi.CollectionConverters;
 
 /**
- * Removes the second copy of every row a carbondata scan returns. Spark puts a {@code ProjectExec} over each
- * row-based DSv2 scan to turn its rows into UnsafeRows; a Python data source's rows already are (PySpark's
- * MapInBatchEvaluator projects every Arrow row into one), so a projection that selects the scan's own
- * columns in order only copies each row again: a third of the JVM's time in a full scan. Any other
- * projection (renames, expressions, a subset of the columns) stays.
+ * Picks, per carbondata scan, the cheaper of its two ways into the rest of the plan, and removes the second
+ * copy of every row.
+ *
+ * <p>A columnar scan ({@link ArrowBatchReads}) pays when generated code consumes its batches in one loop (an
+ * aggregate, a join, a filter or a computed projection over it): the values go from the Arrow vectors into
+ * the operator. When the rows only leave the plan (a write, a collect, a shuffle, the top of a stage) the
+ * generated code returns one row per call, so there the scan reads row by row instead (the same planned
+ * partitions).
+ *
+ * <p>Spark puts a {@code ProjectExec} over each row-based DSv2 scan to turn its rows into UnsafeRows; a Python
+ * data source's rows already are (PySpark's MapInBatchEvaluator projects every Arrow row into one), so a
+ * projection that selects the scan's own columns in order only copies each row again: a third of the JVM's
+ * time in a full scan. It goes; any other projection (renames, expressions, a subset of the columns) stays.
  */
 final class ScanRowCopy extends ColumnarRule {
     @Override
@@ -26,17 +36,28 @@ final class ScanRowCopy extends ColumnarRule {
         return new Rule<SparkPlan>() {
             @Override
             public SparkPlan apply(SparkPlan plan) {
-                return PruneCarbonRelations.switchedOn() ? drop(plan) : plan;
+                return PruneCarbonRelations.switchedOn() ? drop(plan, false) : plan;
             }
         };
     }
 
-    static SparkPlan drop(SparkPlan node) {
-        if (node instanceof ProjectExec project && project.child() instanceof BatchScanExec scan
-                && carbon(scan) && selectsOutput(project, scan)) {
-            return scan;
+    /** {@code node} with its carbondata scans rewritten; {@code fused}: its parent consumes rows in generated code. */
+    static SparkPlan drop(SparkPlan node, boolean fused) {
+        if (node instanceof ProjectExec project) {
+            SparkPlan child = project.child();
+            BatchScanExec scan = child instanceof ColumnarToRowExec toRows && toRows.child() instanceof BatchScanExec b
+                    ? b : child instanceof BatchScanExec b ? b : null;
+            if (scan != null && carbon(scan) && selectsOutput(project, scan)) {
+                return child == scan ? scan : drop(child, fused);
+            }
         }
-        return PruneCarbonRelations.mapChildren(node, ScanRowCopy::drop);
+        if (!fused && node instanceof ColumnarToRowExec toRows && toRows.child() instanceof BatchScanExec scan
+                && carbon(scan) && scan.scan() instanceof SizedScan sized && sized.columnar()) {
+            return scan.copy(scan.output(), sized.rows(), scan.runtimeFilters(), scan.ordering(), scan.table(),
+                    scan.keyGroupedPartitioning());
+        }
+        boolean consumes = node instanceof CodegenSupport codegen && codegen.supportCodegen();
+        return PruneCarbonRelations.mapChildren(node, child -> drop(child, consumes));
     }
 
     private static boolean carbon(BatchScanExec scan) {

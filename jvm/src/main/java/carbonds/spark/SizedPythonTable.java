@@ -23,6 +23,6 @@ final class SizedPythonTable extends PythonTable {
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
         ScanBuilder builder = super.newScanBuilder(options);
-        return () -> sizeInBytes < 0 ? builder.build() : new SizedScan(builder.build(), sizeInBytes);
+        return () -> new SizedScan(builder.build(), sizeInBytes);
     }
 }

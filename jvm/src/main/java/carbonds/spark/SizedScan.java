@@ -5,25 +5,49 @@ import java.util.OptionalLong;
 import org.apache.spark.sql.connector.metric.CustomMetric;
 import org.apache.spark.sql.connector.metric.CustomTaskMetric;
 import org.apache.spark.sql.connector.read.Batch;
+import org.apache.spark.sql.connector.read.InputPartition;
+import org.apache.spark.sql.connector.read.PartitionReaderFactory;
 import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.connector.read.Statistics;
 import org.apache.spark.sql.connector.read.SupportsReportStatistics;
 import org.apache.spark.sql.connector.read.streaming.ContinuousStream;
 import org.apache.spark.sql.connector.read.streaming.MicroBatchStream;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonPartitionReaderFactory;
 import org.apache.spark.sql.types.StructType;
 
 /**
  * A Python data source scan that reports a size: PySpark's own scan reports none, so Spark sizes every
  * carbondata relation at spark.sql.defaultSizeInBytes and never broadcasts one, however small. Everything
- * else is the wrapped scan's: the rows cannot change, only the join strategy Spark picks.
+ * else is the wrapped scan's: the rows cannot change, only the join strategy Spark picks. Its batch reads
+ * hand Spark the Python worker's Arrow batches as they are ({@link ArrowBatchReads}). A size below zero is
+ * unknown.
  */
 final class SizedScan implements Scan, SupportsReportStatistics {
     private final Scan scan;
     private final long sizeInBytes;
+    private final boolean columnar;
+    // PySpark's batch of this scan (its partitions are planned once, in Python), shared with rows()
+    private final Batch[] python;
+    private Batch batch;
 
     SizedScan(Scan scan, long sizeInBytes) {
+        this(scan, sizeInBytes, ArrowBatchReads.available(), new Batch[1]);
+    }
+
+    private SizedScan(Scan scan, long sizeInBytes, boolean columnar, Batch[] python) {
         this.scan = scan;
         this.sizeInBytes = sizeInBytes;
+        this.columnar = columnar;
+        this.python = python;
+    }
+
+    /** The same scan read row by row, its partitions planned once for both. */
+    SizedScan rows() {
+        return new SizedScan(scan, sizeInBytes, false, python);
+    }
+
+    boolean columnar() {
+        return columnar;
     }
 
     long sizeInBytes() {
@@ -35,7 +59,7 @@ final class SizedScan implements Scan, SupportsReportStatistics {
         return new Statistics() {
             @Override
             public OptionalLong sizeInBytes() {
-                return OptionalLong.of(sizeInBytes);
+                return sizeInBytes < 0 ? OptionalLong.empty() : OptionalLong.of(sizeInBytes);
             }
 
             @Override
@@ -56,8 +80,30 @@ final class SizedScan implements Scan, SupportsReportStatistics {
     }
 
     @Override
-    public Batch toBatch() {
-        return scan.toBatch();
+    public synchronized Batch toBatch() {
+        if (batch != null) {
+            return batch;
+        }
+        Batch rows;
+        synchronized (python) {
+            if (python[0] == null) {
+                python[0] = scan.toBatch();
+            }
+            rows = python[0];
+        }
+        batch = !columnar ? rows : new Batch() {
+            @Override
+            public InputPartition[] planInputPartitions() {
+                return rows.planInputPartitions();
+            }
+
+            @Override
+            public PartitionReaderFactory createReaderFactory() {
+                PartitionReaderFactory factory = rows.createReaderFactory();
+                return factory instanceof PythonPartitionReaderFactory reads ? new ArrowBatchReads(reads) : factory;
+            }
+        };
+        return batch;
     }
 
     @Override
@@ -82,6 +128,7 @@ final class SizedScan implements Scan, SupportsReportStatistics {
 
     @Override
     public ColumnarSupportMode columnarSupportMode() {
-        return scan.columnarSupportMode();
+        // PySpark's scan says UNSUPPORTED; the reader factory of each read says what it supports
+        return columnar ? ColumnarSupportMode.PARTITION_DEFINED : scan.columnarSupportMode();
     }
 }
