@@ -9,7 +9,9 @@ import warnings
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EXTENSION_CLASS", "JAR", "configure_spark", "extension_active", "jar_path"]
+from carbon_ds.table.meta.options import parse_bool
+
+__all__ = ["EXTENSION_CLASS", "JAR", "configure_spark", "extension_active", "extension_rules_on", "jar_path"]
 # Spark conf: "false" switches the extension's rules off for the session's next queries (jvm/src)
 CONF_EXTENSION = "carbon_ds.extension.enabled"
 
@@ -57,3 +59,10 @@ def extension_active(spark: Any) -> bool:
     except Exception:  # noqa: BLE001 - a session that cannot answer has no extension we know of
         return False
     return EXTENSION_CLASS in [p.strip() for p in value.split(",")]
+
+
+def extension_rules_on(spark: Any) -> bool:
+    """Whether ``spark`` runs the extension's rules: started with it, and not switched off by
+    ``carbon_ds.extension.enabled=false``."""
+    return extension_active(spark) and parse_bool(spark.conf.get(CONF_EXTENSION, "true"),
+                                                  f"spark conf {CONF_EXTENSION}", True)

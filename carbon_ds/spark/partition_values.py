@@ -22,29 +22,32 @@ from carbon_ds.table.read import pruning
 from carbon_ds.table.read.constants import partition_value_rows
 from carbon_ds.table.read.scan import Snapshot
 
-__all__ = ["CONF_PARTITION_VALUES", "partition_value_frame"]
+__all__ = ["CONF_PARTITION_VALUES", "known_values", "values_frame"]
 
 CONF_PARTITION_VALUES = "carbon_ds.read.partitionValues"
 """Spark conf: "false" reads the partition column from the data files even when metadata knows it."""
 
 
-def partition_value_frame(spark: Any, source: Snapshot, names: list[str] | None, filter: str | None,
-                          schema: StructType) -> Any:
-    """A DataFrame of the one column ``schema`` declares (the partition column ``names[0]``) where ``filter``
-    holds, made from metadata; None when the files must be read."""
+def known_values(spark: Any, source: Snapshot, names: list[str] | None, filter: str | None,
+                 schema: StructType) -> list[tuple[Any, int]] | None:
+    """(value, rows) of the one column ``schema`` declares (the partition column ``names[0]``) where
+    ``filter`` holds, from metadata; None when the files must be read."""
     if str(spark.conf.get(CONF_PARTITION_VALUES, "true")).strip().lower() == "false" or len(schema.fields) != 1:
         return None
     expr = pruning.as_expr(filter, source.schema) if filter else AlwaysTrue()
     rows = partition_value_rows(source, names, expr)
-    if rows is None:
+    if rows is None or any(_literal(v) is None for v, _n in rows):
         return None
+    return rows
+
+
+def values_frame(spark: Any, rows: list[tuple[Any, int]], schema: StructType) -> Any:
+    """A DataFrame of ``rows`` (from known_values) in the one column ``schema`` declares."""
     field = schema.fields[0]
     if not rows:
         return spark.range(0).select(F.lit(None).cast(field.dataType).alias(field.name))
     ends = list(accumulate(n for _v, n in rows))
     literals = [_literal(v) for v, _n in rows]
-    if None in literals:
-        return None
     # one expression parsed by Spark (a Column built call by call costs a JVM round trip per call), a
     # balanced tree of comparisons: log2(values) per row rather than one per value
     value = F.expr(f"CAST({_pick(ends, literals, 0, len(ends))} AS {field.dataType.simpleString()})")

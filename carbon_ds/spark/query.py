@@ -41,7 +41,7 @@ from carbon_ds.errors import CarbonError
 from carbon_ds.spark.catalyst import field_kind, jvm_class, node_name, scala_object, to_list
 from carbon_ds.spark.datasource import UNSCALED_OPTION
 from carbon_ds.spark.direct import direct_enabled, direct_frame
-from carbon_ds.spark.extension import CONF_EXTENSION, extension_active
+from carbon_ds.spark.extension import extension_active, extension_rules_on
 from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame, local_limit
 from carbon_ds.spark.native_read import MixedPlan, has_external, mixed_of, native_enabled, union_frame
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
@@ -240,9 +240,7 @@ def _extension_unions(spark: Any) -> bool:
     """Whether the session's Spark extension unions mixed tables itself (jvm/src NativeUnion): it keeps
     the plan and Spark's relations of the external files for the next query of an unchanged table, where
     a rewrite here plans and resolves them again in Python on every query."""
-    conf = spark.conf
-    return (extension_active(spark) and native_enabled(spark)
-            and parse_bool(conf.get(CONF_EXTENSION, "true"), f"spark conf {CONF_EXTENSION}", True))
+    return extension_rules_on(spark) and native_enabled(spark)
 
 
 def _mixed(path: str | None) -> bool:

@@ -22,8 +22,9 @@ from carbon_ds.spark.datasource import (
     CarbonPushdownDataSource,
     pushdown_is_safe,
 )
+from carbon_ds.spark.extension import extension_rules_on
 from carbon_ds.spark.local import local_frame
-from carbon_ds.spark.partition_values import partition_value_frame
+from carbon_ds.spark.partition_values import known_values, values_frame
 from carbon_ds.spark.workers import check_workers
 from carbon_ds.table.meta.handle import resolve_columns
 from carbon_ds.table.read.pruning import as_expr
@@ -115,13 +116,16 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
     schema = pa.schema([source.schema.field(n) for n in names]) if names is not None else source.schema
     spark_schema = from_arrow_schema(schema, prefer_timestamp_ntz=False)
     segment_text = None if segments is None else segments if isinstance(segments, str) else ",".join(map(str, segments))
-    # the partition column alone, every file holding one value of it: rows from metadata (partition_values.py)
-    known = partition_value_frame(spark, source, names, filter or None, spark_schema)
-    if known is not None:
-        return known
+    # the partition column alone, every file holding one value of it: rows from metadata (partition_values.py);
+    # the extension makes them when the query runs (and answers a count by that value with the counts alone)
+    known = known_values(spark, source, names, filter or None, spark_schema)
+    if known is not None and not extension_rules_on(spark):
+        return values_frame(spark, known, spark_schema)
     # a small pruned read (a point lookup on a sort column) is done here: no Python worker (spark/local.py)
-    local = None if native else local_frame(spark, text, spark_schema.jsonValue()["fields"], list(schema.names), filter or None,
-                        segment_text, from_arrow_schema(source.schema, prefer_timestamp_ntz=False).jsonValue()["fields"])
+    local = None
+    if not native and known is None:
+        local = local_frame(spark, text, spark_schema.jsonValue()["fields"], list(schema.names), filter or None,
+                            segment_text, from_arrow_schema(source.schema, prefer_timestamp_ntz=False).jsonValue()["fields"])
     if local is not None:
         return local
     if source.external and source.table is not None and native_read.native_enabled(spark, native):

@@ -18,6 +18,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 import pytest
+from pyspark.sql import functions as F
 
 import carbon_ds
 from carbon_ds.spark.extension import extension_active
@@ -27,6 +28,7 @@ from carbon_ds.table.table import CarbonTable, ListPartition, RangePartition
 pytestmark = pytest.mark.spark
 
 ROWS = 3000
+LOCAL_BYTES = "carbon_ds.sql.localRelationBytes"
 
 
 def _made(tmp_path, partition, hours: pa.Array) -> tuple[str, str]:
@@ -47,10 +49,27 @@ def _by_hour(df) -> list[tuple]:
     return sorted((tuple(r) for r in df.groupBy("hour").count().collect()), key=lambda r: (r[0] is None, r))
 
 
+@pytest.fixture(autouse=True)
+def _no_local_reads(spark):
+    """Small reads are not done on the driver here (carbon_ds.spark.local), so a local relation in a plan is
+    one made from metadata: the counts of each value, or no row."""
+    spark.conf.set(LOCAL_BYTES, "0")
+    try:
+        yield
+    finally:
+        spark.conf.unset(LOCAL_BYTES)
+
+
 def _from_metadata(df) -> bool:
-    """No carbondata relation: a range of the rows, or an empty local relation when none matches."""
+    """No carbondata relation: a range of the rows, or a local relation (the counts by value, or no row)."""
     plan = df._jdf.queryExecution().optimizedPlan().toString()
-    return ("Range (0," in plan or "LocalRelation <empty>" in plan) and "carbondata" not in plan.lower()
+    return ("Range (0," in plan or "LocalRelation" in plan) and "carbondata" not in plan.lower()
+
+
+def _counted(df) -> bool:
+    """Counted by value from metadata: no row made, no file read."""
+    plan = df._jdf.queryExecution().optimizedPlan().toString()
+    return "LocalRelation" in plan and "Range" not in plan and "carbondata" not in plan.lower()
 
 
 def test_range_partition_column_counts_from_metadata(spark, tmp_path):
@@ -167,3 +186,31 @@ def test_date_and_decimal_partition_values(spark, tmp_path, kind):
         assert _from_metadata(loaded)
         assert sorted(map(tuple, loaded.collect())) == want
     spark.catalog.dropTempView("pv_typed_twin")
+
+
+def test_counts_by_value_need_no_row(spark, tmp_path):
+    """With the extension, counting rows by the partition column is answered with the counts themselves (jvm/src
+    KnownRows): a local relation of one row per value. Any other aggregate of the column gets the rows made
+    from metadata and Spark's own aggregate. Both against Spark over the Parquet twin."""
+    if not extension_active(spark):
+        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
+    hours = pa.array(np.random.default_rng(8).integers(0, 24, ROWS), pa.int32())
+    path, twin = _made(tmp_path, RangePartition("hour", tuple(range(1, 25))), hours)
+    parquet = spark.read.parquet(twin)
+    for flt in (None, "hour >= 17 AND hour < 20", "hour > 100"):
+        df = carbon_ds.read(spark, path, columns=["hour"], filter=flt)
+        pq_df = parquet.select("hour").where(flt) if flt else parquet.select("hour")
+        for make, counted in ((lambda d: d.groupBy("hour").count(), True),
+                              (lambda d: d.groupBy("hour").agg(F.count("hour").alias("n"), F.count(F.lit(1))), True),
+                              (lambda d: d.groupBy("hour").agg(F.max("hour")), False),
+                              (lambda d: d.agg(F.countDistinct("hour")), False),
+                              (lambda d: d.groupBy((F.col("hour") % 2).alias("odd")).count(), False)):
+            got = make(df)
+            # no value matching: Spark's own optimizer makes every aggregate an empty local relation
+            assert _counted(got) is (counted or flt == "hour > 100"), flt
+            assert _from_metadata(got)
+            assert sorted(map(tuple, got.collect())) == sorted(map(tuple, make(pq_df).collect())), flt
+    df = carbon_ds.read(spark, path, columns=["hour"]).groupBy("hour").count()
+    CarbonTable.open(path).delete("hour = 18")  # made before the delete, answered when it runs
+    assert 18 not in {r[0] for r in df.collect()}
+    assert sum(r[1] for r in df.collect()) == parquet.where("hour <> 18").count()

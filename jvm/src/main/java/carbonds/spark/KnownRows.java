@@ -1,19 +1,26 @@
 package carbonds.spark;
 
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
 import org.apache.spark.sql.catalyst.expressions.If;
 import org.apache.spark.sql.catalyst.expressions.LessThan;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Count;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.LocalRelation;
 import org.apache.spark.sql.catalyst.plans.logical.LocalRelation$;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
@@ -32,7 +39,8 @@ import scala.Option;
  * carbon_ds.sql's rewrite reads {@code count(*)}), an empty read an empty relation of the same attributes.
  * {@code {"values": [[text, n], ...]}}: a read of a partitioned table's partition column alone, each file
  * holding one value, becomes a range whose row i takes the value whose running row count first exceeds i
- * (as carbon_ds.spark.partition_values builds it for carbon_ds.read).
+ * (as carbon_ds.spark.partition_values builds it for carbon_ds.read); counted by that value alone, the
+ * counts themselves.
  * The rows are the table's at planning, as the files of every scan Spark plans are.
  */
 final class KnownRows {
@@ -40,6 +48,12 @@ final class KnownRows {
     }
 
     static LogicalPlan replace(LogicalPlan node, Map<DataSourceV2Relation, JsonNode> known, int slices) {
+        if (node instanceof Aggregate agg) {
+            LogicalPlan counted = countsByValue(agg, known);
+            if (counted != null) {
+                return counted;
+            }
+        }
         if (node instanceof DataSourceV2Relation rel && known.containsKey(rel)) {
             JsonNode answer = known.get(rel);
             List<Attribute> output = new ArrayList<>(PruneCarbonRelations.list(rel.output()));
@@ -54,6 +68,56 @@ final class KnownRows {
             return new Project(PruneCarbonRelations.seq(List.of()), range);
         }
         return PruneCarbonRelations.mapChildren(node, child -> replace(child, known, slices));
+    }
+
+    /**
+     * {@code GROUP BY column} counting rows ({@code count(*)}, {@code count(1)}, {@code count(column)}) over a
+     * values answer: the counts themselves, one row per value, no row made (null when the aggregate is any
+     * other). The values are never NULL (NULLs go to the DEFAULT partition, which a values answer never has).
+     */
+    private static LogicalPlan countsByValue(Aggregate agg, Map<DataSourceV2Relation, JsonNode> known) {
+        LogicalPlan child = agg.child();
+        if (child instanceof Project project
+                && PruneCarbonRelations.list(project.projectList()).stream().allMatch(e -> e instanceof Attribute)) {
+            child = project.child();
+        }
+        if (!(child instanceof DataSourceV2Relation rel) || !known.containsKey(rel) || !valid(known.get(rel), rel)) {
+            return null;
+        }
+        Attribute column = rel.output().head();
+        List<Expression> keys = PruneCarbonRelations.list(agg.groupingExpressions());
+        if (keys.size() != 1 || !(keys.get(0) instanceof Attribute key) || !key.exprId().equals(column.exprId())) {
+            return null;
+        }
+        List<NamedExpression> outputs = PruneCarbonRelations.list(agg.aggregateExpressions());
+        boolean[] counts = new boolean[outputs.size()];
+        for (int i = 0; i < counts.length; i++) {
+            NamedExpression e = outputs.get(i);
+            if (e instanceof Attribute a && a.exprId().equals(column.exprId())) {
+                continue;
+            }
+            if (!(e instanceof Alias alias && alias.child() instanceof AggregateExpression ae
+                    && ae.aggregateFunction() instanceof Count count && !ae.isDistinct() && ae.filter().isEmpty()
+                    && PruneCarbonRelations.list(count.children()).stream().allMatch(c ->
+                        c instanceof Literal l && l.value() != null
+                            || c instanceof Attribute a && a.exprId().equals(column.exprId())))) {
+                return null;
+            }
+            counts[i] = true;
+        }
+        Map<Object, Long> rows = new LinkedHashMap<>();
+        for (JsonNode v : known.get(rel).get("values")) {
+            rows.merge(literal(v.get(0).asText(), column.dataType()).value(), v.get(1).asLong(), Long::sum);
+        }
+        List<InternalRow> data = new ArrayList<>();
+        for (Map.Entry<Object, Long> row : rows.entrySet()) {
+            Object[] cells = new Object[counts.length];
+            for (int i = 0; i < counts.length; i++) {
+                cells[i] = counts[i] ? row.getValue() : row.getKey();
+            }
+            data.add(new GenericInternalRow(cells));
+        }
+        return new LocalRelation(agg.output(), PruneCarbonRelations.seq(data), false, Option.empty());
     }
 
     /** Whether {@code answer} gives values this relation's one column can take (else Spark plans it). */

@@ -35,6 +35,7 @@ import org.apache.spark.sql.internal.SQLConf;
  * bytes are unchanged ({@link PlanCache}), so a repeated query of an unchanged table makes no Python call.
  */
 final class ReadPlans {
+    static final String CONF_PARTITION_VALUES = "carbon_ds.read.partitionValues";
     static final String OPTION = "carbon_ds.plan_reads";
     /** Conf: {@code false} leaves every read to Spark's own planning calls. */
     static final String CONF = "carbon_ds.extension.planReads";
@@ -115,7 +116,7 @@ final class ReadPlans {
                     if (rows == 0 || rows > 0 && made.get(i).relation().output().isEmpty()) {
                         counted.put(made.get(i).relation(), answer);
                     }
-                } else if (answer != null && KnownRows.valid(answer, made.get(i).relation())) {
+                } else if (answer != null && partitionValues() && KnownRows.valid(answer, made.get(i).relation())) {
                     counted.put(made.get(i).relation(), answer);
                 }
             }
@@ -124,6 +125,11 @@ final class ReadPlans {
             counted.clear();
         }
         return counted;
+    }
+
+    /** Conf {@code carbon_ds.read.partitionValues}: {@code false} reads a partition column from the files. */
+    private static boolean partitionValues() {
+        return !"false".equalsIgnoreCase(SQLConf.get().getConfString(CONF_PARTITION_VALUES, "true").trim());
     }
 
     private static ObjectNode settings(SQLConf conf) {
