@@ -208,12 +208,21 @@ class CarbonReader(DataSourceReader):
         if source.table is not None:
             self._check_schema(source.table)
             version = version_of(source.details)
-        sizes = dict(_sizes(source))
+        # a columnar file's bytes that this read decodes: its share of the row width (a partitioned table's
+        # many files, read for a column or two, pack into a few tasks rather than one task each)
+        read = None if self.columns is None else [*self.columns, *self._option_expr().columns()]
+        share = _column_share(source.schema, read)
+        sizes = {path: size if path in source.external else int(size * share) for path, size in _sizes(source)}
 
         expr = self._prune_expr()
         plan = pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=self.is_table,
                                   external=source.external, schema=source.schema, table_columns=source.columns)
-        pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0))]
+        # as Spark splits files: by the bytes per core, at most SPLIT_BYTES (a narrow read of one big file
+        # still keeps every core busy)
+        cores = max(2, os.cpu_count() or 1)
+        total = sum(sizes.get(piece.path, 0) for piece in plan.pieces)
+        split = min(SPLIT_BYTES, max(OPEN_COST, total // cores))
+        pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0), split)]
         return source, pieces, version, sizes
 
     @staticmethod
@@ -459,6 +468,26 @@ def _sizes(source: Snapshot) -> list[tuple[str, int]]:
     return out
 
 
+def _width(t: pa.DataType) -> int:
+    """Estimated stored bytes per value of ``t`` (variable-length values as 16)."""
+    if pa.types.is_boolean(t):
+        return 1
+    try:
+        return max(1, t.bit_width // 8)
+    except ValueError:  # variable width or nested
+        return 16 if not pa.types.is_nested(t) else 32
+
+
+def _column_share(schema: pa.Schema, columns: list[str] | None) -> float:
+    """The share of a row's estimated bytes that ``columns`` of ``schema`` take (1.0 for all columns)."""
+    if columns is None:
+        return 1.0
+    total = sum(_width(f.type) for f in schema)
+    wanted = {c.lower() for c in columns}
+    read = sum(_width(f.type) for f in schema if f.name.lower() in wanted)
+    return min(1.0, max(read, 1) / max(total, 1))
+
+
 def pack_pieces(pieces: list[pruning.Piece], sizes: dict[str, int], min_partitions: int = 1
                 ) -> list[list[pruning.Piece]]:
     """Consecutive pieces grouped, one Spark partition per group: each piece counts its file's size (a split
@@ -482,17 +511,17 @@ def pack_pieces(pieces: list[pruning.Piece], sizes: dict[str, int], min_partitio
     return groups
 
 
-def _split(storage: Storage, piece: pruning.Piece, size: int) -> list[pruning.Piece]:
-    """A large file's blocklets in groups of about SPLIT_BYTES, one Spark partition each (what a partition
+def _split(storage: Storage, piece: pruning.Piece, size: int, split: int = SPLIT_BYTES) -> list[pruning.Piece]:
+    """A large file's blocklets in groups of about ``split`` bytes, one Spark partition each (what a partition
     carries: no index claim, the pieces stay small)."""
     piece = replace(piece, claim=None, rows=None)
-    if piece.external is not None or size <= SPLIT_BYTES:  # an external file is one partition (units as planned)
+    if piece.external is not None or size <= split:  # an external file is one partition (units as planned)
         return [piece]
     blocklets = piece.blocklets
     if blocklets is None:
         with CarbonDataFile(piece.path, storage=storage) as f:
             blocklets = tuple(range(f.num_blocklets))
     n = len(blocklets)
-    groups = max(1, min(n, -(-size // SPLIT_BYTES)))
+    groups = max(1, min(n, -(-size // split)))
     per = -(-n // groups)
     return [replace(piece, blocklets=tuple(blocklets[i : i + per])) for i in range(0, n, per)]

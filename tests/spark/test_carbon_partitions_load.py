@@ -5,15 +5,17 @@ from __future__ import annotations
 
 import bisect
 import decimal
+import os
 from collections import Counter
 
 import pyarrow as pa
+from pyspark.sql.pandas.types import from_arrow_schema
 
 import carbon_ds
 from carbon_ds.fs import basename
-from carbon_ds.spark import catalog
+from carbon_ds.spark import batch_read, catalog
 from carbon_ds.spark.dataframe_write import key_column, spread_keys
-from carbon_ds.spark.datasource import OPEN_COST, PACK_BYTES, SPLIT_BYTES, pack_pieces
+from carbon_ds.spark.datasource import OPEN_COST, PACK_BYTES, SPLIT_BYTES, CarbonDataSource, pack_pieces
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.partition_spec import partition_id_of
 from carbon_ds.table.read.pruning import Piece
@@ -153,6 +155,38 @@ def test_pack_groups_small_pieces_up_to_the_pack_size():
     assert len(pack_pieces(tiny, {})) == 1
     assert [len(g) for g in pack_pieces(tiny, {}, min_partitions=3)] == [2, 2, 2, 2]  # 8 x 4 MB / 3 each
     assert len(pack_pieces(tiny, {}, min_partitions=100)) == 8
+
+
+def test_a_narrow_read_packs_files_by_the_bytes_it_decodes(tmp_path, monkeypatch):
+    """Files are packed into tasks by the share of their bytes the read decodes (columns and filter
+    columns, by estimated width), not by their whole size: a RANGE table's 24 files read for one column of
+    many are a task or two, as Spark's own scans would not know to do. Scaled down here: PACK_BYTES and
+    OPEN_COST shrunk to the test files' sizes."""
+    rows = 2400
+    wide = {f"c{i:02d}": pa.array([(j * 7919 + i) % 100_003 for j in range(rows)], pa.int64()) for i in range(24)}
+    data = pa.table({"hour": pa.array([j % 24 for j in range(rows)], pa.int32()), **wide})
+    path = str(tmp_path / "wide")
+    CarbonTable.create(path, data.schema, partition=RangePartition("hour", list(range(1, 25))))
+    carbon_ds.write_table(data, path)
+    sizes = [os.path.getsize(f.path) for f in CarbonTable.open(path).files()]
+    assert len(sizes) == 24
+    monkeypatch.setattr(batch_read, "PACK_BYTES", 3 * max(sizes))
+    monkeypatch.setattr(batch_read, "OPEN_COST", 1)
+
+    def tasks(columns: list[str] | None, filter: str | None = None) -> int:
+        schema = data.schema if columns is None else pa.schema([data.schema.field(c) for c in columns])
+        options = {"path": path, **({"filter": filter} if filter else {})}
+        reader = CarbonDataSource(options).reader(from_arrow_schema(schema))
+        return len(reader.partitions())
+
+    everything, one = tasks(None), tasks(["c00"])
+    assert everything >= 8 and one <= 2, (everything, one)
+    # a filter's columns are decoded too: a filter on every other column reads nearly all the bytes
+    wide_filter = " AND ".join(f"c{i:02d} >= 0" for i in range(1, 24))
+    assert tasks(["c00"], wide_filter) >= everything // 2
+    assert batch_read._column_share(data.schema, None) == 1.0
+    assert batch_read._column_share(data.schema, ["hour"]) == 4 / (4 + 24 * 8)
+    assert batch_read._column_share(data.schema, ["C00", "c01"]) == 16 / (4 + 24 * 8)  # names in any case
 
 
 def test_the_spark_expression_key_picks_the_layouts_own_partition_index(spark, tmp_path):

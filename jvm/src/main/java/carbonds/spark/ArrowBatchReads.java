@@ -98,7 +98,11 @@ final class ArrowBatchReads implements PartitionReaderFactory {
                 rows.org$apache$spark$sql$execution$datasources$v2$python$PythonPartitionReaderFactory$$sessionUUID);
         ArrowPythonRunner runner;
         try {
-            runner = (ArrowPythonRunner) runner().newInstance(factory.createEvaluator(), new int[][] {{0}});
+            Constructor<?> make = runner();
+            if (make == null) {
+                throw new ClassNotFoundException(RUNNER + " is no ArrowPythonRunner in this PySpark");
+            }
+            runner = (ArrowPythonRunner) make.newInstance(factory.createEvaluator(), new int[][] {{0}});
         } catch (ReflectiveOperationException e) {
             throw new IllegalStateException("carbondata scan: cannot start PySpark's Arrow runner " + RUNNER, e);
         }
