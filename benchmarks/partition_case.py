@@ -23,7 +23,10 @@ one warm-up run, the copies interleaved in every round; Spark tasks (all stages 
 Spark's status tracker); data files read (carbon-ds: explain; Parquet: the scan's "number of files read"
 metric). Saves partition_case.json, partition_case.md and partition_case.png (matplotlib).
 
-    python benchmarks/partition_case.py [--rows 3000000] [--repeat 3] [--out benchmarks/results]
+Spark runs with the carbon-ds Catalyst extension (``carbon_ds.configure_spark``, the documented Spark setup)
+unless ``--no-extension`` is given.
+
+    python benchmarks/partition_case.py [--rows 3000000] [--repeat 3] [--no-extension] [--out benchmarks/results]
 """
 
 from __future__ import annotations
@@ -167,7 +170,7 @@ def chart(path: str, medians: dict[str, dict[str, float]]) -> None:
     fig.savefig(path, dpi=100)
 
 
-def markdown(rows: int, repeat: int, results: dict, loads: dict) -> str:
+def markdown(rows: int, repeat: int, results: dict, loads: dict, extension: bool = True) -> str:
     lines = ["| query | carbon-ds RANGE by hour | carbon-ds unpartitioned | Spark Parquet by hour | "
              "RANGE / Parquet |", "|---|---|---|---|---|"]
     for name, r in results.items():
@@ -180,13 +183,16 @@ def markdown(rows: int, repeat: int, results: dict, loads: dict) -> str:
                  f"{loads['carbon_range'] / loads['parquet_hour']:.2f}x |")
     lines.append("")
     lines.append(f"{rows:,} rows, 51 columns; median of {repeat} runs after a warm-up, copies interleaved; "
-                 "local[2] Spark on a shared 2-core machine.")
+                 "local[2] Spark on a shared 2-core machine, "
+                 + ("with" if extension else "without") + " the carbon-ds Spark extension.")
     return "\n".join(lines) + "\n"
 
 
 def main() -> None:
-    args = parser(__doc__, rows=3_000_000, repeat=3).parse_args()
-    spark = spark_session("6g")
+    ap = parser(__doc__, rows=3_000_000, repeat=3)
+    ap.add_argument("--no-extension", action="store_true", help="start Spark without the carbon-ds extension")
+    args = ap.parse_args()
+    spark = spark_session("6g", extension=not args.no_extension)
     spark.conf.set("spark.sql.session.timeZone", "UTC")
     work = tempfile.mkdtemp(prefix="partition-case-")
     try:
@@ -256,12 +262,14 @@ def main() -> None:
                                               for c in COPIES), flush=True)
         sc.setJobGroup("", "")
         os.makedirs(args.out, exist_ok=True)
-        save(args.out, "partition_case.json", {"rows": args.rows, "columns": len(schema), "repeat": args.repeat,
-                                               "sort_columns": SORT, "loads": loads, "queries": results})
-        text = markdown(args.rows, args.repeat, results, loads)
-        with open(os.path.join(args.out, "partition_case.md"), "w") as fh:
+        stem = "partition_case" if not args.no_extension else "partition_case_no_extension"
+        save(args.out, f"{stem}.json", {"rows": args.rows, "columns": len(schema), "repeat": args.repeat,
+                                        "sort_columns": SORT, "extension": not args.no_extension, "loads": loads,
+                                        "queries": results})
+        text = markdown(args.rows, args.repeat, results, loads, not args.no_extension)
+        with open(os.path.join(args.out, f"{stem}.md"), "w") as fh:
             fh.write(text)
-        chart(os.path.join(args.out, "partition_case.png"), {n: r["seconds"] for n, r in results.items()})
+        chart(os.path.join(args.out, f"{stem}.png"), {n: r["seconds"] for n, r in results.items()})
         print(text)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # Creates .venv and installs carbon-ds with its Spark and test extras; re-runs only when pyproject.toml changes.
+# --bench adds the benchmarks' extra (matplotlib for charts, DuckDB's TPC-H wheel, deltalake).
 set -euo pipefail
+extras="spark,test"
+if [ "${1:-}" = "--bench" ]; then
+    extras="spark,test,bench"
+fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
 
@@ -29,7 +34,7 @@ if [ ! -x .venv/bin/python ]; then
     "$py" -m venv .venv
 fi
 stamp=.venv/.carbon-ds-installed
-want=$(cat pyproject.toml scripts/setup.sh | sha256sum | cut -d' ' -f1)
+want=$( (cat pyproject.toml scripts/setup.sh; echo "$extras") | sha256sum | cut -d' ' -f1)
 if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     echo ">> installing carbon-ds and its dependencies into .venv (first run takes a minute or two)"
     log=.venv/install.log
@@ -37,7 +42,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     # (a plain editable install puts the project folder on sys.path, where Spark finds pyspark_carbondata:
     # see [tool.setuptools] in pyproject.toml)
     if ! { .venv/bin/python -m pip install --upgrade pip &&
-           .venv/bin/python -m pip install -e ".[spark,test]"; } >"$log" 2>&1; then
+           .venv/bin/python -m pip install -e ".[$extras]"; } >"$log" 2>&1; then
         tail -n 40 "$log" >&2
         echo "installing carbon-ds failed; the full log is $root/$log" >&2
         exit 1

@@ -491,24 +491,25 @@ def _column_share(schema: pa.Schema, columns: list[str] | None) -> float:
 def pack_pieces(pieces: list[pruning.Piece], sizes: dict[str, int], min_partitions: int = 1
                 ) -> list[list[pruning.Piece]]:
     """Consecutive pieces grouped, one Spark partition per group: each piece counts its file's size (a split
-    piece its share, SPLIT_BYTES; at least OPEN_COST), and a group holds up to PACK_BYTES, less so that the
-    groups come in a multiple of ``min_partitions`` (as Spark sizes file partitions by bytes per core)."""
+    piece its share, SPLIT_BYTES; at least OPEN_COST); as many groups as PACK_BYTES needs, rounded up to a
+    multiple of ``min_partitions`` (as Spark sizes file partitions by bytes per core), the pieces spread so
+    the groups cost about the same."""
+    if not pieces:
+        return []
     costs = [max(OPEN_COST, sizes.get(p.path, 0) if p.blocklets is None or p.external is not None else
                  min(sizes.get(p.path, 0), SPLIT_BYTES)) for p in pieces]
-    # as many groups as PACK_BYTES needs, rounded up to a multiple of min_partitions so that no core idles
-    # through a last, lone group (three groups on two cores take as long as four)
+    total = sum(costs)
     cores = max(1, min_partitions)
-    wanted = -(-max(1, -(-sum(costs) // PACK_BYTES)) // cores) * cores
-    limit = max(OPEN_COST, -(-sum(costs) // wanted))
-    groups: list[list[pruning.Piece]] = []
-    total = limit
+    wanted = min(len(pieces), -(-max(1, -(-total // PACK_BYTES)) // cores) * cores)
+    # each piece goes to the group its cost's midpoint falls in: exactly ``wanted`` even groups where the
+    # pieces allow (filling groups up to a limit in turn leaves a lone last one: three groups on two cores
+    # take as long as four)
+    groups: list[list[pruning.Piece]] = [[] for _ in range(wanted)]
+    before = 0
     for p, cost in zip(pieces, costs, strict=True):
-        if total + cost > limit:
-            groups.append([])
-            total = 0
-        groups[-1].append(p)
-        total += cost
-    return groups
+        groups[min(wanted - 1, (2 * before + cost) * wanted // (2 * total))].append(p)
+        before += cost
+    return [g for g in groups if g]
 
 
 def _split(storage: Storage, piece: pruning.Piece, size: int, split: int = SPLIT_BYTES) -> list[pruning.Piece]:

@@ -146,14 +146,19 @@ def test_pack_groups_small_pieces_up_to_the_pack_size():
     pieces = [a, b, c, d1, d2, e]
     groups = pack_pieces(pieces, sizes)
     assert [p for g in groups for p in g] == pieces  # every piece once, in order
-    # a (counted as OPEN_COST) + b fit; c would pass PACK_BYTES; split pieces count SPLIT_BYTES each
-    assert groups == [[a, b], [c], [d1], [d2], [e]]
+    # a counts OPEN_COST, split pieces SPLIT_BYTES each: 4 + 100 + 60 + 128 + 128 + 4 MB need 4 groups of
+    # PACK_BYTES, each piece in the group of its midpoint (106 MB each)
+    assert groups == [[a, b], [c], [d1], [d2, e]]
     assert OPEN_COST + 100 * mb <= PACK_BYTES < OPEN_COST + 160 * mb and SPLIT_BYTES >= PACK_BYTES
     assert pack_pieces([], sizes) == []
     # eight tiny files: one group, or at least min_partitions groups when asked
     tiny = [Piece(f"t{i}", None) for i in range(8)]
     assert len(pack_pieces(tiny, {})) == 1
-    assert [len(g) for g in pack_pieces(tiny, {}, min_partitions=3)] == [2, 2, 2, 2]  # 8 x 4 MB / 3 each
+    assert [len(g) for g in pack_pieces(tiny, {}, min_partitions=3)] == [3, 2, 3]  # 8 x 4 MB in 3 even groups
+    assert [len(g) for g in pack_pieces(tiny, {}, min_partitions=2)] == [4, 4]
+    # uneven pieces still make exactly a multiple of the cores (filling groups in turn made a third)
+    uneven = {f"u{i}": (5 + i * i % 3) * mb + i * 1000 for i in range(24)}
+    assert len(pack_pieces([Piece(p, None) for p in uneven], uneven, min_partitions=2)) == 2
     assert len(pack_pieces(tiny, {}, min_partitions=100)) == 8
 
 
