@@ -75,6 +75,8 @@ class Page:
     # min and max unscaled value of a decimal page without nulls, when its decoding found them on the way
     # (the page checks then need no pass of their own)
     unscaled_bounds: tuple[int, int] | None = None
+    # an integer page's min and max found while decoding it (no null in the page)
+    int_bounds: tuple[int, int] | None = None
     # least and greatest 8-byte prefix key (see kernels.lv_decode) of a length-value page's non-null values
     prefix_bounds: tuple[int, int] | None = None
 
@@ -247,6 +249,10 @@ def _integral_page(
         values = _values_buffer(page, out_dtype)
         if width == 3:
             kernels.integral_be3(src, base or 0, base is not None, mul, values)
+        elif mul == 1 and (mask is None or not mask.any()):
+            # null slots hold no value: their bounds would mislead the page checks
+            lo, hi = kernels.integral_bounded(src, base or 0, base is not None, mul, values)
+            page.int_bounds = (int(lo), int(hi))
         else:
             kernels.integral(src, base or 0, base is not None, mul, values)
     return _fixed_width(typ, values, mask)

@@ -302,6 +302,26 @@ def integral(src, base, negate, mul, out):
         out[i] = v * mul
 
 
+@njit(cache=True, nogil=True)
+def integral_bounded(src, base, negate, mul, out):
+    """``integral`` that also returns the min and max of the values written, as narrowed into ``out``
+    (0, 0 for no value): the page checks need them, and a second pass over the page would cost as much."""
+    n = src.shape[0]
+    if n == 0:
+        return np.int64(0), np.int64(0)
+    lo = np.int64(np.iinfo(np.int64).max)
+    hi = np.int64(np.iinfo(np.int64).min)
+    for i in range(n):
+        v = np.int64(src[i])
+        if negate:
+            v = base - v
+        out[i] = v * mul
+        w = np.int64(out[i])
+        lo = min(lo, w)
+        hi = max(hi, w)
+    return lo, hi
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _be3(data, i):
     """Value ``i`` of a 3-byte big-endian signed (SHORT_INT) page."""

@@ -89,7 +89,7 @@ def float_min_max(arr: pa.Array) -> tuple[float | None, float | None]:
 
 def check_page(page: Any, arr: pa.Array) -> None:
     """Both checks of a decoded page: ``check_possible`` always, ``check_stats`` when the page asks; a
-    decimal or date page's min and max are found once for both."""
+    decimal or date page's min and max are found once for both, an integer page's come from its decode."""
     bounds = None
     if pa.types.is_decimal(arr.type):
         known = page.unscaled_bounds
@@ -98,6 +98,8 @@ def check_page(page: Any, arr: pa.Array) -> None:
                   else decimal_min_max(arr))
     elif pa.types.is_date32(arr.type):
         bounds = integer_min_max(arr.view(pa.int32()))
+    elif pa.types.is_integer(arr.type):
+        bounds = page.int_bounds
     check_possible(page, arr, bounds)
     if page.check_stats:
         check_stats(page, arr, bounds)

@@ -20,7 +20,7 @@ import pytest
 
 from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
-from carbon_ds.format import compress, encoder_meta, page_checks
+from carbon_ds.format import compress, encoder_meta, page_checks, stat_bytes
 from carbon_ds.format.decode import Page, decode_page
 from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType
 from carbon_ds.format.structs import (
@@ -309,3 +309,38 @@ def test_string_pages_are_checked_as_utf8_only_when_a_byte_needs_it():
     with pytest.raises(CarbonFormatError, match="string data is not valid UTF-8") as e:
         decode_page(string_page([b"fine", b"bad \xff\xfe"], (b"b", b"fine")))
     assert "column 'c'" in str(e.value)
+
+
+def long_page(values: list[int], store: MetaType, stats: tuple[int, int], delta: bool = False) -> Page:
+    """A LONG measure page stored narrow (ADAPTIVE_INTEGRAL: the values; ADAPTIVE_DELTA_INTEGRAL: max - v,
+    as Java's AdaptiveDeltaIntegralCodec writes it)."""
+    fmt = {MetaType.BYTE: "<b", MetaType.SHORT: "<h", MetaType.INT: "<i"}[store]
+    stored = [max(values) - v for v in values] if delta else values
+    data = b"".join(struct.pack(fmt, v) for v in stored)
+    st = (stat_bytes.stat_bytes(DataType.LONG, False, stats[0]), stat_bytes.stat_bytes(DataType.LONG, False, stats[1]))
+    return page(column(DataType.LONG, dimension=False), data, len(values),
+                [E.ADAPTIVE_DELTA_INTEGRAL if delta else E.ADAPTIVE_INTEGRAL],
+                meta(MetaType.LONG, store, max(values), min(values)), stats=st)
+
+
+@pytest.mark.parametrize("delta", [False, True])
+def test_integer_values_outside_page_min_max_are_refused(delta):
+    """An integer page's min and max come from its decode (no second pass): they still catch a value
+    outside the stored statistics, on either side, after the delta is undone."""
+    values = [-100, 5, 120, 7]
+    p = long_page(values, MetaType.BYTE if not delta else MetaType.SHORT, (-100, 120), delta)
+    assert decode_page(p).to_pylist() == values
+    assert p.int_bounds == (-100, 120)
+    with pytest.raises(CarbonFormatError, match=r"\[-100, 120\] lie outside the page's stored min/max \[-100, 119\]"):
+        decode_page(long_page(values, MetaType.BYTE if not delta else MetaType.SHORT, (-100, 119), delta))
+    with pytest.raises(CarbonFormatError, match="outside the page's stored min/max"):
+        decode_page(long_page(values, MetaType.BYTE if not delta else MetaType.SHORT, (-99, 120), delta))
+
+
+def test_integer_bounds_of_a_page_are_numpys():
+    rng = np.random.default_rng(3)
+    for store, lo, hi in [(MetaType.BYTE, -128, 127), (MetaType.SHORT, -30000, 30000), (MetaType.INT, -2**31, 2**31 - 1)]:
+        values = [int(v) for v in rng.integers(lo, hi, 500)]
+        p = long_page(values, store, (min(values), max(values)))
+        assert decode_page(p).to_pylist() == values
+        assert p.int_bounds == (int(np.min(values)), int(np.max(values)))
