@@ -92,7 +92,10 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
     The projection becomes the relation's schema and the filter its ``filter`` option, so Spark's Python
     workers decode only those columns of the blocklets and pages that can match (the fastest way in). A
     read that touches at most ``carbon_ds.sql.localRelationBytes`` stored bytes (default 4 MiB; 0: never)
-    and 100,000 rows is done on the driver and returned as a local relation (carbon_ds.spark.local).
+    and 100,000 rows is done on the driver and returned as a local relation (carbon_ds.spark.local). A read
+    of a HASH / RANGE / LIST table's partition column alone, where every file holds one value of it, comes
+    from the index files' row counts, no data page read (conf ``carbon_ds.read.partitionValues``, default
+    true; docs/partitions.md).
 
     Args:
         columns: the columns to read (any case); None reads all.
