@@ -30,6 +30,13 @@ from carbon_ds.table.table import CarbonTable
 ROWS = 40  # per segment
 
 
+@pytest.fixture(autouse=True)
+def one_task_per_file(monkeypatch):
+    """Each of these tiny files its own partition, on any number of cores (tasks are otherwise packed by
+    bytes per core): the tests run tasks one by one with commits between them."""
+    monkeypatch.setattr(batch_read, "PACK_BYTES", 1)
+
+
 def _table(tmp_path, segments: int = 3) -> str:
     path = str(tmp_path / "t")
     for s in range(segments):
