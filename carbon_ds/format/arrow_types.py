@@ -50,7 +50,7 @@ def nest(flat: list[ColumnSchema]) -> list[ColumnNode]:
                                     f"{MAX_NESTING} levels")
         node = ColumnNode(flat[pos])
         pos += 1
-        if DataType(flat[pos - 1].data_type) in COMPLEX:
+        if flat[pos - 1].data_type in COMPLEX:
             for _ in range(flat[pos - 1].num_child or 0):
                 node.children.append(take(depth + 1))
         return node
@@ -70,25 +70,29 @@ def leaf_name(node: ColumnNode) -> str:
     return node.name.rsplit(".", 1)[-1]
 
 
+# the Arrow type of each CarbonData type that takes no parameters
+_SIMPLE_TYPES: dict[int, pa.DataType] = {
+    DataType.STRING: pa.string(),
+    DataType.VARCHAR: pa.string(),
+    DataType.SHORT: pa.int16(),
+    DataType.INT: pa.int32(),
+    DataType.LONG: pa.int64(),
+    DataType.DOUBLE: pa.float64(),
+    DataType.FLOAT: pa.float32(),
+    DataType.BYTE: pa.int8(),
+    DataType.BOOLEAN: pa.bool_(),
+    DataType.TIMESTAMP: TIMESTAMP_TYPE,
+    DataType.DATE: pa.date32(),
+    DataType.BINARY: pa.binary(),
+}
+
+
 def arrow_type(node: ColumnNode) -> pa.DataType:
-    dt = node.data_type
     c = node.schema
-    if dt in (DataType.STRING, DataType.VARCHAR):
-        return pa.string()
-    simple = {
-        DataType.SHORT: pa.int16(),
-        DataType.INT: pa.int32(),
-        DataType.LONG: pa.int64(),
-        DataType.DOUBLE: pa.float64(),
-        DataType.FLOAT: pa.float32(),
-        DataType.BYTE: pa.int8(),
-        DataType.BOOLEAN: pa.bool_(),
-        DataType.TIMESTAMP: TIMESTAMP_TYPE,
-        DataType.DATE: pa.date32(),
-        DataType.BINARY: pa.binary(),
-    }
-    if dt in simple:
-        return simple[dt]
+    simple = _SIMPLE_TYPES.get(c.data_type)
+    if simple is not None:
+        return simple
+    dt = node.data_type
     if dt == DataType.DECIMAL:
         precision = c.precision if c.precision and c.precision > 0 else 38
         scale = c.scale if c.scale and c.scale > 0 else 0

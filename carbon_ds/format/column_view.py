@@ -55,9 +55,15 @@ def view(file_columns: list[ColumnSchema], table_columns: list[ColumnSchema]
          ) -> tuple[list[ColumnSchema], list[ColumnSchema]]:
     """(the file's columns, copied and renamed to the table's names, those the table lacks renamed out of
     reach; the table's top-level columns the file does not hold)."""
+    renamed, absent, _, _ = _view(file_columns, nest(table_columns))
+    return renamed, absent
+
+
+def _view(file_columns: list[ColumnSchema], table_nodes: list[ColumnNode]
+          ) -> tuple[list[ColumnSchema], list[ColumnSchema], list[ColumnNode], list[ColumnNode]]:
+    """``view``, with the file's column tree (renamed) and the table's it was matched against."""
     renamed = [copy.copy(c) for c in file_columns]
     file_nodes = nest(renamed)
-    table_nodes = nest(table_columns)
     table_ids = {n.schema.column_id: n for n in table_nodes if n.schema.column_id}
     by_id = any(n.schema.column_id in table_ids for n in file_nodes)
     table_names = {n.name.lower(): n for n in table_nodes}
@@ -72,7 +78,7 @@ def view(file_columns: list[ColumnSchema], table_columns: list[ColumnSchema]
             _rename_tree(node, target.name)
         node.schema.schemaOrdinal = target.schema.schemaOrdinal
     absent = [n.schema for n in table_nodes if id(n) not in matched]
-    return renamed, absent
+    return renamed, absent, file_nodes, table_nodes
 
 
 def is_identity(file_columns: list[ColumnSchema], table_columns: list[ColumnSchema]) -> bool:
@@ -100,11 +106,11 @@ def column_view(file_columns: list[ColumnSchema], table_columns: list[ColumnSche
     if table_columns is None:
         nodes = in_schema_order(nest(file_columns))
         return ColumnView(file_columns, [], nodes, {}, pa.schema([pa.field(n.name, arrow_type(n)) for n in nodes]))
-    physical, absent = view(file_columns, table_columns)
-    order = {n.name.lower(): i for i, n in enumerate(in_schema_order(nest(table_columns)))}
-    present = [n for n in nest(physical) if not n.name.startswith(HIDDEN)]
+    physical, absent, file_nodes, table_nodes = _view(file_columns, nest(table_columns))
+    order = {n.name.lower(): i for i, n in enumerate(in_schema_order(table_nodes))}
+    present = [n for n in file_nodes if not n.name.startswith(HIDDEN)]
     gone = {id(c) for c in absent}
-    virtual = [n for n in nest(table_columns) if id(n.schema) in gone]  # with their children
+    virtual = [n for n in table_nodes if id(n.schema) in gone]  # with their children
     nodes = sorted(present + virtual, key=lambda n: order.get(n.name.lower(), len(order)))
     values = {id(n.schema): default_scalar(n.schema, arrow_type(n)) for n in virtual}
     return ColumnView(physical, absent, nodes, values, pa.schema([pa.field(n.name, arrow_type(n)) for n in nodes]))

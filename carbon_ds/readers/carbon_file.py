@@ -332,9 +332,9 @@ class CarbonDataFile:
             self._held.pop(key, None)
 
     def _pages(self, b: int, c: int, expected: list[int] | None, need: set[int] | None = None
-               ) -> tuple[DataChunk3, list[Page]]:
-        """The chunk's header and its pages; with ``need`` (local files) only those pages' bytes are read,
-        the others get no bytes and must not be decoded."""
+               ) -> tuple[DataChunk3, list[Page | None]]:
+        """The chunk's header and its pages; with ``need`` only those pages' bytes are read (local files)
+        and only they are returned, the others are None."""
         held = self._held.pop((b, c), None)
         if held is None:
             held = self._chunk_header(b, c, whole=need is None or not self._storage.is_local)
@@ -382,6 +382,9 @@ class CarbonDataFile:
             if rows is None:
                 rows = remaining if n == 1 else min(DEFAULT_PAGE_ROWS, remaining)
             remaining -= rows
+            if need is not None and j not in need:
+                pages.append(None)  # no bytes read: never decoded
+                continue
             pages.append(
                 Page(col, dc2, raws[j], int(rows), self.path, start + lo, exact_nulls=self._exact_nulls,
                      check_stats=check, timestamp_keys=self._timestamp_keys)

@@ -141,6 +141,23 @@ def test_schema_file_like_carbondata(tmp_path, corpus):
     assert schema_file.properties(back)["sort_scope"] == "local_sort"
 
 
+def test_schema_file_reads_are_independent_objects(tmp_path, corpus):
+    """Parsed schema files are kept by their bytes; each read must still be the caller's own TableInfo (ALTER
+    TABLE paths change it in place before writing it back)."""
+    storage, path = Storage.for_path(corpus / "table-1.1-global-dictionary" / "Metadata" / "schema")
+    first = schema_file.read(storage, path)
+    names = schema_file.table_arrow_schema(first).names
+    for c in first.fact_table.table_columns:
+        c.column_name = "changed"
+    first.fact_table.tableProperties = {"sort_columns": "changed"}
+    again = schema_file.read(storage, path)
+    assert again is not first
+    assert schema_file.table_arrow_schema(again).names == names
+    assert "changed" not in (again.fact_table.tableProperties or {}).values()
+    assert again == schema_file._parse((corpus / "table-1.1-global-dictionary" / "Metadata" / "schema").read_bytes(),
+                                       "x")
+
+
 def test_segment_file_round_trip(tmp_path):
     storage, table = Storage.for_path(tmp_path)
     seg = segments.for_load("4", ["1_batchno0-0-4-99.carbonindex", "0_batchno0-0-4-99.carbonindex"])
