@@ -3,8 +3,8 @@
 
 Polars hands the IO source its predicate as a ``polars.Expr``. Its JSON form is translated into our
 predicate model (:mod:`carbon_ds.expressions.polars_filter`) to prune segments, files, blocklets and pages
-by min/max; Polars' own predicate is then applied to every batch, so a predicate (or a part of one) that
-does not translate costs speed, never rows. ``filter=`` adds a filter of ours (SQL text, tuples or a
+by min/max; Polars' own predicate is then applied to every batch (the scan does not filter the rows by it a
+second time), so a predicate (or a part of one) that does not translate costs speed, never rows. ``filter=`` adds a filter of ours (SQL text, tuples or a
 pyarrow expression) on top.
 
 Needs the ``polars`` extra: ``pip install 'carbon-ds[polars]'``.
@@ -19,7 +19,7 @@ from typing import Any
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonDependencyError, CarbonError
-from carbon_ds.expressions import AlwaysTrue, Expr, and_
+from carbon_ds.expressions import Expr
 from carbon_ds.expressions.polars_filter import from_polars_json
 from carbon_ds.table.read.pruning import Counts
 from carbon_ds.table.read.scanner import Scan
@@ -76,8 +76,8 @@ def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str |
         extra = pruning_filter(predicate, base.source.schema) if predicate is not None else None
         if extra is not None:
             try:
-                both = extra if isinstance(base.expr, AlwaysTrue) else and_(base.expr, extra)
-                return Scan(table, filter=both, **args)
+                # Polars' predicate only prunes here: the source filters every batch with it below
+                return Scan(table, filter=base.expr, prune=extra, **args)
             except CarbonError:  # a literal our model does not take for that column: prune by ours alone
                 pass
         return Scan(table, filter=base.expr, **args)

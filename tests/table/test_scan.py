@@ -10,6 +10,7 @@ import sys
 import textwrap
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.orc as po
 import pyarrow.parquet as pq
 import pytest
@@ -17,6 +18,7 @@ import pytest
 import carbon_ds
 from carbon_ds import CarbonTable
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write import plain
 
 
@@ -145,6 +147,27 @@ def test_facade_plan_explain_and_counts(tables):
     got = s.to_arrow()
     assert s.counts.blocklets_read == report["blocklets"]["read"] < report["blocklets"]["total"]
     assert got.column("id").to_pylist() == carbon_ds.read_table(t.path, ["id"], "id >= 2000 and k = 3").column("id").to_pylist()
+
+
+@pytest.mark.parametrize("kind", ["plain", "mixed"])
+def test_prune_only_filter_skips_units_but_filters_no_rows(tables, kind):
+    """``Scan(prune=...)`` (what the Polars source uses): units that cannot match are skipped, the rows of
+    the others come back whether they match it or not, and ``filter`` still holds exactly."""
+    path = tables[kind]
+    prune = "k > 30" if kind == "plain" else "id >= 3000 and k > 30"  # mixed: ids 3000+ are the CSV/JSON files
+    pruned = Scan(path, filter="s is not null", prune=prune)
+    got = pruned.to_arrow()
+    only_filter = Scan(path, filter="s is not null")
+    every = only_filter.to_arrow()
+    assert pc.all(pc.is_valid(got.column("s"))).as_py()
+    both = carbon_ds.read_table(path, filter=f"s is not null and {prune}")
+    assert set(both.column("id").to_pylist()) <= set(got.column("id").to_pylist()) <= set(
+        every.column("id").to_pylist())
+    assert pruned.counts.rows_read < only_filter.counts.rows_read
+    if kind == "mixed":  # a CSV file is one unit: its rows with k <= 30 come back beside its k = 40
+        assert {3000, 3002} <= set(got.column("id").to_pylist())
+        assert got.column("id").to_pylist() == [i for i in every.column("id").to_pylist() if i >= 3000]
+    assert pruned.count() == every.num_rows
 
 
 def test_limit_stops_reading_early(tables):

@@ -20,7 +20,7 @@ from typing import Any
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.expressions import AlwaysTrue
+from carbon_ds.expressions import AlwaysTrue, and_
 from carbon_ds.readers.carbon_file import CarbonDataFile, read_folder
 from carbon_ds.readers.external import open_reader
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
@@ -44,7 +44,10 @@ class Scan:
 
     def __init__(self, path: str | os.PathLike | TableHandle, columns: list[str] | None = None, filter: Any = None,
                  segments: str | list | None = None, limit: int | None = None, batch_size: int | None = None,
-                 use_threads: bool = True):
+                 use_threads: bool = True, prune: Any = None):
+        """``prune``: a further filter used only to skip what cannot match it (segments, files, blocklets,
+        pages); rows it rules out may still come back. For engines that apply their own predicate to every
+        batch anyway (Polars), so the rows are not filtered twice. ``count()`` ignores it."""
         if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
             raise CarbonOptionError(f"limit must be a whole number >= 0, found {limit!r}")
         if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
@@ -53,6 +56,10 @@ class Scan:
         self._path = path
         self.source = scan.open_source(path, segments)
         self.expr = pruning.as_expr(filter, self.source.schema)
+        extra = pruning.as_expr(prune, self.source.schema)
+        # what planning and page pruning go by: the filter and, when given, the prune-only filter
+        self._read_expr = self.expr if isinstance(extra, AlwaysTrue) else (
+            extra if isinstance(self.expr, AlwaysTrue) else and_(self.expr, extra))
         where = self.source.uri
         if isinstance(self.expr, AlwaysTrue):  # as read_table has always named them
             where = f"table {where}" if self.source.table is not None else f"folder {os.fspath(path)}"
@@ -73,7 +80,7 @@ class Scan:
     # ------------------------------------------------------------------ planning
     def _planned(self) -> pruning.Plan:
         if self._plan is None:
-            self._plan = scan.plan(self.source, self.expr)
+            self._plan = scan.plan(self.source, self._read_expr)
             self.counts.add(self._plan.counts)
         return self._plan
 
@@ -85,11 +92,12 @@ class Scan:
 
     def explain(self) -> scan.ExplainReport:
         """Segments, files, blocklets, pages and rows this scan's filter reads and skips (no page decoded)."""
-        return scan.explain(self.source, self.expr)  # the scan's own snapshot
+        return scan.explain(self.source, self._read_expr)  # the scan's own snapshot
 
     def count(self) -> int:
         """Matching rows (capped by ``limit``); without a filter from index row counts alone."""
-        n = scan.count(self.source, self.expr, planned=self._planned())  # the scan's one plan
+        planned = self._planned() if self._read_expr is self.expr else None  # the scan's one plan
+        n = scan.count(self.source, self.expr, planned=planned)
         return n if self.limit is None else min(n, self.limit)
 
     # ------------------------------------------------------------------ reading
@@ -98,7 +106,8 @@ class Scan:
         is also appended to ``opened`` for the caller to close once no unit of it is in flight."""
         source = self.source
         storage = source.storage
-        how = Reading(self.expr, self.columns, source.schema, True, source.columns)
+        how = Reading(self._read_expr, self.columns, source.schema, True if self._read_expr is self.expr
+                      else self.expr, source.columns)
         deletes = source.deletes  # the snapshot's, never re-read: a DELETE landing mid-scan is not seen
 
         def external(piece: Piece):
@@ -232,7 +241,7 @@ class Scan:
 
     def to_arrow(self) -> pa.Table:
         """Every matching row in one ``pyarrow.Table``."""
-        if isinstance(self.expr, AlwaysTrue) and self.limit is None and self.use_threads:
+        if isinstance(self._read_expr, AlwaysTrue) and self.limit is None and self.use_threads:
             # a whole read: each file decodes its (blocklet, column) chunks in parallel, as read_table always did
             return self._whole()
         tables = list(self._limited())
