@@ -77,6 +77,8 @@ class Page:
     unscaled_bounds: tuple[int, int] | None = None
     # an integer page's min and max found while decoding it (no null in the page)
     int_bounds: tuple[int, int] | None = None
+    # a double page's min and max found while decoding it (no null in the page)
+    float_bounds: tuple[float, float] | None = None
     # least and greatest 8-byte prefix key (see kernels.lv_decode) of a length-value page's non-null values
     prefix_bounds: tuple[int, int] | None = None
 
@@ -537,6 +539,10 @@ def _floating_page(page: Page, meta, data: np.ndarray, store: int, typ: pa.DataT
             wide = np.empty(page.rows, np.float64)  # round through double, as Java does
             (kernels.floating_be3 if width == 3 else kernels.floating)(src, top, negate, factor, wide)
             values[:] = wide
+        elif width != 3 and page.rows and (mask is None or not mask.any()):
+            # null slots hold no value: their bounds would mislead the page checks
+            lo, hi = kernels.floating_bounded(src, top, negate, factor, values)
+            page.float_bounds = (float(lo), float(hi))
         else:
             (kernels.floating_be3 if width == 3 else kernels.floating)(src, top, negate, factor, values)
         return _fixed_width(typ, values, mask)

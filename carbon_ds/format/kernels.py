@@ -351,6 +351,26 @@ def floating(src, top, negate, factor, out):
 
 
 @njit(cache=True, nogil=True)
+def floating_bounded(src, top, negate, factor, out):
+    """``floating`` into a float64 ``out`` that also returns the min and max of the values written (the
+    page checks need them; values from integers over a positive factor are never NaN)."""
+    n = src.shape[0]
+    if n == 0:
+        return 0.0, 0.0
+    lo = np.inf
+    hi = -np.inf
+    for i in range(n):
+        v = np.int64(src[i])
+        if negate:
+            v = top - v
+        w = np.float64(v) / factor
+        out[i] = w
+        lo = min(lo, w)
+        hi = max(hi, w)
+    return lo, hi
+
+
+@njit(cache=True, nogil=True)
 def floating_be3(data, top, negate, factor, out):
     """Like ``floating`` for 3-byte big-endian stored values."""
     for i in range(out.shape[0]):

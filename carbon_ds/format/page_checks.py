@@ -89,7 +89,8 @@ def float_min_max(arr: pa.Array) -> tuple[float | None, float | None]:
 
 def check_page(page: Any, arr: pa.Array) -> None:
     """Both checks of a decoded page: ``check_possible`` always, ``check_stats`` when the page asks; a
-    decimal or date page's min and max are found once for both, an integer page's come from its decode."""
+    decimal or date page's min and max are found once for both, an integer or double page's come from its
+    decode."""
     bounds = None
     if pa.types.is_decimal(arr.type):
         known = page.unscaled_bounds
@@ -100,6 +101,8 @@ def check_page(page: Any, arr: pa.Array) -> None:
         bounds = integer_min_max(arr.view(pa.int32()))
     elif pa.types.is_integer(arr.type):
         bounds = page.int_bounds
+    elif pa.types.is_float64(arr.type):
+        bounds = page.float_bounds
     check_possible(page, arr, bounds)
     if page.check_stats:
         check_stats(page, arr, bounds)

@@ -344,3 +344,29 @@ def test_integer_bounds_of_a_page_are_numpys():
         p = long_page(values, store, (min(values), max(values)))
         assert decode_page(p).to_pylist() == values
         assert p.int_bounds == (int(np.min(values)), int(np.max(values)))
+
+
+def floating_page(values: list[float], decimals: int, stats: tuple[float, float], delta: bool = False) -> Page:
+    """A DOUBLE measure page stored as scaled integers (Java's AdaptiveFloatingCodec: round(v * 10^d);
+    AdaptiveDeltaFloatingCodec: round(max * 10^d) - round(v * 10^d)), in shorts."""
+    f = 10**decimals
+    scaled = [round(v * f) for v in values]
+    stored = [round(max(values) * f) - s for s in scaled] if delta else scaled
+    m = encoder_meta.serialize(EncoderMeta("c", int(MetaType.DOUBLE), int(ColumnType.MEASURE), -1, -1,
+                                           int(MetaType.SHORT), decimals, 0, max(values), min(values)))
+    return page(column(DataType.DOUBLE, False), struct.pack(f"<{len(stored)}h", *stored), len(values),
+                [E.ADAPTIVE_DELTA_FLOATING if delta else E.ADAPTIVE_FLOATING], m,
+                stats=(struct.pack(">d", stats[0]), struct.pack(">d", stats[1])))
+
+
+@pytest.mark.parametrize("delta", [False, True])
+def test_scaled_double_page_bounds_come_from_its_decode_and_catch_values_outside_its_stats(delta):
+    values = [12.5, -3.1, 99.9, 0.0, 41.7]
+    p = floating_page(values, 1, (-3.1, 99.9), delta)
+    assert decode_page(p).to_pylist() == pytest.approx(values)
+    got = decode_page(floating_page(values, 1, (-3.1, 99.9), delta))
+    assert p.float_bounds == (pc.min(got).as_py(), pc.max(got).as_py())
+    with pytest.raises(CarbonFormatError, match=r"lie outside the page's stored min/max \[-3.1, 99.8\]"):
+        decode_page(floating_page(values, 1, (-3.1, 99.8), delta))
+    with pytest.raises(CarbonFormatError, match="outside the page's stored min/max"):
+        decode_page(floating_page(values, 1, (-3.0, 99.9), delta))
