@@ -298,11 +298,13 @@ KINDS = [("filter", 30), ("aggregate", 14), ("join", 12), ("window", 8), ("subqu
 
 
 def generate(tables: dict[str, Table], seed: int, count: int) -> list[Query]:
+    """``count`` queries: one of each kind first (so a short run still covers every kind), then kinds drawn
+    by their weights."""
     rng = random.Random(seed)
     names, weights = zip(*KINDS, strict=True)
     out = []
     for n in range(count):
-        kind = rng.choices(names, weights)[0]
+        kind = names[n] if n < len(names) else rng.choices(names, weights)[0]
         t = rng.choice(list(tables.values()))
         if kind in ("join", "subquery", "setop"):
             out.append(globals()[f"{kind}_query"](tables, rng, n))
