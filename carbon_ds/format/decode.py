@@ -741,7 +741,10 @@ def decode_legacy_page(
         elif dt == DataType.DATE:
             days = _values_buffer(page, np.dtype(np.int32))
             validity = None
-            if kernels.date_surrogates(data, width, DATE_OFFSET, days):
+            nulls, lo, hi = kernels.date_surrogates(data, width, DATE_OFFSET, days)
+            if not nulls and page.rows:
+                page.int_bounds = (int(lo), int(hi))
+            if nulls:
                 valid = np.ones(page.rows, np.bool_)
                 kernels.date_nulls(data, width, valid)
                 validity = pa.py_buffer(np.packbits(valid, bitorder="little"))

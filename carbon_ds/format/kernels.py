@@ -254,9 +254,12 @@ def be_unsigned(data, width, out):
 @njit(cache=True, nogil=True)
 def date_surrogates(data, width, offset, out):
     """Big-endian DATE surrogates (``width`` bytes each) to days since the epoch (key - ``offset``) in
-    ``out``; key 1 is null. Returns the null count (``date_nulls`` then marks them)."""
+    ``out``; key 1 is null. Returns the null count (``date_nulls`` then marks them) and the least and
+    greatest day written, nulls included (the page checks use them when there is no null)."""
     nulls = 0
     null_value = 1 - offset
+    lo = np.int64(np.iinfo(np.int64).max)
+    hi = np.int64(np.iinfo(np.int64).min)
     if width == 4:  # the usual layout gets a loop the compiler can vectorise
         for i in range(out.shape[0]):
             p = 4 * i
@@ -268,7 +271,9 @@ def date_surrogates(data, width, offset, out):
             ) - offset
             out[i] = v
             nulls += v == null_value
-        return nulls
+            lo = min(lo, v)
+            hi = max(hi, v)
+        return nulls, lo, hi
     for i in range(out.shape[0]):
         p = i * width
         v = np.int64(0)
@@ -276,7 +281,9 @@ def date_surrogates(data, width, offset, out):
             v = (v << 8) | np.int64(data[p + k])
         out[i] = v - offset
         nulls += v == 1
-    return nulls
+        lo = min(lo, v - offset)
+        hi = max(hi, v - offset)
+    return nulls, lo, hi
 
 
 @njit(cache=True, nogil=True)
@@ -353,21 +360,22 @@ def floating(src, top, negate, factor, out):
 @njit(cache=True, nogil=True)
 def floating_bounded(src, top, negate, factor, out):
     """``floating`` into a float64 ``out`` that also returns the min and max of the values written (the
-    page checks need them; values from integers over a positive factor are never NaN)."""
+    page checks need them). The bounds are taken on the integers before the division: converting and
+    dividing by a positive factor never reorders values, and integer min/max vectorises where float's,
+    with its NaN rules, does not."""
     n = src.shape[0]
     if n == 0:
         return 0.0, 0.0
-    lo = np.inf
-    hi = -np.inf
+    lo = np.int64(np.iinfo(np.int64).max)
+    hi = np.int64(np.iinfo(np.int64).min)
     for i in range(n):
         v = np.int64(src[i])
         if negate:
             v = top - v
-        w = np.float64(v) / factor
-        out[i] = w
-        lo = min(lo, w)
-        hi = max(hi, w)
-    return lo, hi
+        out[i] = np.float64(v) / factor
+        lo = min(lo, v)
+        hi = max(hi, v)
+    return np.float64(lo) / factor, np.float64(hi) / factor
 
 
 @njit(cache=True, nogil=True)

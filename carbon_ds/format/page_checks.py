@@ -98,7 +98,7 @@ def check_page(page: Any, arr: pa.Array) -> None:
         bounds = ((Decimal(known[0]).scaleb(scale), Decimal(known[1]).scaleb(scale)) if known is not None
                   else decimal_min_max(arr))
     elif pa.types.is_date32(arr.type):
-        bounds = integer_min_max(arr.view(pa.int32()))
+        bounds = page.int_bounds if page.int_bounds is not None else integer_min_max(arr.view(pa.int32()))
     elif pa.types.is_integer(arr.type):
         bounds = page.int_bounds
     elif pa.types.is_float64(arr.type):

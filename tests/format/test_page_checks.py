@@ -139,6 +139,9 @@ def test_date_outside_page_min_max_is_refused():
     with pytest.raises(CarbonFormatError, match="outside the page's stored min/max") as e:
         decode_page(date_page([lo, dt.date(2020, 2, 5)], (lo, hi)))
     assert f"{(hi - EPOCH).days}]" in str(e.value) and "days since 1970-01-01" in str(e.value)
+    p = date_page([hi, lo], (lo, hi))  # without nulls its min and max come from the decode itself
+    decode_page(p)
+    assert p.int_bounds == ((lo - EPOCH).days, (hi - EPOCH).days)
 
 
 def test_date_stats_widened_by_the_null_key_are_fine():
