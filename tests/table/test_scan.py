@@ -166,7 +166,9 @@ def test_prune_only_filter_skips_units_but_filters_no_rows(tables, kind):
     assert pruned.counts.rows_read < only_filter.counts.rows_read
     if kind == "mixed":  # a CSV file is one unit: its rows with k <= 30 come back beside its k = 40
         assert {3000, 3002} <= set(got.column("id").to_pylist())
-        assert got.column("id").to_pylist() == [i for i in every.column("id").to_pylist() if i >= 3000]
+        # the carbondata (ids 0-99) and Parquet (1000-1089) units are skipped by their min/max on every
+        # supported release (an ORC file's statistics are not read by the oldest pyarrow)
+        assert not [i for i in got.column("id").to_pylist() if i < 2000]
     assert pruned.count() == every.num_rows
 
 
