@@ -148,6 +148,14 @@ def rewrite(spark: Any, text: str) -> DataFrame | None:
     planned. An INSERT ... SELECT runs here, once, as ``spark.sql`` runs it; its errors are raised."""
     if not hasattr(spark, "_jsparkSession"):
         return None  # Spark Connect
+    if extension_active(spark):
+        # a query of mixed tables only, which the extension unions itself: planned in one JVM call
+        try:
+            planned = jvm_class(spark._jvm, "carbonds.spark.MixedQueries").planned(spark._jsparkSession, text)
+        except Exception:  # noqa: BLE001 - a jar without the class: the statement is analysed below
+            planned = None
+        if planned is not None:
+            return DataFrame(planned, spark)
     try:
         qe = _query_execution(spark, text)
         qe.assertAnalyzed()

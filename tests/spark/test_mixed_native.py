@@ -434,3 +434,34 @@ def test_a_self_join_of_a_mixed_table_with_a_kept_plan(spark, tmp_path):
         before = hits()
         assert sorted((r.id, r.v) for r in spark.sql(text).collect()) == want
         assert hits() >= before + 1  # the kept plan (and its relation) answered
+
+
+def test_queries_of_mixed_tables_only_are_planned_in_one_call(spark, tmp_path):
+    """carbon_ds.sql hands a query whose every carbondata relation is a mixed table to the extension in one
+    JVM call (jvm/src MixedQueries), planned at once; anything else (a carbondata table without external
+    segments, a write, an error, the extension switched off) comes back as null and takes the analysed path,
+    and every route still answers what pyarrow computes from the rows written."""
+    _extension(spark)
+    _carbon_and_parquet(spark, tmp_path, "once_mixed")
+    plain = str(tmp_path / "plain")
+    carbon_ds.write_table(_rows(100, 110), plain)
+    spark.read.format("carbondata").load(plain).createOrReplaceTempView("once_plain")
+    planned = spark._jvm.carbonds.spark.MixedQueries.planned
+    session = spark._jsparkSession
+    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+        text = "SELECT id, s FROM once_mixed WHERE id > 3 AND id IN (SELECT id FROM once_mixed WHERE k = 1)"
+        df = planned(session, text)
+        assert df is not None
+        # planned already: the plan has Spark's Parquet scan of the added folder
+        assert "FileScan parquet" in df.queryExecution().executedPlan().toString()
+        want = sorted((i, "abcde"[i % 5] if i % 17 else None) for i in range(4, 20) if i % 4 == 1)
+        assert sorted(tuple(r) for r in carbon_ds.sql(spark, text).collect()) == want
+        for other in ("SELECT a.id FROM once_mixed a JOIN once_plain b ON a.id = b.id",
+                      "SELECT count(*) FROM once_plain",
+                      "SELECT no_such_column FROM once_mixed",
+                      f"INSERT OVERWRITE DIRECTORY '{tmp_path / 'out'}' USING parquet SELECT id FROM once_mixed"):
+            assert planned(session, other) is None, other
+        assert not (tmp_path / "out").exists()  # the write was analysed, never run
+        with _conf(spark, **{"carbon_ds.extension.enabled": "false"}):
+            assert planned(session, "SELECT id FROM once_mixed") is None
+        assert sorted(r.id for r in carbon_ds.sql(spark, "SELECT id FROM once_mixed").collect()) == list(range(20))
