@@ -53,7 +53,6 @@ def _seconds(fn) -> float:
 
 def _cold_read(path: str) -> None:
     carbon_file._PARSED.clear()  # what a first read of the file pays
-    carbon_file._parsed_bytes = 0
     CarbonDataFile(path).read()
 
 

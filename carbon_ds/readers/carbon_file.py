@@ -11,8 +11,6 @@ import bisect
 import os
 import posixpath
 import struct
-import threading
-from collections import OrderedDict
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -35,6 +33,7 @@ from carbon_ds.format.decode import (
 )
 from carbon_ds.format.dictionary import dictionary_path, is_global_dictionary, read_global_dictionary, table_root
 from carbon_ds.format.page_checks import STATS_CHECKED
+from carbon_ds.format.parse_cache import BytesCache
 from carbon_ds.format.stream import SYNC_MARKER
 from carbon_ds.format.structs import (
     BlockletInfo3,
@@ -63,36 +62,14 @@ READ_THREADS = os.cpu_count() or 1  # threads one ``read`` of a whole file may u
 
 # Parsed footers, headers and column-chunk headers by their exact bytes: a query re-opens the same files
 # query after query (Spark reuses its Python workers), and parsing a chunk's page headers or a footer of many
-# blocklets costs more than decoding a point lookup's pages. Keyed by content, so a changed file can never
-# be answered from the cache; least recently used entries go first once the keys pass _PARSED_BUDGET bytes
-# (parsed objects take roughly ten times their bytes).
-_PARSED: OrderedDict[tuple[type, bytes], object] = OrderedDict()
-_PARSED_LOCK = threading.Lock()
-_PARSED_BUDGET = 8 << 20
-_PARSED_MAX_BYTES = 4 << 20  # larger footers are parsed every time rather than kept
-_parsed_bytes = 0
+# blocklets costs more than decoding a point lookup's pages. Within 8 MiB of keys (parsed objects take
+# roughly ten times their bytes); footers over 4 MiB are parsed every time rather than kept.
+_PARSED = BytesCache(budget_bytes=8 << 20, max_item_bytes=4 << 20)
 
 
 def _parse_cached(kind, data: bytes, path: str, offset: int):
     """``kind.from_bytes(data)``'s struct, from the cache when these bytes were parsed before."""
-    global _parsed_bytes
-    if len(data) > _PARSED_MAX_BYTES:
-        return kind.from_bytes(data, path, offset)[0]
-    key = (kind, data)
-    with _PARSED_LOCK:
-        hit = _PARSED.get(key)
-        if hit is not None:
-            _PARSED.move_to_end(key)
-            return hit
-    value = kind.from_bytes(data, path, offset)[0]
-    with _PARSED_LOCK:
-        if key not in _PARSED:
-            _PARSED[key] = value
-            _parsed_bytes += len(data)
-            while _parsed_bytes > _PARSED_BUDGET:
-                (_kind, old), _value = _PARSED.popitem(last=False)
-                _parsed_bytes -= len(old)
-    return value
+    return _PARSED.get_or_parse(data, lambda: kind.from_bytes(data, path, offset)[0], kind=kind)
 
 
 def _refuse_old_footer(footer: bytes, path: str, at: int) -> None:

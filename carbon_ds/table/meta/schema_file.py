@@ -7,16 +7,14 @@ and values such as ``sort_columns``, ``table_blocksize``, ``local_dictionary_ena
 
 from __future__ import annotations
 
-import pickle
-import threading
 import time
 import uuid
-from collections import OrderedDict
 
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format.arrow_types import arrow_schema, columns_for
+from carbon_ds.format.parse_cache import BytesCache
 from carbon_ds.format.structs import (
     ColumnSchema,
     DataType,
@@ -59,31 +57,17 @@ def build_table_info(
 
 
 # Parsed schema files by their bytes, pickled: a query opening the same table again skips the thrift parse
-# (pure Python, ~0.3 ms for 16 columns) and still gets its own TableInfo, which callers may change
-_PARSED: OrderedDict[bytes, bytes] = OrderedDict()
-_PARSED_LOCK = threading.Lock()
+# (pure Python, ~0.3 ms for 16 columns) and still gets its own TableInfo, which callers may change.
+# 64 of them; larger schema files are parsed every time.
 _PARSED_ENTRIES = 64
-_PARSED_MAX_BYTES = 1 << 20  # larger schema files are parsed every time
+_PARSED_MAX_BYTES = 1 << 20
+_PARSED = BytesCache(budget_bytes=_PARSED_ENTRIES * _PARSED_MAX_BYTES, max_item_bytes=_PARSED_MAX_BYTES,
+                     max_entries=_PARSED_ENTRIES, copies=True)
 
 
 def parse(data: bytes, where: str) -> TableInfo:
     """The TableInfo in ``data`` (a new object on every call)."""
-    cacheable = len(data) <= _PARSED_MAX_BYTES
-    if cacheable:
-        with _PARSED_LOCK:
-            blob = _PARSED.get(data)
-            if blob is not None:
-                _PARSED.move_to_end(data)
-        if blob is not None:
-            return pickle.loads(blob)
-    info = _parse(data, where)
-    if cacheable:
-        blob = pickle.dumps(info, protocol=pickle.HIGHEST_PROTOCOL)
-        with _PARSED_LOCK:
-            _PARSED[data] = blob
-            while len(_PARSED) > _PARSED_ENTRIES:
-                _PARSED.popitem(last=False)
-    return info
+    return _PARSED.get_or_parse(data, lambda: _parse(data, where))
 
 
 def _parse(data: bytes, where: str) -> TableInfo:
