@@ -57,8 +57,11 @@ class Scan:
         self.source = scan.open_source(path, segments)
         self.expr = pruning.as_expr(filter, self.source.schema)
         extra = pruning.as_expr(prune, self.source.schema)
+        # a prune-only filter narrows what is planned and read, never the rows: count() and the row filter
+        # then go by the filter alone
+        self._prune_only = not isinstance(extra, AlwaysTrue)
         # what planning and page pruning go by: the filter and, when given, the prune-only filter
-        self._read_expr = self.expr if isinstance(extra, AlwaysTrue) else (
+        self._read_expr = self.expr if not self._prune_only else (
             extra if isinstance(self.expr, AlwaysTrue) else and_(self.expr, extra))
         where = self.source.uri
         if isinstance(self.expr, AlwaysTrue):  # as read_table has always named them
@@ -96,7 +99,7 @@ class Scan:
 
     def count(self) -> int:
         """Matching rows (capped by ``limit``); without a filter from index row counts alone."""
-        planned = self._planned() if self._read_expr is self.expr else None  # the scan's one plan
+        planned = None if self._prune_only else self._planned()  # the scan's one plan
         n = scan.count(self.source, self.expr, planned=planned)
         return n if self.limit is None else min(n, self.limit)
 
@@ -106,8 +109,8 @@ class Scan:
         is also appended to ``opened`` for the caller to close once no unit of it is in flight."""
         source = self.source
         storage = source.storage
-        how = Reading(self._read_expr, self.columns, source.schema, True if self._read_expr is self.expr
-                      else self.expr, source.columns)
+        how = Reading(self._read_expr, self.columns, source.schema, self.expr if self._prune_only else True,
+                      source.columns)
         deletes = source.deletes  # the snapshot's, never re-read: a DELETE landing mid-scan is not seen
 
         def external(piece: Piece):
