@@ -4,8 +4,8 @@
 Polars hands the IO source its predicate as a ``polars.Expr``. Its JSON form is translated into our
 predicate model (:mod:`carbon_ds.expressions.polars_filter`) to prune segments, files, blocklets and pages
 by min/max; Polars' own predicate is then applied to every batch (the scan does not filter the rows by it a
-second time), so a predicate (or a part of one) that does not translate costs speed, never rows. ``filter=`` adds a filter of ours (SQL text, tuples or a
-pyarrow expression) on top.
+second time), so a predicate (or a part of one) that does not translate costs speed, never rows.
+``filter=`` adds a filter of ours (SQL text, tuples or a pyarrow expression) on top.
 
 Needs the ``polars`` extra: ``pip install 'carbon-ds[polars]'``.
 """
