@@ -21,7 +21,8 @@ import pyarrow as pa
 from carbon_ds.errors import CarbonDependencyError, CarbonError
 from carbon_ds.expressions import Expr
 from carbon_ds.expressions.polars_filter import from_polars_json
-from carbon_ds.table.read.pruning import Counts
+from carbon_ds.table.read.pruning import Counts, as_expr
+from carbon_ds.table.read.scan import open_table
 from carbon_ds.table.read.scanner import Scan
 
 
@@ -66,25 +67,32 @@ def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str |
     blocklets, pages, rows), as ``Scan.counts`` does for one scan.
     """
     pl, register_io_source = _polars()
-    base = Scan(path, filter=filter, segments=segments)  # checks the filter now, not at collect time
-    polars_schema = pl.from_arrow(base.schema.empty_table()).schema
+    # the filter (and segments) checked now, not at collect time; a table's schema file is all a frame
+    # needs before it is collected (a bare folder's schema comes from its files)
+    table = open_table(path) if segments is None else None
+    if table is not None:
+        schema, expr = table.schema, as_expr(filter, table.schema)
+    else:
+        base = Scan(path, filter=filter, segments=segments)
+        schema, expr = base.source.schema, base.expr
+        table = base.source.table if base.source.table is not None else path
+    polars_schema = pl.from_arrow(schema.empty_table()).schema
     # each collect reads the table's segments as they are then, through the schema the frame was made with
-    table = base.source.table if base.source.table is not None else path
 
     def open_scan(columns: list[str] | None, predicate, limit: int | None, batch_size: int | None) -> Scan:
         args = dict(columns=columns, segments=segments, limit=limit, batch_size=batch_size, use_threads=use_threads)
-        extra = pruning_filter(predicate, base.source.schema) if predicate is not None else None
+        extra = pruning_filter(predicate, schema) if predicate is not None else None
         if extra is not None:
             try:
                 # Polars' predicate only prunes here: the source filters every batch with it below
-                return Scan(table, filter=base.expr, prune=extra, **args)
+                return Scan(table, filter=expr, prune=extra, **args)
             except CarbonError:  # a literal our model does not take for that column: prune by ours alone
                 pass
-        return Scan(table, filter=base.expr, **args)
+        return Scan(table, filter=expr, **args)
 
     def source(with_columns: list[str] | None, predicate, n_rows: int | None,
                batch_size: int | None) -> Iterator:
-        read = _with_predicate_columns(with_columns, predicate, base.schema.names)
+        read = _with_predicate_columns(with_columns, predicate, schema.names)
         s = open_scan(read, predicate, n_rows if predicate is None else None, batch_size)
         if counts is not None:
             s.counts = counts  # counted as planned and read: a stream Polars stops early may never be closed

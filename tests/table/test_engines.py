@@ -17,6 +17,7 @@ from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import Compare, In, IsNull, Not, NotNull, StartsWith, and_, or_
 from carbon_ds.expressions.polars_filter import from_polars_json
 from carbon_ds.readers.carbon_file import CarbonDataFile
+from carbon_ds.table.read import scan as scan_module
 from carbon_ds.table.read.pruning import Counts
 
 pl = pytest.importorskip("polars")
@@ -298,3 +299,26 @@ def test_a_polars_frame_reads_the_segments_of_each_collect(tmp_path):
     carbon_ds.CarbonTable.open(path).delete("id >= 90")
     want = pc.filter(carbon_ds.read_table(path)["id"], pc.less(carbon_ds.read_table(path)["k"], 3)).to_pylist()
     assert sorted(lf.collect()["id"].to_list()) == sorted(want) and len(want) == 2 * 54
+
+
+def test_a_polars_frame_checks_its_filter_and_segments_when_made(tmp_path, monkeypatch):
+    """Only the schema file is read to make a frame over a table, and still a filter naming no column of it,
+    an unknown segment, or a folder with no table are refused when the frame is made, naming what is wrong;
+    a frame over given segments reads those alone (oracle: the rows written to each segment)."""
+    path = str(tmp_path / "checked")
+    first = pa.table({"id": pa.array(range(10), pa.int64())})
+    carbon_ds.write_table(first, path)
+    carbon_ds.write_table(pa.table({"id": pa.array(range(10, 15), pa.int64())}), path, mode="append")
+    with pytest.raises(CarbonOptionError, match="nope"):
+        scan_carbondata(path, filter="nope > 1")
+    with pytest.raises(carbon_ds.errors.CarbonError, match="7"):
+        scan_carbondata(path, segments="7")
+    with pytest.raises(carbon_ds.errors.CarbonError):
+        scan_carbondata(str(tmp_path / "missing"))
+    assert sorted(scan_carbondata(path, segments="1").collect()["id"].to_list()) == list(range(10, 15))
+    opened = []
+    real = scan_module.open_source
+    monkeypatch.setattr(scan_module, "open_source", lambda *a, **k: opened.append(a) or real(*a, **k))
+    lf = scan_carbondata(path, filter="id >= 12")
+    assert opened == []  # no tablestatus, segment file or index read until collected
+    assert lf.collect()["id"].to_list() == [12, 13, 14] and len(opened) == 1
