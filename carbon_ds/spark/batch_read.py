@@ -219,7 +219,7 @@ class CarbonReader(DataSourceReader):
                                   external=source.external, schema=source.schema, table_columns=source.columns)
         # as Spark splits files: by the bytes per core, at most SPLIT_BYTES (a narrow read of one big file
         # still keeps every core busy)
-        cores = max(2, os.cpu_count() or 1)
+        cores = _planning_cores()
         total = sum(sizes.get(piece.path, 0) for piece in plan.pieces)
         split = min(SPLIT_BYTES, max(OPEN_COST, total // cores))
         pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0), split)]
@@ -291,8 +291,7 @@ class CarbonReader(DataSourceReader):
         if self._rows_only():
             return [CarbonCountPartition()]
         source, pieces, version, sizes = self._plan()
-        # the planning worker runs beside the driver: its cores stand for the parallelism Spark has
-        groups = pack_pieces(pieces, sizes, max(2, os.cpu_count() or 1)) or [[]]
+        groups = pack_pieces(pieces, sizes, _planning_cores()) or [[]]
         n, now = len(groups), ts.now_ms()
         self._planned = [CarbonPartition(i, n, tuple(group), self._snapshot(source, version, group, now))
                          for i, group in enumerate(groups)]
@@ -486,6 +485,12 @@ def _column_share(schema: pa.Schema, columns: list[str] | None) -> float:
     wanted = {c.lower() for c in columns}
     read = sum(_width(f.type) for f in schema if f.name.lower() in wanted)
     return min(1.0, max(read, 1) / max(total, 1))
+
+
+def _planning_cores() -> int:
+    """The parallelism a plan is sized for: the planning worker runs beside the driver, so its cores stand
+    for the ones Spark has (at least two, as on the smallest machine Spark is run on)."""
+    return max(2, os.cpu_count() or 1)
 
 
 def pack_pieces(pieces: list[pruning.Piece], sizes: dict[str, int], min_partitions: int = 1
