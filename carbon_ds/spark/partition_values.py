@@ -18,6 +18,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from carbon_ds.expressions import AlwaysTrue
+from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.constants import partition_value_rows
 from carbon_ds.table.read.scan import Snapshot
@@ -32,7 +33,8 @@ def known_values(spark: Any, source: Snapshot, names: list[str] | None, filter: 
                  schema: StructType) -> list[tuple[Any, int]] | None:
     """(value, rows) of the one column ``schema`` declares (the partition column ``names[0]``) where
     ``filter`` holds, from metadata; None when the files must be read."""
-    if str(spark.conf.get(CONF_PARTITION_VALUES, "true")).strip().lower() == "false" or len(schema.fields) != 1:
+    on = parse_bool(spark.conf.get(CONF_PARTITION_VALUES, "true"), f"spark conf {CONF_PARTITION_VALUES}", True)
+    if not on or len(schema.fields) != 1:
         return None
     expr = pruning.as_expr(filter, source.schema) if filter else AlwaysTrue()
     rows = partition_value_rows(source, names, expr)

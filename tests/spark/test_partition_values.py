@@ -21,6 +21,7 @@ import pytest
 from pyspark.sql import functions as F
 
 import carbon_ds
+from carbon_ds.errors import CarbonOptionError
 from carbon_ds.spark.extension import extension_active
 from carbon_ds.spark.partition_values import CONF_PARTITION_VALUES
 from carbon_ds.table.table import CarbonTable, ListPartition, RangePartition
@@ -96,6 +97,12 @@ def test_range_partition_column_counts_from_metadata(spark, tmp_path):
         df = carbon_ds.read(spark, path, columns=["hour"])
         assert not _from_metadata(df)
         assert _by_hour(df) == _by_hour(parquet.select("hour"))
+    finally:
+        spark.conf.unset(CONF_PARTITION_VALUES)
+    spark.conf.set(CONF_PARTITION_VALUES, "no")  # read like every boolean conf: a typo is named, not guessed
+    try:
+        with pytest.raises(CarbonOptionError, match=f"spark conf {CONF_PARTITION_VALUES} must be true or false"):
+            carbon_ds.read(spark, path, columns=["hour"])
     finally:
         spark.conf.unset(CONF_PARTITION_VALUES)
 
