@@ -463,6 +463,10 @@ class _PushNot(ExprVisitor[_Pair]):
         return child[1], child[0]
 
     def visit_compare(self, node: Compare) -> _Pair:
+        if isinstance(node.value, float):
+            # a comparison with NaN is false and so is its opposite: NOT (f > v) holds on a NaN row where
+            # f <= v does not, so the negation stays a Not (pruning then keeps the unit)
+            return node, Not(node)
         return node, Compare(node.column, _NEGATE[node.op], node.value)
 
     def visit_in(self, node: In) -> _Pair:
