@@ -1,7 +1,8 @@
 package carbonds.spark;
 
-import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
+import java.util.Map;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.Row;
@@ -12,7 +13,6 @@ import org.apache.spark.sql.classic.SparkSession;
 import org.apache.spark.sql.execution.CommandExecutionMode$;
 import org.apache.spark.sql.execution.QueryExecution;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
-import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 
 /**
  * carbon_ds.sql's pass-through for queries that only read mixed tables, in one JVM call: when the session's
@@ -38,48 +38,31 @@ public final class MixedQueries {
             LogicalPlan parsed = session.sessionState().sqlParser().parsePlan(text);
             QueryExecution qe = session.sessionState().executePlan(parsed, CommandExecutionMode$.MODULE$.SKIP());
             LogicalPlan analyzed = qe.analyzed();
-            List<String> paths = new ArrayList<>();
-            if (analyzed instanceof Command || !tablePaths(analyzed, paths) || paths.isEmpty()) {
+            List<DataSourceV2Relation> relations = PruneCarbonRelations.carbonRelations(analyzed);
+            if (analyzed instanceof Command || relations.isEmpty()) {
                 return null;
             }
             Configuration conf = session.sparkContext().hadoopConfiguration();
-            for (String path : paths) {
-                byte[] status = NativeUnion.tableStatus(conf, path);
+            Map<String, byte[]> statuses = new HashMap<>();
+            for (DataSourceV2Relation rel : relations) {
+                String path = rel.options().get("path");
+                if (path == null || PruneCarbonRelations.readsRowPositions(rel)) {
+                    return null;
+                }
+                byte[] status = statuses.containsKey(path) ? statuses.get(path) : NativeUnion.tableStatus(conf, path);
                 if (status == null || !NativeUnion.hasExternal(status)) {
                     return null;
                 }
+                statuses.put(path, status);
             }
-            Dataset<Row> df = Dataset.ofRows(session, analyzed);
-            df.queryExecution().executedPlan();
-            return df;
+            // the union rule plans from the tablestatus read here: one read, and the snapshot decided on
+            return NativeUnion.withStatuses(statuses, () -> {
+                Dataset<Row> df = Dataset.ofRows(session, analyzed);
+                df.queryExecution().executedPlan();
+                return df;
+            });
         } catch (Exception e) {
             return null;
         }
-    }
-
-    /** Adds the table path of every carbondata relation of {@code plan} (subqueries too) to {@code out};
-     * false when one of them has no single {@code path} option or reads row positions (DELETE/UPDATE). */
-    private static boolean tablePaths(LogicalPlan plan, List<String> out) {
-        if (plan instanceof DataSourceV2Relation rel && rel.table() instanceof PythonTable table
-                && PruneCarbonRelations.SOURCE.equalsIgnoreCase(table.name())) {
-            String path = rel.options().get("path");
-            String positions = rel.options().getOrDefault("with_row_positions", "false");
-            if (path == null || !"false".equalsIgnoreCase(positions.trim())) {
-                return false;
-            }
-            out.add(path);
-            return true;
-        }
-        for (LogicalPlan child : PruneCarbonRelations.list(plan.children())) {
-            if (!tablePaths(child, out)) {
-                return false;
-            }
-        }
-        for (LogicalPlan sub : PruneCarbonRelations.list(plan.subqueries())) {
-            if (!tablePaths(sub, out)) {
-                return false;
-            }
-        }
-        return true;
     }
 }

@@ -64,6 +64,8 @@ final class NativeUnion extends Rule<LogicalPlan> {
     private static final Set<String> OWN_FORMATS = Set.of("columnar_v3", "carbondata", "row_v1");
     private static final Set<String> READABLE = Set.of("Success", "Marked for Update", "Partial Success");
     private static final ObjectMapper JSON = new ObjectMapper();
+    /** Tablestatus bytes a caller already read for the query planned on this thread, by table path. */
+    private static final ThreadLocal<Map<String, byte[]>> STATUSES = new ThreadLocal<>();
     private static final int KNOWN_TABLES = 64;
     private static final Pattern KEPT = Pattern.compile("`((?:[^`]|``)+)` AS `((?:[^`]|``)+)`");
     // table path -> {files key -> Spark's schema of those files}; the keys of the latest plan of each table
@@ -143,7 +145,21 @@ final class NativeUnion extends Rule<LogicalPlan> {
     /** The bytes of the table's tablestatus, or null when it has none or it cannot be read (a versioned or
      * unreadable status: the data source reads the table and says what is wrong). */
     static byte[] tableStatus(Configuration conf, String path) {
-        return PlanCache.bytes(conf, new Path(new Path(path, "Metadata"), "tablestatus"));
+        Map<String, byte[]> read = STATUSES.get();
+        byte[] known = read == null ? null : read.get(path);
+        return known != null ? known : PlanCache.bytes(conf, new Path(new Path(path, "Metadata"), "tablestatus"));
+    }
+
+    /** {@code planning}'s result, with this thread's reads of the given tables' tablestatus answered by the
+     * bytes already read (by path) while it runs. */
+    static <T> T withStatuses(Map<String, byte[]> statuses, java.util.function.Supplier<T> planning) {
+        Map<String, byte[]> outer = STATUSES.get();
+        STATUSES.set(statuses);
+        try {
+            return planning.get();
+        } finally {
+            STATUSES.set(outer);
+        }
     }
 
     /** Whether a tablestatus lists a readable segment in a format the data source does not own. */

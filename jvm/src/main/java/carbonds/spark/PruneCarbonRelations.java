@@ -134,34 +134,48 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
 
     /** The carbondata relation this rule may replace, or null. */
     static DataSourceV2Relation candidate(LogicalPlan node) {
-        if (!(node instanceof DataSourceV2Relation rel) || !(rel.table() instanceof PythonTable table)
-                || !SOURCE.equalsIgnoreCase(table.name())) {
+        if (!(node instanceof DataSourceV2Relation rel) || !isCarbon(rel)) {
             return null;
         }
-        Map<String, String> options = rel.options().asCaseSensitiveMap();
         if (rel.options().containsKey(MARK) || rel.options().get("path") == null && rel.options().get("paths") == null) {
             return null;  // made here already, or a catalog table whose path the relation does not carry
         }
-        String positions = options.getOrDefault("with_row_positions", "false");
-        for (Map.Entry<String, String> e : options.entrySet()) {
-            if (e.getKey().equalsIgnoreCase("with_row_positions")) {
-                positions = e.getValue();
-            }
+        return readsRowPositions(rel) ? null : rel;  // DELETE/UPDATE read every column
+    }
+
+    static boolean isCarbon(DataSourceV2Relation rel) {
+        return rel.table() instanceof PythonTable table && SOURCE.equalsIgnoreCase(table.name());
+    }
+
+    /** Whether the relation is DELETE/UPDATE's read of every column with row positions. */
+    static boolean readsRowPositions(DataSourceV2Relation rel) {
+        // the relation's options are case-insensitive
+        return !"false".equalsIgnoreCase(rel.options().getOrDefault("with_row_positions", "false").trim());
+    }
+
+    /** Every carbondata relation of {@code plan}, its subqueries' included, in plan order. */
+    static List<DataSourceV2Relation> carbonRelations(LogicalPlan plan) {
+        List<DataSourceV2Relation> out = new ArrayList<>();
+        collectCarbon(plan, out);
+        return out;
+    }
+
+    private static void collectCarbon(LogicalPlan plan, List<DataSourceV2Relation> out) {
+        if (plan instanceof DataSourceV2Relation rel && isCarbon(rel)) {
+            out.add(rel);
+            return;
         }
-        return "false".equalsIgnoreCase(positions.trim()) ? rel : null;  // DELETE/UPDATE read every column
+        for (LogicalPlan child : list(plan.children())) {
+            collectCarbon(child, out);
+        }
+        for (LogicalPlan sub : list(plan.subqueries())) {
+            collectCarbon(sub, out);
+        }
     }
 
     private static boolean hasCandidate(LogicalPlan plan) {
-        if (candidate(plan) != null) {
-            return true;
-        }
-        for (LogicalPlan child : list(plan.children())) {
-            if (hasCandidate(child)) {
-                return true;
-            }
-        }
-        for (LogicalPlan sub : list(plan.subqueries())) {
-            if (hasCandidate(sub)) {
+        for (DataSourceV2Relation rel : carbonRelations(plan)) {
+            if (candidate(rel) != null) {
                 return true;
             }
         }
