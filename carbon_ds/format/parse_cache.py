@@ -58,7 +58,8 @@ class BytesCache:
     @property
     def nbytes(self) -> int:
         """The kept keys' bytes."""
-        return self._nbytes
+        with self._lock:
+            return self._nbytes
 
     def keys(self) -> list[tuple[Hashable, bytes]]:
         """The kept ``(kind, bytes)`` keys, least recently used first."""
@@ -66,7 +67,8 @@ class BytesCache:
             return list(self._items)
 
     def __len__(self) -> int:
-        return len(self._items)
+        with self._lock:
+            return len(self._items)
 
     def clear(self) -> None:
         with self._lock:
