@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterator
+from functools import lru_cache
 from typing import Any
 
 import pyarrow as pa
@@ -34,6 +35,14 @@ def _polars():
         raise CarbonDependencyError(
             "carbon_ds.polars needs polars, which is not installed: pip install 'carbon-ds[polars]'") from e
     return pl, register_io_source
+
+
+@lru_cache(maxsize=64)
+def _polars_types(schema: pa.Schema) -> tuple:
+    """(name, Polars type) of each column; converting costs about a millisecond, and a table's schema
+    rarely changes between frames."""
+    pl, _ = _polars()
+    return tuple(pl.from_arrow(schema.empty_table()).schema.items())
 
 
 def pruning_filter(predicate, schema: pa.Schema) -> Expr | None:
@@ -71,12 +80,13 @@ def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str |
     # needs before it is collected (a bare folder's schema comes from its files)
     table = open_table(path) if segments is None else None
     if table is not None:
-        schema, expr = table.schema, as_expr(filter, table.schema)
+        schema = table.schema
+        expr = as_expr(filter, schema)
     else:
         base = Scan(path, filter=filter, segments=segments)
         schema, expr = base.source.schema, base.expr
         table = base.source.table if base.source.table is not None else path
-    polars_schema = pl.from_arrow(schema.empty_table()).schema
+    polars_schema = pl.Schema(_polars_types(schema))
     # each collect reads the table's segments as they are then, through the schema the frame was made with
 
     def open_scan(columns: list[str] | None, predicate, limit: int | None, batch_size: int | None) -> Scan:
