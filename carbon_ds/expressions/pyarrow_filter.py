@@ -15,6 +15,7 @@ does). Anything else raises :class:`~carbon_ds.errors.CarbonFilterError` naming 
 from __future__ import annotations
 
 import ctypes
+import math
 import struct
 from typing import Any
 
@@ -173,7 +174,7 @@ def _translate(n: _Node, whole: pc.Expression) -> Expr:
             raise CarbonFilterError(f"is_in with null_matching_behavior={behavior} in the filter {whole} cannot "
                                     "be translated; use the default (MATCH) or SKIP")
         present = tuple(v for v in values if v is not None)
-        found = and_(NotNull(col), In(col, present)) if present else AlwaysFalse()
+        found = and_(NotNull(col), _in(col, present)) if present else AlwaysFalse()
         if behavior == _MATCH and len(present) != len(values):
             return or_(IsNull(col), found)
         return found
@@ -183,6 +184,17 @@ def _translate(n: _Node, whole: pc.Expression) -> Expr:
         f"{name}(...) in the filter {whole} cannot be translated; a pyarrow filter may use pc.field(...) "
         "compared with a value (== != < <= > >=), isin, is_null, is_valid, &, | and ~"
     )
+
+
+def _in(col: str, values: tuple) -> Expr:
+    """``col`` in ``values`` as pyarrow's is_in means it: a NaN value matches NaN, where our IN (as ``=``)
+    holds on no NaN. For a NaN among the values: ``NOT (col <= inf)``, which under IEEE comparisons holds on
+    NaN alone (and is null on null)."""
+    numbers = tuple(v for v in values if not (isinstance(v, float) and math.isnan(v)))
+    if len(numbers) == len(values):
+        return In(col, values)
+    nan = Not(Compare(col, "<=", math.inf))
+    return or_(In(col, numbers), nan) if numbers else nan
 
 
 def _sql_in(args: list[_Node], whole: pc.Expression) -> Expr:
@@ -196,6 +208,6 @@ def _sql_in(args: list[_Node], whole: pc.Expression) -> Expr:
         col = _field(cond.args[0], whole)
         values = then.options["value_set"].as_py()
         if _field(then.args[0], whole) == col and values and None not in values:
-            return In(col, tuple(values))
+            return _in(col, tuple(values))
     raise CarbonFilterError(f"if_else(...) in the filter {whole} cannot be translated; only SQL's IN "
                             "(if_else(is_valid(k), is_in(k, values), null)) does")
