@@ -59,6 +59,11 @@ COUNT_BATCH_ROWS = 1 << 20  # rows per column-less batch of a rows-only read
 # batch whole before passing any row on, so smaller slices overlap our decoding with the JVM's work and
 # keep both sides' buffers small (count/sum over a wide read measured 21-33% faster at 64K rows).
 SPARK_BATCH_ROWS = 1 << 16
+# planned_table: a read planned to touch at most this many values (rows times the columns it reads), giving
+# at most LOCAL_MAX_ROWS rows, is read at planning (600,000 rows of four columns read in about 35 ms; a
+# Python task's fixed cost is a few hundred, and it holds a core the query's other scans wait for)
+LOCAL_TOUCHED_VALUES = 4_000_000
+LOCAL_MAX_ROWS = 100_000  # Spark ships a local relation's rows inside its tasks: past this, slower
 PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 # Options naming the store's settings (carbon_ds.fs.resolve's storage_options): storage.<name>
@@ -219,6 +224,9 @@ class CarbonReader(DataSourceReader):
                                   external=source.external, schema=source.schema, table_columns=source.columns)
         # as Spark splits files: by the bytes per core, at most SPLIT_BYTES (a narrow read of one big file
         # still keeps every core busy)
+        # the rows the plan reads, while the pieces still carry the index's counts (split pieces do not)
+        self._touched = (sum(p.rows for p in plan.pieces) if all(p.rows is not None for p in plan.pieces)
+                         else None)
         cores = _planning_cores()
         total = sum(sizes.get(piece.path, 0) for piece in plan.pieces)
         split = min(SPLIT_BYTES, max(OPEN_COST, total // cores))
@@ -281,6 +289,28 @@ class CarbonReader(DataSourceReader):
             texts = [(str(v).lower() if isinstance(v, bool) else str(v), n) for v, n in rows]
         self._values_planned = True  # of a table's own carbondata files only: keeps_plan needs no plan
         return texts
+
+    def planned_table(self, max_bytes: int) -> pa.Table | None:
+        """The read's rows, read here, when it is small: at most LOCAL_TOUCHED_VALUES values (rows times
+        columns) planned to be read and at most LOCAL_MAX_ROWS rows and ``max_bytes`` Arrow bytes after the
+        filter; else None. The
+        Spark extension then hands them to Spark as a local relation: no Python task, whose fixed cost (and
+        the core it holds) is most of a small read's time. The rows are those ``read`` gives the tasks."""
+        if max_bytes <= 0 or self.positions or not self.target.names:
+            return None
+        parts = self.partitions()
+        touched = getattr(self, "_touched", None)
+        width = len({*(self.columns or self.source_schema.names), *self._option_expr().columns()})
+        if touched is None or touched * width > LOCAL_TOUCHED_VALUES:
+            return None
+        batches, rows, nbytes = [], 0, 0
+        for part in parts:
+            for batch in self.read(part):
+                rows, nbytes = rows + batch.num_rows, nbytes + batch.nbytes
+                if rows > LOCAL_MAX_ROWS or nbytes > max_bytes:
+                    return None  # read no further: the tasks read it
+                batches.append(batch)
+        return pa.Table.from_batches(batches, schema=self.target)
 
     @short_errors
     def partitions(self) -> list[InputPartition]:

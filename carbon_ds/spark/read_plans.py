@@ -17,6 +17,7 @@ import io
 from collections.abc import Callable
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import CaseInsensitiveDict, DataSource, DataSourceReader
 from pyspark.sql.types import StructType
 
@@ -36,6 +37,13 @@ def _writer_arguments(settings: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in wanted.items() if k in accepted}
 
 
+def _ipc(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, table.schema) as out:
+        out.write_table(table)
+    return sink.getvalue().to_pybytes()
+
+
 def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request: dict[str, Any]
                ) -> list[dict[str, Any] | None]:
     """For each read of ``request`` ({"settings": {...}, "reads": [{"options": {...}, "schema": json}]}):
@@ -43,7 +51,9 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
     planning (``planned_rows``: a rows-only read's count from metadata, or 0 for a read whose plan keeps no
     file; the JVM then reads a range of n empty rows, or an empty relation, instead); ``{"values": [[text,
     n], ...]}`` for a read of a partitioned table's partition column alone whose files each hold one value
-    (``planned_values``: the JVM makes n rows of each value over a range); or None where it must
+    (``planned_values``: the JVM makes n rows of each value over a range); ``{"arrow": base64 of an Arrow
+    IPC stream}``, a small read's rows read here (``planned_table``, up to the settings' ``localBytes``: the
+    JVM makes them a local relation); or None where it must
     be planned the usual way. ``"keep": true`` marks an answer that stays right while the table's
     tablestatus and schema bytes do (``keeps_plan``), which the JVM may reuse for the same read; ``"plan"``
     names it for the tasks of a query that reuses it (carbon_ds.spark.snapshot.VERIFIED)."""
@@ -62,12 +72,18 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
             reader = source.reader(schema=schema)
             values = reader.planned_values() if hasattr(reader, "planned_values") else None
             rows = reader.planned_rows() if values is None and hasattr(reader, "planned_rows") else None
+            pushes = getattr(reader.pushFilters, "__func__", None) is not DataSourceReader.pushFilters
+            local_bytes = int(settings.get("localBytes", 0))
+            # a reader taking Spark's filters reads only with them, which this call does not have
+            table = (reader.planned_table(local_bytes) if values is None and rows is None and local_bytes > 0
+                     and not pushes and hasattr(reader, "planned_table") else None)
             if values is not None:
                 answer: dict[str, Any] = {"values": [[v, int(n)] for v, n in values]}
             elif rows is not None:
                 answer = {"rows": int(rows)}
+            elif table is not None:
+                answer = {"arrow": base64.b64encode(_ipc(table)).decode("ascii")}
             else:
-                pushes = getattr(reader.pushFilters, "__func__", None) is not DataSourceReader.pushFilters
                 if pushes and not settings.get("filterPushdown", False):
                     answers.append(None)  # Spark's worker refuses such a reader with its own message
                     continue

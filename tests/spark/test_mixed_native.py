@@ -9,6 +9,7 @@ import datetime as dt
 import json
 import os
 from contextlib import contextmanager
+from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -465,3 +466,93 @@ def test_queries_of_mixed_tables_only_are_planned_in_one_call(spark, tmp_path):
         with _conf(spark, **{"carbon_ds.extension.enabled": "false"}):
             assert planned(session, "SELECT id FROM once_mixed") is None
         assert sorted(r.id for r in carbon_ds.sql(spark, "SELECT id FROM once_mixed").collect()) == list(range(20))
+
+
+def _typed(lo: int, hi: int) -> pa.Table:
+    ids = list(range(lo, hi))
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        "x": pa.array([[float("nan"), -0.0, 0.0, None, 2.5][i % 5] for i in ids], pa.float64()),
+        "dec": pa.array([None if i % 11 == 0 else Decimal(i * 7 - 500).scaleb(-2) for i in ids], pa.decimal128(10, 2)),
+        "big": pa.array([Decimal(i * 10**20 + 3).scaleb(-6) for i in ids], pa.decimal128(38, 6)),
+        "s": pa.array([None if i % 17 == 0 else "ünï"[: i % 4] for i in ids], pa.string()),
+        "flag": pa.array([None if i % 9 == 0 else i % 2 == 0 for i in ids], pa.bool_()),
+        "d": pa.array([dt.date(1969, 12, 1) + dt.timedelta(days=i % 90) for i in ids], pa.date32()),
+        # CarbonData keeps timestamps to the millisecond
+        "ts": pa.array([dt.datetime(2021, 3, 28, 0, 30, tzinfo=dt.UTC) + dt.timedelta(minutes=37 * i) for i in ids],
+                       pa.timestamp("us", tz="UTC")),
+        "arr": pa.array([None if i % 13 == 0 else list(range(i % 4)) for i in ids], pa.list_(pa.int32())),
+    })
+
+
+def _carbon_scans(df) -> int:
+    """The carbondata reads of ``df`` that run as tasks: the data source's scans and carbon_ds.sql's own
+    direct reads (MapInArrow)."""
+    plan = df._jdf.queryExecution().executedPlan().toString()
+    return sum("BatchScan carbondata" in line or "MapInArrow" in line for line in plan.splitlines())
+
+
+def _local(df) -> bool:
+    return "LocalTableScan" in df._jdf.queryExecution().executedPlan().toString()
+
+
+@pytest.mark.parametrize("query", [
+    "SELECT * FROM {t} WHERE id % 3 = 0",
+    "SELECT s, count(*), sum(dec), max(big), min(d), max(ts), count(flag), sum(size(arr)) FROM {t} GROUP BY s",
+    "SELECT a.id, b.x, a.dec + b.dec FROM {t} a JOIN {t} b ON a.id = b.id + 1 WHERE a.id < 1500",
+])
+def test_carbon_ds_sql_reads_a_small_carbondata_part_at_planning(spark, tmp_path, query):
+    """Through carbon_ds.sql, a mixed table's carbondata segments, when their read gives few rows (at most
+    100,000 and carbon_ds.sql.localRelationBytes bytes of Arrow), are read in the extension's planning call
+    into a local relation (no Python task beside Spark's file scans), as carbon_ds.sql's own small reads
+    are; every type crosses as Arrow. Past the limit, in plain spark.sql (whose kept DataFrames must see
+    later commits) and with a non-deterministic expression, the relation's tasks read. The oracle is Spark's
+    Parquet reader over the same rows."""
+    _extension(spark)
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(_typed(0, 1000), path)
+    (tmp_path / "pq").mkdir()
+    pq.write_table(_typed(1000, 2000), tmp_path / "pq" / "a.parquet")
+    CarbonTable.open(path).add_segment(str(tmp_path / "pq"), format="parquet")
+    pq.write_table(_typed(0, 2000), tmp_path / "oracle.parquet")
+    spark.read.format("carbondata").load(path).createOrReplaceTempView("small_mixed")
+    spark.read.parquet(str(tmp_path / "oracle.parquet")).createOrReplaceTempView("small_oracle")
+    want = sorted(repr(r) for r in spark.sql(query.format(t="small_oracle")).collect())
+
+    def rows(df) -> list[str]:
+        return sorted(repr(r) for r in df.collect())
+
+    with _conf(spark, **{CONF_LOCAL_BYTES: str(4 << 20)}):
+        df = carbon_ds.sql(spark, query.format(t="small_mixed"))
+        assert rows(df) == want
+        assert _carbon_scans(df) == 0 and _local(df)
+        assert "FileScan parquet" in df._jdf.queryExecution().executedPlan().toString()
+        df = spark.sql(query.format(t="small_mixed"))
+        assert rows(df) == want and _carbon_scans(df) > 0
+    with _conf(spark, **{CONF_LOCAL_BYTES: "1000"}):  # more Arrow bytes than that
+        df = carbon_ds.sql(spark, query.format(t="small_mixed"))
+        assert rows(df) == want and _carbon_scans(df) > 0
+    with _conf(spark, **{CONF_LOCAL_BYTES: str(4 << 20)}):
+        df = carbon_ds.sql(spark, "SELECT id, rand(7) FROM small_mixed WHERE id < 10")
+        assert sorted(r[0] for r in df.collect()) == list(range(10)) and _carbon_scans(df) > 0
+
+
+def test_a_small_carbondata_part_read_at_planning_follows_commits(spark, tmp_path):
+    """The rows read at planning are kept (as plans are) for the same read of an unchanged table: a load or
+    a DELETE since is read again by the next carbon_ds.sql call. The oracle is the rows written."""
+    _extension(spark)
+    path, table = _carbon_and_parquet(spark, tmp_path, "small_commits")
+    text = "SELECT id, k FROM small_commits WHERE id < 15"
+    with _conf(spark, **{CONF_LOCAL_BYTES: str(4 << 20)}):
+        def rows() -> list[tuple[int, int]]:
+            df = carbon_ds.sql(spark, text)
+            assert _carbon_scans(df) == 0 and _local(df)
+            return sorted(tuple(r) for r in df.collect())
+
+        want = [(i, i % 4) for i in range(15)]
+        assert rows() == want and rows() == want
+        carbon_ds.write_table(_rows(5, 8), path, mode="append")
+        want = sorted(want + [(i, i % 4) for i in range(5, 8)])
+        assert rows() == want
+        table.delete("k = 2 AND id < 10")
+        assert rows() == [r for r in want if r[1] != 2 or r[0] >= 10]

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 
 import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.node.POJONode;
 
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Alias;
@@ -37,6 +38,7 @@ import scala.Option;
  * Relations whose rows the Python side knew at planning ({@link ReadPlans}), replaced by rows Spark makes:
  * no Python task. {@code {"rows": n}}: a relation of no column becomes a one-slice range of n empty rows (as
  * carbon_ds.sql's rewrite reads {@code count(*)}), an empty read an empty relation of the same attributes.
+ * {@code {"local": rows}}: a small read's rows, read at planning ({@link ReadPlans}), become a local relation.
  * {@code {"values": [[text, n], ...]}}: a read of a partitioned table's partition column alone, each file
  * holding one value, becomes a range whose row i takes the value whose running row count first exceeds i
  * (as carbon_ds.spark.partition_values builds it for carbon_ds.read); counted by that value alone, the
@@ -59,6 +61,12 @@ final class KnownRows {
             List<Attribute> output = new ArrayList<>(PruneCarbonRelations.list(rel.output()));
             if (answer.path("values").isArray() && answer.get("values").size() > 0 && output.size() == 1) {
                 return values(output.get(0), answer.get("values"), slices);
+            }
+            if (answer.get(ReadPlans.LOCAL) instanceof POJONode local && local.getPojo() instanceof List<?> read) {
+                List<InternalRow> data = new ArrayList<>();
+                read.forEach(r -> data.add((InternalRow) r));
+                return new LocalRelation(PruneCarbonRelations.seq(output), PruneCarbonRelations.seq(data), false,
+                        Option.empty());
             }
             long rows = answer.path("rows").asLong(0);
             if (!output.isEmpty() || rows == 0) {

@@ -55,12 +55,13 @@ public final class MixedQueries {
                 }
                 statuses.put(path, status);
             }
-            // the union rule plans from the tablestatus read here: one read, and the snapshot decided on
-            return NativeUnion.withStatuses(statuses, () -> {
+            // the union rule plans from the tablestatus read here: one read, and the snapshot decided on;
+            // small reads become local relations, as carbon_ds.sql's own do (rows as of this call)
+            return NativeUnion.withStatuses(statuses, () -> ReadPlans.withLocalReads(() -> {
                 Dataset<Row> df = Dataset.ofRows(session, analyzed);
                 df.queryExecution().executedPlan();
                 return df;
-            });
+            }));
         } catch (Exception e) {
             return null;
         }

@@ -127,7 +127,8 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         boolean deterministic = plan.deterministic();
         List<ReadPlans.Made> made = new ArrayList<>();
         LogicalPlan rewritten = rewrite(plan, new ArrayList<>(), referenced, deterministic, made);
-        Map<DataSourceV2Relation, JsonNode> known = ReadPlans.plan(made, session);
+        // non-deterministic expressions see rows in the partitions the relation's tasks make: no local rows
+        Map<DataSourceV2Relation, JsonNode> known = ReadPlans.plan(made, session, deterministic);
         return known.isEmpty() ? rewritten
                 : KnownRows.replace(rewritten, known, session.sparkContext().defaultParallelism());
     }

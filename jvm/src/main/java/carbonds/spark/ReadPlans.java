@@ -16,10 +16,17 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.execution.arrow.ArrowConverters$;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceReadInfo;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.util.CloseableIterator;
+import scala.Tuple2;
 
 /**
  * Plans the reads of the carbondata relations one optimization run made, in one Python call.
@@ -36,6 +43,17 @@ import org.apache.spark.sql.internal.SQLConf;
  */
 final class ReadPlans {
     static final String CONF_PARTITION_VALUES = "carbon_ds.read.partitionValues";
+    /** Conf: the most Arrow bytes of a small read's rows read at planning; 0 leaves every read to tasks. */
+    static final String CONF_LOCAL_BYTES = "carbon_ds.sql.localRelationBytes";
+    /** The key of a {@link KnownRows} answer holding rows read at planning. */
+    static final String LOCAL = "local";
+    /**
+     * Whether small reads may be read at planning into local relations: only while carbon_ds.sql plans a
+     * statement ({@link MixedQueries}), whose DataFrame holds the tables as they were when it returned. A
+     * DataFrame of plain Spark keeps its optimized plan for every action, and each action must see the
+     * commits before it, which rows fixed in the plan would not.
+     */
+    private static final ThreadLocal<Boolean> LOCAL_ALLOWED = ThreadLocal.withInitial(() -> false);
     static final String OPTION = "carbon_ds.plan_reads";
     /** Conf: {@code false} leaves every read to Spark's own planning calls. */
     static final String CONF = "carbon_ds.extension.planReads";
@@ -60,14 +78,14 @@ final class ReadPlans {
      * The caller replaces those by rows Spark makes ({@link KnownRows}), so {@code count(*)}, a read every
      * blocklet of which the filter rules out and {@code GROUP BY} the partition column run no Python task.
      */
-    static Map<DataSourceV2Relation, JsonNode> plan(List<Made> made, SparkSession session) {
+    static Map<DataSourceV2Relation, JsonNode> plan(List<Made> made, SparkSession session, boolean deterministic) {
         Map<DataSourceV2Relation, JsonNode> counted = new IdentityHashMap<>();
         if (made.isEmpty() || !enabled()) {
             return counted;
         }
         try {
             Configuration hadoop = session.sparkContext().hadoopConfiguration();
-            ObjectNode settings = settings(SQLConf.get());
+            ObjectNode settings = settings(SQLConf.get(), deterministic && LOCAL_ALLOWED.get());
             JsonNode[] answers = new JsonNode[made.size()];
             String[] keys = new String[made.size()];
             String[] states = new String[made.size()];
@@ -110,6 +128,13 @@ final class ReadPlans {
                     byte[] stream = Base64.getDecoder().decode(answer.get("read").asText());
                     made.get(i).source().setReadInfo(
                             PythonDataSourceReadInfo.receive(new DataInputStream(new ByteArrayInputStream(stream))));
+                } else if (answer != null && answer.path("arrow").isTextual()) {
+                    List<InternalRow> rows = localRows(answer.get("arrow").asText(), made.get(i).relation());
+                    if (rows != null) {
+                        ObjectNode local = JSON.createObjectNode();
+                        local.set(LOCAL, JSON.getNodeFactory().pojoNode(rows));
+                        counted.put(made.get(i).relation(), local);
+                    }
                 } else if (answer != null && answer.path("rows").canConvertToLong()) {
                     long rows = answer.get("rows").asLong();
                     // rows of no column: any count; rows with columns: only the empty read
@@ -127,16 +152,66 @@ final class ReadPlans {
         return counted;
     }
 
+    /**
+     * The rows of a small read the Python side read at planning (an Arrow IPC stream), as Spark's rows, or
+     * null when their types are not exactly the relation's (then the relation's tasks read it).
+     */
+    private static List<InternalRow> localRows(String base64, DataSourceV2Relation rel) throws Exception {
+        byte[] stream = Base64.getDecoder().decode(base64);
+        Tuple2<CloseableIterator<InternalRow>, StructType> read = ArrowConverters$.MODULE$.fromIPCStream(stream);
+        CloseableIterator<InternalRow> it = read._1();
+        try {
+            StructField[] fields = read._2().fields();
+            List<AttributeReference> output = PruneCarbonRelations.list(rel.output());
+            if (fields.length != output.size()) {
+                return null;
+            }
+            for (int i = 0; i < fields.length; i++) {
+                if (!fields[i].dataType().catalogString().equals(output.get(i).dataType().catalogString())) {
+                    return null;
+                }
+            }
+            List<InternalRow> rows = new ArrayList<>();
+            while (it.hasNext()) {
+                rows.add(it.next().copy());  // the iterator reuses its row
+            }
+            return rows;
+        } finally {
+            it.close();
+        }
+    }
+
+    /** The session's limit for rows read at planning (carbon_ds.spark.local): 0 when off or not a number. */
+    private static long localBytes(SQLConf conf) {
+        try {
+            return Math.max(0L, Long.parseLong(conf.getConfString(CONF_LOCAL_BYTES, String.valueOf(4L << 20)).trim()));
+        } catch (NumberFormatException e) {
+            return 0L;  // carbon_ds.read names the bad value; here the tasks read
+        }
+    }
+
+    /** {@code planning}'s result, with small reads read at planning on this thread while it runs. */
+    static <T> T withLocalReads(java.util.function.Supplier<T> planning) {
+        boolean outer = LOCAL_ALLOWED.get();
+        LOCAL_ALLOWED.set(true);
+        try {
+            return planning.get();
+        } finally {
+            LOCAL_ALLOWED.set(outer);
+        }
+    }
+
     /** Conf {@code carbon_ds.read.partitionValues}: {@code false} reads a partition column from the files. */
     private static boolean partitionValues() {
         return !"false".equalsIgnoreCase(SQLConf.get().getConfString(CONF_PARTITION_VALUES, "true").trim());
     }
 
-    private static ObjectNode settings(SQLConf conf) {
+    private static ObjectNode settings(SQLConf conf, boolean local) {
         ObjectNode settings = JSON.createObjectNode();
         settings.put("maxArrowBatchSize", conf.arrowMaxRecordsPerBatch());
         settings.put("filterPushdown", conf.pythonFilterPushDown());
         settings.put("binaryAsBytes", conf.pysparkBinaryAsBytes());
+        settings.put("localBytes", local ? localBytes(conf) : 0L);
         return settings;
     }
 
