@@ -2,6 +2,7 @@ package carbonds.spark;
 
 import java.io.ByteArrayInputStream;
 import java.io.DataInputStream;
+import java.lang.reflect.Method;
 import java.util.ArrayList;
 import java.util.Base64;
 import java.util.IdentityHashMap;
@@ -25,7 +26,6 @@ import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
-import org.apache.spark.sql.util.CloseableIterator;
 import scala.Tuple2;
 
 /**
@@ -54,6 +54,7 @@ final class ReadPlans {
      * commits before it, which rows fixed in the plan would not.
      */
     private static final ThreadLocal<Boolean> LOCAL_ALLOWED = ThreadLocal.withInitial(() -> false);
+    private static final Method IPC_READER = ipcReader();
     static final String OPTION = "carbon_ds.plan_reads";
     /** Conf: {@code false} leaves every read to Spark's own planning calls. */
     static final String CONF = "carbon_ds.extension.planReads";
@@ -154,12 +155,20 @@ final class ReadPlans {
 
     /**
      * The rows of a small read the Python side read at planning (an Arrow IPC stream), as Spark's rows, or
-     * null when their types are not exactly the relation's (then the relation's tasks read it).
+     * null when their types are not exactly the relation's (then the relation's tasks read it). Spark's
+     * reader of such a stream is found by name: its parameters differ between releases.
      */
+    @SuppressWarnings("unchecked")
     private static List<InternalRow> localRows(String base64, DataSourceV2Relation rel) throws Exception {
+        Method reader = IPC_READER;
+        if (reader == null) {
+            return null;
+        }
         byte[] stream = Base64.getDecoder().decode(base64);
-        Tuple2<CloseableIterator<InternalRow>, StructType> read = ArrowConverters$.MODULE$.fromIPCStream(stream);
-        CloseableIterator<InternalRow> it = read._1();
+        Object[] args = reader.getParameterCount() == 1 ? new Object[] {stream} : new Object[] {stream, null};
+        Tuple2<scala.collection.Iterator<InternalRow>, StructType> read =
+                (Tuple2<scala.collection.Iterator<InternalRow>, StructType>) reader.invoke(ArrowConverters$.MODULE$, args);
+        scala.collection.Iterator<InternalRow> it = read._1();
         try {
             StructField[] fields = read._2().fields();
             List<AttributeReference> output = PruneCarbonRelations.list(rel.output());
@@ -177,8 +186,31 @@ final class ReadPlans {
             }
             return rows;
         } finally {
-            it.close();
+            if (it instanceof AutoCloseable closeable) {
+                closeable.close();
+            } else {
+                for (Method m : it.getClass().getMethods()) {
+                    if (m.getName().equals("close") && m.getParameterCount() == 0) {
+                        m.invoke(it);
+                        break;
+                    }
+                }
+            }
         }
+    }
+
+    /** ArrowConverters.fromIPCStream(bytes) or (bytes, context), or null when this Spark has neither. */
+    private static Method ipcReader() {
+        Method found = null;
+        for (Method m : ArrowConverters$.class.getMethods()) {
+            Class<?>[] p = m.getParameterTypes();
+            if (m.getName().equals("fromIPCStream") && p.length >= 1 && p[0] == byte[].class
+                    && (p.length == 1 || p.length == 2 && p[1] == org.apache.spark.TaskContext.class)
+                    && (found == null || p.length < found.getParameterCount())) {
+                found = m;
+            }
+        }
+        return found;
     }
 
     /** The session's limit for rows read at planning (carbon_ds.spark.local): 0 when off or not a number. */
