@@ -222,11 +222,11 @@ class CarbonReader(DataSourceReader):
         expr = self._prune_expr()
         plan = pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=self.is_table,
                                   external=source.external, schema=source.schema, table_columns=source.columns)
-        # as Spark splits files: by the bytes per core, at most SPLIT_BYTES (a narrow read of one big file
-        # still keeps every core busy)
         # the rows the plan reads, while the pieces still carry the index's counts (split pieces do not)
         self._touched = (sum(p.rows for p in plan.pieces) if all(p.rows is not None for p in plan.pieces)
                          else None)
+        # as Spark splits files: by the bytes per core, at most SPLIT_BYTES (a narrow read of one big file
+        # still keeps every core busy)
         cores = _planning_cores()
         total = sum(sizes.get(piece.path, 0) for piece in plan.pieces)
         split = min(SPLIT_BYTES, max(OPEN_COST, total // cores))
@@ -293,9 +293,9 @@ class CarbonReader(DataSourceReader):
     def planned_table(self, max_bytes: int) -> pa.Table | None:
         """The read's rows, read here, when it is small: at most LOCAL_TOUCHED_VALUES values (rows times
         columns) planned to be read and at most LOCAL_MAX_ROWS rows and ``max_bytes`` Arrow bytes after the
-        filter; else None. The
-        Spark extension then hands them to Spark as a local relation: no Python task, whose fixed cost (and
-        the core it holds) is most of a small read's time. The rows are those ``read`` gives the tasks."""
+        filter; else None. The Spark extension then hands them to Spark as a local relation: no Python task,
+        whose fixed cost (and the core it holds) is most of a small read's time. The rows are those ``read``
+        gives the tasks."""
         if max_bytes <= 0 or self.positions or not self.target.names:
             return None
         parts = self.partitions()
