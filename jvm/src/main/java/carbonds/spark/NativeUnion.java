@@ -153,13 +153,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
     /** {@code planning}'s result, with this thread's reads of the given tables' tablestatus answered by the
      * bytes already read (by path) while it runs. */
     static <T> T withStatuses(Map<String, byte[]> statuses, java.util.function.Supplier<T> planning) {
-        Map<String, byte[]> outer = STATUSES.get();
-        STATUSES.set(statuses);
-        try {
-            return planning.get();
-        } finally {
-            STATUSES.set(outer);
-        }
+        return PruneCarbonRelations.with(STATUSES, statuses, planning);
     }
 
     /** Whether a tablestatus lists a readable segment in a format the data source does not own. */

@@ -101,12 +101,17 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
      * occurrences by expression ids, which local reads, integer decimals and unions would change.
      */
     public static LogicalPlan optimizedWithoutRules(QueryExecution qe) {
-        boolean before = PAUSED.get();
-        PAUSED.set(true);
+        return with(PAUSED, true, qe::optimizedPlan);
+    }
+
+    /** {@code work}'s result, with {@code local} set to {@code value} on this thread while it runs. */
+    static <V, T> T with(ThreadLocal<V> local, V value, java.util.function.Supplier<T> work) {
+        V outer = local.get();
+        local.set(value);
         try {
-            return qe.optimizedPlan();
+            return work.get();
         } finally {
-            PAUSED.set(before);
+            local.set(outer);
         }
     }
 

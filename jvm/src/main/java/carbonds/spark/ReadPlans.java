@@ -186,15 +186,8 @@ final class ReadPlans {
             }
             return rows;
         } finally {
-            if (it instanceof AutoCloseable closeable) {
+            if (it instanceof AutoCloseable closeable) {  // Spark's CloseableIterator
                 closeable.close();
-            } else {
-                for (Method m : it.getClass().getMethods()) {
-                    if (m.getName().equals("close") && m.getParameterCount() == 0) {
-                        m.invoke(it);
-                        break;
-                    }
-                }
             }
         }
     }
@@ -224,13 +217,7 @@ final class ReadPlans {
 
     /** {@code planning}'s result, with small reads read at planning on this thread while it runs. */
     static <T> T withLocalReads(java.util.function.Supplier<T> planning) {
-        boolean outer = LOCAL_ALLOWED.get();
-        LOCAL_ALLOWED.set(true);
-        try {
-            return planning.get();
-        } finally {
-            LOCAL_ALLOWED.set(outer);
-        }
+        return PruneCarbonRelations.with(LOCAL_ALLOWED, true, planning);
     }
 
     /** Conf {@code carbon_ds.read.partitionValues}: {@code false} reads a partition column from the files. */
