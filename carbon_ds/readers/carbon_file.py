@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format import compress, direct_dictionary
 from carbon_ds.format.arrow_types import ColumnNode, arrow_type
+from carbon_ds.format.chunk_header import parse_data_chunk3
 from carbon_ds.format.column_view import column_view
 from carbon_ds.format.decode import (
     NULL_BITSETS_KEY,
@@ -70,6 +71,12 @@ _PARSED = BytesCache(budget_bytes=8 << 20, max_item_bytes=4 << 20)
 def _parse_cached(kind, data: bytes, path: str, offset: int):
     """``kind.from_bytes(data)``'s struct, from the cache when these bytes were parsed before."""
     return _PARSED.get_or_parse(data, lambda: kind.from_bytes(data, path, offset)[0], kind=kind)
+
+
+def _parse_chunk_header(data: bytes, path: str, offset: int) -> DataChunk3:
+    """A column chunk's header, from the cache or by the compiled pass (a first read of a column parses
+    dozens of page headers)."""
+    return _PARSED.get_or_parse(data, lambda: parse_data_chunk3(data, path, offset), kind=DataChunk3)
 
 
 def _refuse_old_footer(footer: bytes, path: str, at: int) -> None:
@@ -291,8 +298,8 @@ class CarbonDataFile:
         start, end, hlen = self._chunk_span(b, c)
         if whole:
             buf = memoryview(self._read(start, end - start))
-            return buf, start, end, hlen, _parse_cached(DataChunk3, bytes(buf[:hlen]), self.path, start)
-        return None, start, end, hlen, _parse_cached(DataChunk3, self._read(start, hlen), self.path, start)
+            return buf, start, end, hlen, _parse_chunk_header(bytes(buf[:hlen]), self.path, start)
+        return None, start, end, hlen, _parse_chunk_header(self._read(start, hlen), self.path, start)
 
     def read_column_chunk(self, blocklet: int, column_index: int, hold: bool = False) -> DataChunk3:
         """The DataChunk3 header of a column chunk; with ``hold`` its header (and on remote storage its
