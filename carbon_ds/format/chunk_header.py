@@ -11,6 +11,8 @@ differently from ``DataChunk3.from_bytes``; it is only faster when the header is
 
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 from numba import njit
 
@@ -438,39 +440,50 @@ def _local_dictionary_chunk(row: list[int], cuts: list[bytes], ints: list[int], 
     })
 
 
-def _data_chunk2(row: list[int], cuts: list[bytes], ints: list[int], data: bytes) -> DataChunk2:
-    seen = row[_SEEN]
-    name_at = row[_NAME_AT]
-    meta = _new(ChunkCompressionMeta, {
-        "compression_codec": row[_CODEC],
-        "total_uncompressed_size": row[_UNCOMPRESSED],
-        "total_compressed_size": row[_COMPRESSED],
-        "compressor_name": None if name_at < 0 else data[name_at : name_at + row[_NAME_LEN]].decode("utf-8"),
-    })
+def _data_chunk2(row: list[int], cuts: list[bytes], ints: list[int], data: bytes, new=object.__new__
+                 ) -> DataChunk2:
+    # one unpacking and local names: this runs once per page of every first read
+    (seen, codec, uncompressed, compressed, name_at, name_len, row_major, data_len, rowid_len, rle_len,
+     represents, bits_at, bits_len, sort, enc_at, enc_n, meta_at, meta_n, min_at, min_n, max_at, max_n,
+     mmp_at, mmp_n, rows) = row
+    meta = new(ChunkCompressionMeta)
+    meta.__dict__ = {
+        "compression_codec": codec,
+        "total_uncompressed_size": uncompressed,
+        "total_compressed_size": compressed,
+        "compressor_name": None if name_at < 0 else _name(data[name_at : name_at + name_len]),
+    }
     presence = None
-    if seen & (1 << 6):
-        at = row[_BITS_AT]
-        presence = _new(PresenceMeta, {"represents_presence": row[_PRESENCE] == 1,
-                                       "present_bit_stream": data[at : at + row[_BITS_LEN]]})
+    if seen & 0x40:
+        presence = new(PresenceMeta)
+        presence.__dict__ = {"represents_presence": represents == 1,
+                             "present_bit_stream": data[bits_at : bits_at + bits_len]}
     min_max = None
-    if seen & (1 << 10):
-        mmp = row[_MMP_AT]
-        min_max = _new(BlockletMinMaxIndex, {
-            "min_values": cuts[row[_MIN_AT] : row[_MIN_AT] + row[_MIN_N]],
-            "max_values": cuts[row[_MAX_AT] : row[_MAX_AT] + row[_MAX_N]],
-            "min_max_presence": None if mmp < 0 else [v == 1 for v in ints[mmp : mmp + row[_MMP_N]]],
-        })
-    enc, meta_at = row[_ENC_AT], row[_META_AT]
-    return _new(DataChunk2, {
+    if seen & 0x400:
+        min_max = new(BlockletMinMaxIndex)
+        min_max.__dict__ = {
+            "min_values": cuts[min_at : min_at + min_n],
+            "max_values": cuts[max_at : max_at + max_n],
+            "min_max_presence": None if mmp_at < 0 else [v == 1 for v in ints[mmp_at : mmp_at + mmp_n]],
+        }
+    page = new(DataChunk2)
+    page.__dict__ = {
         "chunk_meta": meta,
-        "rowMajor": row[_ROW_MAJOR] == 1,
-        "data_page_length": row[_DATA_LEN],
-        "rowid_page_length": row[_ROWID_LEN] if seen & (1 << 4) else None,
-        "rle_page_length": row[_RLE_LEN] if seen & (1 << 5) else None,
+        "rowMajor": row_major == 1,
+        "data_page_length": data_len,
+        "rowid_page_length": rowid_len if seen & 0x10 else None,
+        "rle_page_length": rle_len if seen & 0x20 else None,
         "presence": presence,
-        "sort_state": row[_SORT] if seen & (1 << 7) else None,
-        "encoders": ints[enc : enc + row[_ENC_N]] if enc >= 0 else None,
-        "encoder_meta": cuts[meta_at : meta_at + row[_META_N]] if meta_at >= 0 else None,
+        "sort_state": sort if seen & 0x80 else None,
+        "encoders": ints[enc_at : enc_at + enc_n] if enc_at >= 0 else None,
+        "encoder_meta": cuts[meta_at : meta_at + meta_n] if meta_at >= 0 else None,
         "min_max": min_max,
-        "numberOfRowsInpage": row[_ROWS] if seen & (1 << 11) else None,
-    })
+        "numberOfRowsInpage": rows if seen & 0x800 else None,
+    }
+    return page
+
+
+@functools.lru_cache(maxsize=64)
+def _name(raw: bytes) -> str:
+    """A compressor's name (a handful per table, on every page)."""
+    return raw.decode("utf-8")

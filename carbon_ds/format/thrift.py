@@ -139,25 +139,55 @@ class CompactReader:
         return b
 
     def varint(self) -> int:
+        data = self.data
         pos = self.pos
-        if pos < len(self.data):
-            b = self.data[pos]
-            if b < 0x80:  # most metadata numbers fit one byte
-                self.pos = pos + 1
-                return b
+        end = len(data)
         result = shift = 0
-        while True:
-            b = self.byte()
+        # the bytes walked here, not through byte(): footers hold lists of page row counts (3-byte numbers)
+        while pos < end:
+            b = data[pos]
+            pos += 1
+            if b < 0x80:
+                self.pos = pos
+                return result | (b << shift)
             result |= (b & 0x7F) << shift
-            if not b & 0x80:
-                return result
             shift += 7
             if shift > 63:
+                self.pos = pos
                 raise self._fail("varint longer than 10 bytes")
+        self.pos = pos
+        raise self._fail("unexpected end of data")
 
     def zigzag(self) -> int:
         n = self.varint()
         return (n >> 1) ^ -(n & 1)
+
+    def _zigzags(self, n: int) -> list[int]:
+        """``n`` zigzag varints in one loop (a footer's page row counts, a header's page offsets)."""
+        data = self.data
+        pos = self.pos
+        end = len(data)
+        out = []
+        append = out.append
+        for _ in range(n):
+            v = shift = 0
+            while True:
+                if pos >= end:
+                    self.pos = pos
+                    raise self._fail("unexpected end of data")
+                b = data[pos]
+                pos += 1
+                if b < 0x80:
+                    v |= b << shift
+                    break
+                v |= (b & 0x7F) << shift
+                shift += 7
+                if shift > 63:
+                    self.pos = pos
+                    raise self._fail("varint longer than 10 bytes")
+            append((v >> 1) ^ -(v & 1))
+        self.pos = pos
+        return out
 
     def raw(self, n: int) -> bytes:
         self._need(n)
@@ -214,8 +244,7 @@ class CompactReader:
                 raise self._fail(f"list of {n} elements exceeds the {len(self.data) - self.pos} bytes left")
             self._check_wire(ew, et)
             if ew in (I16, I32, I64):
-                zigzag = self.zigzag
-                return [zigzag() for _ in range(n)]
+                return self._zigzags(n)
             if ew == BINARY and et != "string":
                 binary = self.binary
                 return [binary() for _ in range(n)]
