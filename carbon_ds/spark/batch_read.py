@@ -25,6 +25,7 @@ from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.format import direct_dictionary
 from carbon_ds.fs import Storage, resolve
 from carbon_ds.readers.carbon_file import CarbonDataFile
+from carbon_ds.spark import partial_counts
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.spark.snapshot import (
     PlannedSnapshot,
@@ -156,6 +157,13 @@ class CarbonReader(DataSourceReader):
 
         # Names in the source's spelling; a user-given schema may be any subset, any case.
         data_names = [n for n in self.target.names if not (self.positions and n in POSITION_NAMES)]
+        # a relation counting its rows by keys in its tasks declares the keys and the count instead
+        self.partial = partial_counts.parse(options.get(partial_counts.OPTION), self.source_schema)
+        if self.partial is not None:
+            if self.positions or len(self.target.names) != len(self.partial) + 1:
+                raise CarbonOptionError(f"option {partial_counts.OPTION}: {len(self.partial)} keys need a schema of "
+                                        f"the keys and a count, found {self.target.names}")
+            data_names = partial_counts.columns(self.partial)
         self.columns = resolve_columns(self.source_schema, data_names, f"carbondata source {path}")
         self.unscaled, self.unscaled_types = self._unscaled(options.get(UNSCALED_OPTION))
         if self.segments and not self.is_table:
@@ -265,7 +273,7 @@ class CarbonReader(DataSourceReader):
         alone and every file read holds one value of it (carbon_ds.table.read.constants), for the Spark
         extension to make those rows itself without a Python task; None for any other read."""
         handle = self.handle
-        if (handle is None or self.positions or len(self.columns or []) != 1
+        if (handle is None or self.positions or self.partial is not None or len(self.columns or []) != 1
                 or not isinstance(handle.partitioning, IdPartitioning)):
             return None
         name = self.columns[0]
@@ -419,6 +427,9 @@ class CarbonReader(DataSourceReader):
                 storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
                 deletes=deletes, table_columns=columns, table_path=table_path,
             )
+        if self.partial is not None:
+            yield from partial_counts.counts(tables, self.partial, self.target).to_batches()
+            return
         for table in tables:
             if self.target.names:
                 # once per unit, before slicing: casts run on whole columns

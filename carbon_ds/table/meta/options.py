@@ -27,13 +27,14 @@ PARTITION_OPTIONS = ("partition_by", "partition", "partition_overwrite_mode")
 WRITE_OPTIONS = ("compressor", "blocklet_size", *TABLE_OPTIONS, *PARTITION_OPTIONS)
 READ_OPTIONS = ("segments", "filter", "with_row_positions", "unscaled_decimals", "carbon_ds.pruned",
                 "carbon_ds.native_plan", "carbon_ds.expanded", "carbon_ds.plan_reads", "timestamp_granularity",
-                "cutoff_timestamp")
+                "cutoff_timestamp", "partial_counts")
 # with_row_positions: for DELETE/UPDATE on Spark (dml.py); unscaled_decimals: decimals rebuilt by Spark
 # (carbon_ds.spark.query); carbon_ds.pruned: set by the Spark extension (jvm/src) on relations it made;
 # carbon_ds.native_plan: the extension asking schema() for the native union's plan (carbon_ds.spark.native_read);
 # carbon_ds.expanded: on the carbondata part of that union;
 # carbon_ds.plan_reads: the extension planning many relations' reads in one schema call (spark.read_plans);
-# timestamp_granularity / cutoff_timestamp: direct-dictionary timestamps (format.direct_dictionary)
+# timestamp_granularity / cutoff_timestamp: direct-dictionary timestamps (format.direct_dictionary);
+# partial_counts: the extension's rows counted by keys in the tasks (spark.partial_counts)
 # Spark adds these itself; a temporary view passes one option set to both its reader and its writer,
 # so either side accepts the other's keys.
 # A table of Spark's session catalog also hands over its reserved table properties (TableCatalog.PROP_*)

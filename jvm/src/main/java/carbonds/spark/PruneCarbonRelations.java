@@ -132,6 +132,9 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         boolean deterministic = plan.deterministic();
         List<ReadPlans.Made> made = new ArrayList<>();
         LogicalPlan rewritten = rewrite(plan, new ArrayList<>(), referenced, deterministic, made);
+        if (deterministic && PartialCounts.enabled()) {
+            rewritten = PartialCounts.push(rewritten, made);  // before planning: the counted reads are planned
+        }
         // non-deterministic expressions see rows in the partitions the relation's tasks make: no local rows
         Map<DataSourceV2Relation, JsonNode> known = ReadPlans.plan(made, session, deterministic);
         return known.isEmpty() ? rewritten
@@ -293,7 +296,7 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         return unscaledColumns.isEmpty() ? pruned : new Project(seq(restored), pruned);
     }
 
-    private static DataSourceV2Relation mark(DataSourceV2Relation rel, org.apache.spark.sql.connector.catalog.Table table,
+    static DataSourceV2Relation mark(DataSourceV2Relation rel, org.apache.spark.sql.connector.catalog.Table table,
                                              Seq<AttributeReference> output, String predicate,
                                              Map<String, String> extra) {
         Map<String, String> options = new LinkedHashMap<>(rel.options().asCaseSensitiveMap());
