@@ -293,8 +293,23 @@ def count_query(t: Table, rng: random.Random, n: int) -> Query:
     return Query(n, "count", f"SELECT count(*) FROM {{{t.name}}}{where}")
 
 
+def counts_query(t: Table, rng: random.Random, n: int) -> Query:
+    """Rows counted by keys straight over the table (the Spark extension counts them in the read tasks):
+    two group columns (a group column and the id where the table has one), or the day of a timestamp with
+    one of them (a single column alone is counted from metadata or by Spark)."""
+    keys = rng.sample(t.groups, min(len(t.groups), 2))
+    if len(keys) < 2:
+        keys.append("id")
+    stamps = [c for c, k in t.kinds.items() if k == TS]
+    if stamps and rng.random() < 0.6:
+        keys = [f"to_date({rng.choice(stamps)})", *keys[:1]]
+    having = " HAVING count(*) > 1" if rng.random() < 0.3 else ""
+    listed = ", ".join(keys)
+    return Query(n, "counts", f"SELECT {listed}, count(*) AS n FROM {{{t.name}}} GROUP BY {listed}{having}")
+
+
 KINDS = [("filter", 30), ("aggregate", 14), ("join", 12), ("window", 8), ("subquery", 10), ("setop", 8),
-         ("cte", 6), ("raising", 5), ("count", 7)]
+         ("cte", 6), ("raising", 5), ("count", 7), ("counts", 8)]
 
 
 def generate(tables: dict[str, Table], seed: int, count: int) -> list[Query]:
