@@ -78,6 +78,30 @@ def _field(buf, pos, end, last):
 
 
 @njit(cache=True, nogil=True, inline="always")
+def _next(buf, pos, end, last, seen, most):
+    """The next field of a struct whose field ids run 1..``most``: (wire type, field id, next position, the
+    ids seen with it); wire 0 is the struct's stop; position -1 gave up (a bad header, an id outside the
+    struct's, a field seen twice)."""
+    wire, fid, pos = _field(buf, pos, end, last)
+    if pos < 0 or wire < 0:
+        return -1, 0, -1, seen
+    if wire == 0:
+        return 0, last, pos, seen
+    if fid < 1 or fid > most or seen & (1 << fid):
+        return -1, 0, -1, seen
+    return wire, fid, pos, seen | (1 << fid)
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bytes(buf, pos, end):
+    """(start, length, next position) of a length-prefixed byte string; position -1 gave up."""
+    ln, pos = _varint(buf, pos, end)
+    if pos < 0 or ln > end - pos:
+        return 0, 0, -1
+    return pos, ln, pos + ln
+
+
+@njit(cache=True, nogil=True, inline="always")
 def _list_head(buf, pos, end, elem_wire, limit):
     """(element count, next position) of a list of ``elem_wire`` elements; position -1 gave up."""
     if pos >= end:
@@ -103,13 +127,12 @@ def _binaries(buf, pos, end, spans, ns, limit):
     if pos < 0:
         return 0, -1, ns
     for _ in range(n):
-        ln, pos = _varint(buf, pos, end)
-        if pos < 0 or ln > end - pos:
+        at, ln, pos = _bytes(buf, pos, end)
+        if pos < 0:
             return 0, -1, ns
-        spans[ns, 0] = pos
+        spans[ns, 0] = at
         spans[ns, 1] = ln
         ns += 1
-        pos += ln
     return n, pos, ns
 
 
@@ -137,27 +160,22 @@ def _integers(buf, pos, end, pool, ni, elem_wire, limit):
 @njit(cache=True, nogil=True)
 def _compression(buf, pos, end, row):
     """ChunkCompressionMeta into the page's row; the next position, -1 gave up."""
-    last = 0
+    fid = 0
     seen = 0
     while True:
-        wire, fid, pos = _field(buf, pos, end, last)
-        if pos < 0 or wire < 0:
+        wire, fid, pos, seen = _next(buf, pos, end, fid, seen, 4)
+        if pos < 0:
             return -1
         if wire == 0:
             break
-        if fid < 1 or fid > 4 or seen & (1 << fid):
-            return -1
-        seen |= 1 << fid
-        last = fid
         if fid == 4:
             if wire != _BINARY:
                 return -1
-            ln, pos = _varint(buf, pos, end)
-            if pos < 0 or ln > end - pos or ln > MAX_STRING_BYTES:
+            at, ln, pos = _bytes(buf, pos, end)
+            if pos < 0 or ln > MAX_STRING_BYTES:
                 return -1
-            row[_NAME_AT] = pos
+            row[_NAME_AT] = at
             row[_NAME_LEN] = ln
-            pos += ln
         else:
             if wire != (_I32 if fid == 1 else _I64):
                 return -1
@@ -172,18 +190,14 @@ def _compression(buf, pos, end, row):
 
 @njit(cache=True, nogil=True)
 def _presence(buf, pos, end, row):
-    last = 0
+    fid = 0
     seen = 0
     while True:
-        wire, fid, pos = _field(buf, pos, end, last)
-        if pos < 0 or wire < 0:
+        wire, fid, pos, seen = _next(buf, pos, end, fid, seen, 2)
+        if pos < 0:
             return -1
         if wire == 0:
             break
-        if fid < 1 or fid > 2 or seen & (1 << fid):
-            return -1
-        seen |= 1 << fid
-        last = fid
         if fid == 1:
             if wire != _TRUE and wire != _FALSE:
                 return -1
@@ -191,12 +205,11 @@ def _presence(buf, pos, end, row):
         else:
             if wire != _BINARY:
                 return -1
-            ln, pos = _varint(buf, pos, end)
-            if pos < 0 or ln > end - pos:
+            at, ln, pos = _bytes(buf, pos, end)
+            if pos < 0:
                 return -1
-            row[_BITS_AT] = pos
+            row[_BITS_AT] = at
             row[_BITS_LEN] = ln
-            pos += ln
     if seen != 0b110:
         return -1
     return pos
@@ -205,18 +218,16 @@ def _presence(buf, pos, end, row):
 @njit(cache=True, nogil=True)
 def _min_max(buf, pos, end, row, spans, ns, pool, ni):
     """BlockletMinMaxIndex: (next position or -1, next span row, next pool entry)."""
-    last = 0
+    fid = 0
     seen = 0
     while True:
-        wire, fid, pos = _field(buf, pos, end, last)
-        if pos < 0 or wire < 0:
+        wire, fid, pos, seen = _next(buf, pos, end, fid, seen, 3)
+        if pos < 0:
             return -1, ns, ni
         if wire == 0:
             break
-        if fid < 1 or fid > 3 or seen & (1 << fid) or wire != _LIST:
+        if wire != _LIST:
             return -1, ns, ni
-        seen |= 1 << fid
-        last = fid
         if fid == 3:
             row[_MMP_AT] = ni
             n, pos, ni = _integers(buf, pos, end, pool, ni, _TRUE, MAX_COLUMNS)
@@ -237,33 +248,27 @@ def _min_max(buf, pos, end, row, spans, ns, pool, ni):
 def _local_dictionary(buf, pos, end, row, spans, ns, pool, ni):
     """LocalDictionaryChunk (with its LocalDictionaryChunkMeta) into ``row``: (next position or -1, next span
     row, next pool entry)."""
-    last = 0
+    fid = 0
     seen = 0
     while True:
-        wire, fid, pos = _field(buf, pos, end, last)
-        if pos < 0 or wire < 0:
+        wire, fid, pos, seen = _next(buf, pos, end, fid, seen, 3)
+        if pos < 0:
             return -1, ns, ni
         if wire == 0:
             break
-        if fid < 1 or fid > 3 or seen & (1 << fid):
-            return -1, ns, ni
-        seen |= 1 << fid
-        last = fid
         if fid == 1:
             if wire != _STRUCT:
                 return -1, ns, ni
-            inner_last = 0
+            inner = 0
             inner_seen = 0
             while True:
-                wire, inner, pos = _field(buf, pos, end, inner_last)
-                if pos < 0 or wire < 0:
+                wire, inner, pos, inner_seen = _next(buf, pos, end, inner, inner_seen, 2)
+                if pos < 0:
                     return -1, ns, ni
                 if wire == 0:
                     break
-                if inner < 1 or inner > 2 or inner_seen & (1 << inner) or wire != _LIST:
+                if wire != _LIST:
                     return -1, ns, ni
-                inner_seen |= 1 << inner
-                inner_last = inner
                 if inner == 1:
                     row[_LD_ENC_AT] = ni
                     n, pos, ni = _integers(buf, pos, end, pool, ni, _I32, end)
@@ -279,13 +284,12 @@ def _local_dictionary(buf, pos, end, row, spans, ns, pool, ni):
         else:
             if wire != _BINARY:
                 return -1, ns, ni
-            ln, pos = _varint(buf, pos, end)
-            if pos < 0 or ln > end - pos:
+            at, ln, pos = _bytes(buf, pos, end)
+            if pos < 0:
                 return -1, ns, ni
-            at = _LD_DATA_AT if fid == 2 else _LD_VALUES_AT
-            row[at] = pos
-            row[at + 1] = ln
-            pos += ln
+            k = _LD_DATA_AT if fid == 2 else _LD_VALUES_AT
+            row[k] = at
+            row[k + 1] = ln
     if seen != 0b1110:
         return -1, ns, ni
     row[_LD_SEEN] = seen
@@ -295,18 +299,14 @@ def _local_dictionary(buf, pos, end, row, spans, ns, pool, ni):
 @njit(cache=True, nogil=True)
 def _page(buf, pos, end, row, spans, ns, pool, ni):
     """One DataChunk2 into ``row``: (next position or -1, next span row, next pool entry)."""
-    last = 0
+    fid = 0
     seen = 0
     while True:
-        wire, fid, pos = _field(buf, pos, end, last)
-        if pos < 0 or wire < 0:
+        wire, fid, pos, seen = _next(buf, pos, end, fid, seen, 11)
+        if pos < 0:
             return -1, ns, ni
         if wire == 0:
             break
-        if fid < 1 or fid > 11 or seen & (1 << fid):
-            return -1, ns, ni
-        seen |= 1 << fid
-        last = fid
         if fid == 2:
             if wire != _TRUE and wire != _FALSE:
                 return -1, ns, ni
@@ -361,18 +361,16 @@ def _chunk3(buf):
     ns = 0
     ni = 0
     pos = 0
-    last = 0
+    fid = 0
     seen = 0
     while True:
-        wire, fid, pos = _field(buf, pos, end, last)
-        if pos < 0 or wire < 0:
+        wire, fid, pos, seen = _next(buf, pos, end, fid, seen, 4)
+        if pos < 0:
             return pages, spans, pool, lists, ld, -1
         if wire == 0:
             break
-        if fid < 1 or fid > 4 or seen & (1 << fid) or wire != (_STRUCT if fid == 4 else _LIST):
+        if wire != (_STRUCT if fid == 4 else _LIST):
             return pages, spans, pool, lists, ld, -1
-        seen |= 1 << fid
-        last = fid
         if fid == 4:
             pos, ns, ni = _local_dictionary(buf, pos, end, ld, spans, ns, pool, ni)
             if pos < 0:

@@ -8,7 +8,6 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
-from contextlib import contextmanager
 from decimal import Decimal
 
 import pyarrow as pa
@@ -17,6 +16,7 @@ import pyarrow.csv as pcsv
 import pyarrow.orc as po
 import pyarrow.parquet as pq
 import pytest
+from spark_confs import confs
 
 import carbon_ds
 from carbon_ds.readers import external
@@ -39,18 +39,6 @@ def _rows(lo: int, hi: int) -> pa.Table:
         "d": pa.array([dt.date(2020, 1, 1) + dt.timedelta(days=i % 40) for i in ids], pa.date32()),
         "k": pa.array([i % 4 for i in ids], pa.int32()),
     }, schema=SCHEMA)
-
-
-@contextmanager
-def _conf(spark, **values):
-    old = {k: spark.conf.get(k, None) for k in values}
-    for k, v in values.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
 
 
 @pytest.fixture(scope="module")
@@ -77,7 +65,7 @@ def mixed(spark, tmp_path_factory):
     pq.write_table(_rows(0, 1000), root / "oracle.parquet")
     spark.read.format("carbondata").load(path).createOrReplaceTempView("mixed_t")
     spark.read.parquet(str(root / "oracle.parquet")).createOrReplaceTempView("mixed_oracle")
-    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):  # no driver-side local relations: Spark's scans run
+    with confs(spark, **{CONF_LOCAL_BYTES: "0"}):  # no driver-side local relations: Spark's scans run
         yield path, str(root / "oracle.parquet")
 
 
@@ -123,7 +111,7 @@ def test_sql_and_optimize_equal_parquet(spark, mixed, query):
     for df in _routes(spark, query.format(t="mixed_t")):
         _same(df, oracle)
     _same(carbon_ds.optimize(spark.sql(query.format(t="mixed_t"))), oracle)
-    with _conf(spark, **{CONF_NATIVE: "false"}):  # the data source path stays right too
+    with confs(spark, **{CONF_NATIVE: "false"}):  # the data source path stays right too
         for df in _routes(spark, query.format(t="mixed_t")):
             _same(df, oracle)
 
@@ -166,7 +154,7 @@ def test_external_segments_are_spark_file_scans_with_pushed_filters(spark, mixed
     orc = next(s for s in scans if s.split()[1] == "orc")
     assert "EqualTo(id,777)" in orc and "ReadSchema: struct<id:bigint,s:string>" in orc
     # turned off: no Spark file scan, the data source reads every segment
-    with _conf(spark, **{CONF_NATIVE: "false"}):
+    with confs(spark, **{CONF_NATIVE: "false"}):
         assert _scans(carbon_ds.sql(spark, "SELECT id FROM mixed_t WHERE id > 5")) == []
 
 
@@ -193,7 +181,7 @@ def test_plain_spark_sql_and_dataframes_scan_external_segments_with_spark(spark,
     # a DataFrame reused by two queries plans each afresh
     df = spark.read.format("carbondata").load(path)
     assert df.where("id < 250").count() == 250 and df.where("id >= 900").count() == 100
-    with _conf(spark, **{CONF_NATIVE: "false"}):
+    with confs(spark, **{CONF_NATIVE: "false"}):
         assert _scans(spark.sql("SELECT id FROM mixed_t WHERE id > 5")) == []
         assert spark.sql("SELECT count(*) FROM mixed_t WHERE id > 5").collect()[0][0] == 994
 
@@ -222,7 +210,7 @@ def test_hive_partitioned_external_folders(spark, tmp_path):
     pq.write_table(rows.append_column("day", days), tmp_path / "oracle.parquet")
     spark.read.format("carbondata").load(t.path).createOrReplaceTempView("hive_t")
     spark.read.parquet(str(tmp_path / "oracle.parquet")).createOrReplaceTempView("hive_oracle")
-    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+    with confs(spark, **{CONF_LOCAL_BYTES: "0"}):
         for q in ("SELECT day, count(*), sum(id) FROM {t} GROUP BY day",
                   "SELECT id, s, day FROM {t} WHERE day = 1 AND id < 100"):
             for df in _routes(spark, q.format(t="hive_t")):
@@ -249,7 +237,7 @@ def test_renamed_added_and_widened_columns(spark, tmp_path):
     pq.write_table(want, tmp_path / "oracle.parquet")
     spark.read.format("carbondata").load(t.path).createOrReplaceTempView("evo_mixed")
     spark.read.parquet(str(tmp_path / "oracle.parquet")).createOrReplaceTempView("evo_oracle")
-    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+    with confs(spark, **{CONF_LOCAL_BYTES: "0"}):
         for q in ("SELECT * FROM {t}", "SELECT nm, q FROM {t} WHERE id > 5 AND nm <> 'y'",
                   "SELECT q, count(*) FROM {t} GROUP BY q"):
             for df in _routes(spark, q.format(t="evo_mixed")):
@@ -274,7 +262,7 @@ def _carbon_and_parquet(spark, tmp_path, view: str) -> tuple[str, CarbonTable]:
 
 def test_a_commit_after_planning_is_not_seen(spark, tmp_path):
     path, t = _carbon_and_parquet(spark, tmp_path, "snap_t")
-    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+    with confs(spark, **{CONF_LOCAL_BYTES: "0"}):
         planned = [carbon_ds.sql(spark, "SELECT id FROM snap_t"), carbon_ds.read(spark, path, columns=["id"])]
         if extension_active(spark):
             plain = spark.sql("SELECT id FROM snap_t")
@@ -341,7 +329,7 @@ def test_deleted_rows_and_deleted_segments_stay_deleted(spark, tmp_path):
     t.delete_segments(["2"])  # the second Parquet folder
     spark.read.format("carbondata").load(path).createOrReplaceTempView("del_t")
     want = list(range(5, 30))
-    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+    with confs(spark, **{CONF_LOCAL_BYTES: "0"}):
         for df in _routes(spark, "SELECT id FROM del_t"):
             assert sorted(r.id for r in df.collect()) == want
         assert sorted(r.id for r in carbon_ds.read(spark, path, columns=["id"]).collect()) == want
@@ -360,7 +348,7 @@ def test_zone_less_parquet_timestamps_read_as_utc(spark, tmp_path):
                    tmp_path / "pq" / "a.parquet")  # naive: isAdjustedToUTC false
     CarbonTable.open(path).add_segment(str(tmp_path / "pq"), format="parquet")
     want = carbon_ds.read_table(path).sort_by("id").column("ts").to_pylist()
-    with _conf(spark, **{CONF_LOCAL_BYTES: "0", "spark.sql.session.timeZone": "America/New_York"}):
+    with confs(spark, **{CONF_LOCAL_BYTES: "0", "spark.sql.session.timeZone": "America/New_York"}):
         frames = [carbon_ds.read(spark, path), carbon_ds.read(spark, path, native=False)]
         if extension_active(spark):
             frames.append(spark.read.format("carbondata").load(path))
@@ -379,7 +367,7 @@ def test_negative_zero_in_external_segments_equals_zero(spark, tmp_path):
                    tmp_path / "pq" / "a.parquet", row_group_size=2)
     CarbonTable.open(path).add_segment(str(tmp_path / "pq"), format="parquet")
     spark.read.format("carbondata").load(path).createOrReplaceTempView("negzero_mixed")
-    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+    with confs(spark, **{CONF_LOCAL_BYTES: "0"}):
         for where in ("v = 0.0", "v >= 0.0 AND v < 1.0", "v IN (0.0, 7.0)"):
             for df in _routes(spark, f"SELECT id FROM negzero_mixed WHERE {where}"):
                 assert sorted(r.id for r in df.collect()) == [2, 3], where
@@ -397,7 +385,7 @@ def test_a_kept_union_plan_answers_only_while_the_table_and_its_files_are_unchan
     def ids() -> list[int]:
         return sorted(r.id for r in spark.sql("SELECT id FROM kept_t WHERE id >= 0").collect())
 
-    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+    with confs(spark, **{CONF_LOCAL_BYTES: "0"}):
         assert {s.split()[1] for s in _scans(spark.sql("SELECT id FROM kept_t"))} == {"parquet"}
         assert ids() == list(range(20))
         before = hits()
@@ -429,7 +417,7 @@ def test_a_self_join_of_a_mixed_table_with_a_kept_plan(spark, tmp_path):
     want = sorted(zip(joined["id"].to_pylist(), joined["v_b"].to_pylist(), strict=True))
     text = "SELECT a.id, b.v FROM kept_join a JOIN kept_join b ON a.id = b.id + 1"
     hits = spark._jvm.carbonds.spark.PlanCache.hits
-    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+    with confs(spark, **{CONF_LOCAL_BYTES: "0"}):
         for _ in range(2):
             assert sorted((r.id, r.v) for r in spark.sql(text).collect()) == want and len(want) == 19
         before = hits()
@@ -449,7 +437,7 @@ def test_queries_of_mixed_tables_only_are_planned_in_one_call(spark, tmp_path):
     spark.read.format("carbondata").load(plain).createOrReplaceTempView("once_plain")
     planned = spark._jvm.carbonds.spark.MixedQueries.planned
     session = spark._jsparkSession
-    with _conf(spark, **{CONF_LOCAL_BYTES: "0"}):
+    with confs(spark, **{CONF_LOCAL_BYTES: "0"}):
         text = "SELECT id, s FROM once_mixed WHERE id > 3 AND id IN (SELECT id FROM once_mixed WHERE k = 1)"
         df = planned(session, text)
         assert df is not None
@@ -463,7 +451,7 @@ def test_queries_of_mixed_tables_only_are_planned_in_one_call(spark, tmp_path):
                       f"INSERT OVERWRITE DIRECTORY '{tmp_path / 'out'}' USING parquet SELECT id FROM once_mixed"):
             assert planned(session, other) is None, other
         assert not (tmp_path / "out").exists()  # the write was analysed, never run
-        with _conf(spark, **{"carbon_ds.extension.enabled": "false"}):
+        with confs(spark, **{"carbon_ds.extension.enabled": "false"}):
             assert planned(session, "SELECT id FROM once_mixed") is None
         assert sorted(r.id for r in carbon_ds.sql(spark, "SELECT id FROM once_mixed").collect()) == list(range(20))
 
@@ -522,17 +510,17 @@ def test_carbon_ds_sql_reads_a_small_carbondata_part_at_planning(spark, tmp_path
     def rows(df) -> list[str]:
         return sorted(repr(r) for r in df.collect())
 
-    with _conf(spark, **{CONF_LOCAL_BYTES: str(4 << 20)}):
+    with confs(spark, **{CONF_LOCAL_BYTES: str(4 << 20)}):
         df = carbon_ds.sql(spark, query.format(t="small_mixed"))
         assert rows(df) == want
         assert _carbon_scans(df) == 0 and _local(df)
         assert "FileScan parquet" in df._jdf.queryExecution().executedPlan().toString()
         df = spark.sql(query.format(t="small_mixed"))
         assert rows(df) == want and _carbon_scans(df) > 0
-    with _conf(spark, **{CONF_LOCAL_BYTES: "1000"}):  # more Arrow bytes than that
+    with confs(spark, **{CONF_LOCAL_BYTES: "1000"}):  # more Arrow bytes than that
         df = carbon_ds.sql(spark, query.format(t="small_mixed"))
         assert rows(df) == want and _carbon_scans(df) > 0
-    with _conf(spark, **{CONF_LOCAL_BYTES: str(4 << 20)}):
+    with confs(spark, **{CONF_LOCAL_BYTES: str(4 << 20)}):
         df = carbon_ds.sql(spark, "SELECT id, rand(7) FROM small_mixed WHERE id < 10")
         assert sorted(r[0] for r in df.collect()) == list(range(10)) and _carbon_scans(df) > 0
 
@@ -543,7 +531,7 @@ def test_a_small_carbondata_part_read_at_planning_follows_commits(spark, tmp_pat
     _extension(spark)
     path, table = _carbon_and_parquet(spark, tmp_path, "small_commits")
     text = "SELECT id, k FROM small_commits WHERE id < 15"
-    with _conf(spark, **{CONF_LOCAL_BYTES: str(4 << 20)}):
+    with confs(spark, **{CONF_LOCAL_BYTES: str(4 << 20)}):
         def rows() -> list[tuple[int, int]]:
             df = carbon_ds.sql(spark, text)
             assert _carbon_scans(df) == 0 and _local(df)

@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import datetime as dt
 import random
-from contextlib import contextmanager
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from spark_confs import confs
 
 import carbon_ds
 from carbon_ds.errors import CarbonError
@@ -33,18 +33,6 @@ def _rows(n: int, seed: int) -> pa.Table:
         "f": pa.array([i % 3 * 0.5 for i in range(n)]),
         "id": pa.array(range(n), pa.int64()),
     })
-
-
-@contextmanager
-def _conf(spark, **values):
-    old = {k: spark.conf.get(k, None) for k in values}
-    for k, v in values.items():
-        spark.conf.set(k, v)
-    try:
-        yield
-    finally:
-        for k, v in old.items():
-            spark.conf.unset(k) if v is None else spark.conf.set(k, v)
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +79,7 @@ def test_counts_equal_spark_over_the_parquet_twin(spark, tables, zone):
     path, twin = tables
     spark.read.format("carbondata").load(path).createOrReplaceTempView("pc_carbon")
     spark.read.parquet(twin).createOrReplaceTempView("pc_parquet")
-    with _conf(spark, **{"spark.sql.session.timeZone": zone}):
+    with confs(spark, **{"spark.sql.session.timeZone": zone}):
         for name, sql in QUERIES.items():
             got = spark.sql(sql.format(t="pc_carbon"))
             want = spark.sql(sql.format(t="pc_parquet")).collect()
@@ -104,7 +92,7 @@ def test_dataframe_calls_and_carbon_ds_read_count_in_the_tasks(spark, tables):
 
     path, twin = tables
     # carbon_ds.read would read a table this small on the driver (carbon_ds.spark.local)
-    with _conf(spark, **{"spark.sql.session.timeZone": "UTC", "carbon_ds.sql.localRelationBytes": "0"}):
+    with confs(spark, **{"spark.sql.session.timeZone": "UTC", "carbon_ds.sql.localRelationBytes": "0"}):
         want = sorted(map(tuple, spark.read.parquet(twin).groupBy(F.to_date("ts"), "hour").count().collect()),
                       key=repr)
         for df in (spark.read.format("carbondata").load(path),
@@ -117,7 +105,7 @@ def test_dataframe_calls_and_carbon_ds_read_count_in_the_tasks(spark, tables):
 def test_the_conf_turns_it_off(spark, tables):
     path, _twin = tables
     spark.read.format("carbondata").load(path).createOrReplaceTempView("pc_off")
-    with _conf(spark, **{"carbon_ds.extension.partialCounts": "false", "spark.sql.session.timeZone": "UTC"}):
+    with confs(spark, **{"carbon_ds.extension.partialCounts": "false", "spark.sql.session.timeZone": "UTC"}):
         df = spark.sql("SELECT to_date(ts), hour, count(*) FROM pc_off GROUP BY 1, 2")
         assert not _counted_in_tasks(df)
         assert df.count() > 0
@@ -130,7 +118,7 @@ def test_counts_of_a_kept_view_see_the_commits_before_each_query(spark, tmp_path
     carbon_ds.write_table(_rows(5_000, 3), path)
     spark.read.format("carbondata").load(path).createOrReplaceTempView("pc_kept")
     query = "SELECT to_date(ts), hour, count(*) FROM pc_kept GROUP BY 1, 2"
-    with _conf(spark, **{"spark.sql.session.timeZone": "UTC"}):
+    with confs(spark, **{"spark.sql.session.timeZone": "UTC"}):
         assert _counted_in_tasks(spark.sql(query))
         assert sum(r[2] for r in spark.sql(query).collect()) == 5_000
         carbon_ds.write_table(_rows(1_000, 4), path)
