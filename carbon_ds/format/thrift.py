@@ -170,21 +170,13 @@ class CompactReader:
         out = []
         append = out.append
         for _ in range(n):
-            v = shift = 0
-            while True:
-                if pos >= end:
-                    self.pos = pos
-                    raise self._fail("unexpected end of data")
-                b = data[pos]
+            if pos < end and data[pos] < 0x80:  # one byte: no call
+                v = data[pos]
                 pos += 1
-                if b < 0x80:
-                    v |= b << shift
-                    break
-                v |= (b & 0x7F) << shift
-                shift += 7
-                if shift > 63:
-                    self.pos = pos
-                    raise self._fail("varint longer than 10 bytes")
+            else:
+                self.pos = pos
+                v = self.varint()
+                pos = self.pos
             append((v >> 1) ^ -(v & 1))
         self.pos = pos
         return out
