@@ -14,6 +14,7 @@ import numpy as np
 from carbon_ds.errors import CarbonFormatError
 
 COMPRESSORS = ("snappy", "zstd", "gzip")
+_NORMALIZED: dict[str | None, str] = {None: "snappy", **{v: n for n in COMPRESSORS for v in (n, n.upper())}}
 # a snappy copy element of 3 bytes yields at most 64 bytes
 _SNAPPY_MAX_RATIO = 22
 # Snappy decodes a stream of short copies at ~1.3 GB/s but literals at memcpy speed (~20x faster). A page
@@ -27,6 +28,9 @@ DEFAULT_LIMIT = 1 << 30
 
 def normalize(name: str | None) -> str:
     """The compressor a page or option names; ``None`` (files before 1.5) means snappy."""
+    known = _NORMALIZED.get(name)
+    if known is not None:  # asked on every page: the names a table uses are few
+        return known
     n = (name or "snappy").strip().lower()
     if n not in COMPRESSORS:
         raise CarbonFormatError(f"unsupported compressor {name!r}; expected one of {', '.join(COMPRESSORS)}")

@@ -379,6 +379,19 @@ def floating_bounded(src, top, negate, factor, out):
 
 
 @njit(cache=True, nogil=True)
+def double_bounds(values):
+    """(found, min, max) of doubles, NaN skipped (a NaN is never below or above anything), in one pass;
+    found is False when no value is a number."""
+    lo = np.inf
+    hi = -np.inf
+    for i in range(values.shape[0]):
+        v = values[i]
+        lo = v if v < lo else lo
+        hi = v if v > hi else hi
+    return lo <= hi, lo, hi  # any number leaves lo <= it <= hi
+
+
+@njit(cache=True, nogil=True)
 def floating_be3(data, top, negate, factor, out):
     """Like ``floating`` for 3-byte big-endian stored values."""
     for i in range(out.shape[0]):

@@ -47,6 +47,13 @@ STATS_CHECKED = (
     DataType.TIMESTAMP,
     DataType.DECIMAL,
 )
+# a measure's statistics as stat_bytes.value_from_bytes reads them: 8 bytes, big-endian
+_MEASURE_STATS = {
+    DataType.SHORT: struct.Struct(">q").unpack,
+    DataType.INT: struct.Struct(">q").unpack,
+    DataType.LONG: struct.Struct(">q").unpack,
+    DataType.DOUBLE: struct.Struct(">d").unpack,
+}
 MIN_DAYS = (dt.date(1, 1, 1) - stat_bytes.EPOCH).days  # -719162
 MAX_DAYS = (dt.date(9999, 12, 31) - stat_bytes.EPOCH).days  # 2932896
 
@@ -177,18 +184,48 @@ def _stat_bounds(page: Any, arr: pa.Array, lo_b: bytes, hi_b: bytes) -> tuple[An
             return None
         ms = stat_bytes.value_from_bytes(dt_, True, lo_b), stat_bytes.value_from_bytes(dt_, True, hi_b)
         return ms[0] * 1000, ms[1] * 1000, arr.view(pa.int64()), " us since 1970-01-01"  # type: ignore[operator]
-    try:
-        lo = stat_bytes.value_from_bytes(dt_, bool(page.column.dimension), lo_b)
-        hi = stat_bytes.value_from_bytes(dt_, bool(page.column.dimension), hi_b)
-    except (ValueError, struct.error):
-        return None
-    if dt_ == DataType.DOUBLE:
-        if lo != lo or hi != hi:  # NaN bounds say nothing
-            return None
-        return lo, hi, arr, ""  # check_stats skips NaN values
     if dt_ == DataType.DECIMAL and not pa.types.is_decimal(arr.type):
         return None
-    return lo, hi, arr, ""
+    bounds = _value_bounds(page, lo_b, hi_b)
+    return None if bounds is None else (*bounds, arr, "")  # check_stats skips NaN values
+
+
+def _value_bounds(page: Any, lo_b: bytes, hi_b: bytes) -> tuple[Any, Any] | None:
+    """The stored (min, max) of a page of numbers as values, or None when they say nothing (not
+    readable, or NaN)."""
+    dt_ = page.column.data_type
+    unpack = None if page.column.dimension else _MEASURE_STATS.get(dt_)
+    if unpack is not None and len(lo_b) == len(hi_b) == 8:  # every integer or double page: no detour
+        lo, hi = unpack(lo_b)[0], unpack(hi_b)[0]
+    else:
+        try:
+            lo = stat_bytes.value_from_bytes(dt_, bool(page.column.dimension), lo_b)
+            hi = stat_bytes.value_from_bytes(dt_, bool(page.column.dimension), hi_b)
+        except (ValueError, struct.error):
+            return None
+    if dt_ == DataType.DOUBLE and (lo != lo or hi != hi):  # NaN bounds say nothing
+        return None
+    return lo, hi
+
+
+def _stored(page: Any) -> tuple[bytes, bytes] | None:
+    """The page's stored (min, max) bytes, or None when it has none to check against."""
+    mm = page.chunk.min_max
+    if mm is None or not mm.min_values or not mm.max_values:
+        return None
+    if mm.min_max_presence and not mm.min_max_presence[0]:
+        return None
+    lo_b, hi_b = bytes(mm.min_values[0]), bytes(mm.max_values[0])
+    return (lo_b, hi_b) if lo_b and hi_b else None
+
+
+def check_measure_bounds(page: Any, vmin: float | None, vmax: float | None) -> None:
+    """``check_stats`` for a measure page of integers or doubles whose decoded min and max are known
+    (None when no value is a number)."""
+    stored = _stored(page)
+    bounds = None if stored is None or vmin is None else _value_bounds(page, *stored)
+    if bounds is not None:
+        _within(page, vmin, vmax, *bounds, "")
 
 
 def _prefix_key(value: bytes) -> int:
@@ -202,14 +239,10 @@ def _key_bytes(key: int) -> bytes:
 
 def check_stats(page: Any, arr: pa.Array, known: tuple[Any, Any] | None = None) -> None:
     """Raise when a decoded value lies outside the page's stored min/max (``known`` as above)."""
-    mm = page.chunk.min_max
-    if mm is None or not mm.min_values or not mm.max_values:
+    stored = _stored(page)
+    if stored is None:
         return
-    if mm.min_max_presence and not mm.min_max_presence[0]:
-        return
-    lo_b, hi_b = bytes(mm.min_values[0]), bytes(mm.max_values[0])
-    if not lo_b or not hi_b:
-        return
+    lo_b, hi_b = stored
     keys = page.prefix_bounds
     if keys is not None and page.column.data_type == DataType.STRING:
         # the values' 8-byte prefix keys order as the values do, so keys outside the statistics' keys mean
@@ -233,8 +266,11 @@ def check_stats(page: Any, arr: pa.Array, known: tuple[Any, Any] | None = None) 
     else:
         got = pc.min_max(values)
         vmin, vmax = got["min"].as_py(), got["max"].as_py()
-    if vmin is None:
-        return
+    if vmin is not None:
+        _within(page, vmin, vmax, lo, hi, unit)
+
+
+def _within(page: Any, vmin: Any, vmax: Any, lo: Any, hi: Any, unit: str) -> None:
     if vmin < lo or vmax > hi:
         raise _fail(page, f"decoded values [{vmin!r}, {vmax!r}] lie outside the page's stored min/max "
                           f"[{lo!r}, {hi!r}]{unit}")

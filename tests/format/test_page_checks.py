@@ -20,8 +20,8 @@ import pytest
 
 from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
-from carbon_ds.format import compress, encoder_meta, page_checks, stat_bytes
-from carbon_ds.format.decode import Page, decode_page
+from carbon_ds.format import compress, decode, encoder_meta, kernels, page_checks, stat_bytes
+from carbon_ds.format.decode import Page, decode_page, decode_pages
 from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType
 from carbon_ds.format.structs import (
     BlockletMinMaxIndex,
@@ -317,7 +317,7 @@ def test_string_pages_are_checked_as_utf8_only_when_a_byte_needs_it():
 def long_page(values: list[int], store: MetaType, stats: tuple[int, int], delta: bool = False) -> Page:
     """A LONG measure page stored narrow (ADAPTIVE_INTEGRAL: the values; ADAPTIVE_DELTA_INTEGRAL: max - v,
     as Java's AdaptiveDeltaIntegralCodec writes it)."""
-    fmt = {MetaType.BYTE: "<b", MetaType.SHORT: "<h", MetaType.INT: "<i"}[store]
+    fmt = {MetaType.BYTE: "<b", MetaType.SHORT: "<h", MetaType.INT: "<i", MetaType.LONG: "<q"}[store]
     stored = [max(values) - v for v in values] if delta else values
     data = b"".join(struct.pack(fmt, v) for v in stored)
     st = (stat_bytes.stat_bytes(DataType.LONG, False, stats[0]), stat_bytes.stat_bytes(DataType.LONG, False, stats[1]))
@@ -373,3 +373,82 @@ def test_scaled_double_page_bounds_come_from_its_decode_and_catch_values_outside
         decode_page(floating_page(values, 1, (-3.1, 99.8), delta))
     with pytest.raises(CarbonFormatError, match="outside the page's stored min/max"):
         decode_page(floating_page(values, 1, (-3.0, 99.9), delta))
+
+
+# ------------------------------------------------------------------ whole chunks: the plain-page path
+
+
+def short_int_page(values: list[int], stats: tuple[int, int]) -> Page:
+    """A LONG measure page stored as CarbonData's SHORT_INT: 3 bytes big-endian (not a plain page)."""
+    data = b"".join(v.to_bytes(3, "big", signed=True) for v in values)
+    st = (stat_bytes.stat_bytes(DataType.LONG, False, stats[0]), stat_bytes.stat_bytes(DataType.LONG, False, stats[1]))
+    return page(column(DataType.LONG, dimension=False), data, len(values), [E.ADAPTIVE_INTEGRAL],
+                meta(MetaType.LONG, MetaType.SHORT_INT, max(values), min(values)), stats=st)
+
+
+def long_chunk(bad_stats: bool = False) -> tuple[list[Page], list[int]]:
+    rng = np.random.default_rng(11)
+    parts = [
+        (MetaType.BYTE, False, [int(v) for v in rng.integers(-128, 128, 300)]),
+        (MetaType.SHORT, True, [int(v) for v in rng.integers(10**6, 10**6 + 30000, 257)]),
+        (MetaType.INT, False, [int(v) for v in rng.integers(-2**31, 2**31 - 1, 64)]),
+        (MetaType.LONG, False, [int(v) for v in rng.integers(-2**62, 2**62, 33)] + [2**63 - 1, -2**63]),
+        (MetaType.SHORT_INT, False, [int(v) for v in rng.integers(-2**23, 2**23, 100)]),
+    ]
+    pages, values = [], []
+    for k, (store, delta, vals) in enumerate(parts):
+        hi = max(vals) - (1 if bad_stats and k == 1 else 0)
+        if store == MetaType.SHORT_INT:
+            pages.append(short_int_page(vals, (min(vals), hi)))
+        else:
+            pages.append(long_page(vals, store, (min(vals), hi), delta))
+        values += vals
+    return pages, values
+
+
+def test_plain_pages_of_a_chunk_decode_as_page_by_page_without_decode_page(monkeypatch):
+    """Integer pages of every adaptive width, with and without the delta against the page max, decode
+    straight into the chunk's buffer; the 3-byte page is left to decode_page."""
+    pages, values = long_chunk()
+    one_by_one = pa.concat_arrays([decode_page(p) for p in long_chunk()[0]])
+    general = decode.decode_page
+    calls = []
+    monkeypatch.setattr(decode, "decode_page", lambda p, *a: calls.append(p) or general(p, *a))
+    got = decode_pages(pages)
+    assert got.to_pylist() == values and got.equals(one_by_one)
+    assert calls == [pages[-1]]  # only the SHORT_INT page took the general path
+
+
+def test_plain_page_outside_its_statistics_is_refused_as_decode_page_refuses_it():
+    pages, values = long_chunk(bad_stats=True)
+    hi = max(values[300:557])
+    with pytest.raises(CarbonFormatError, match=rf"lie outside the page's stored min/max \[.*, {hi - 1}\]"):
+        decode_pages(pages)
+
+
+def test_plain_double_pages_of_a_chunk_skip_nan_and_catch_values_outside_their_statistics():
+    nan = float("nan")
+    raw = [[1.5, nan, -2.0], [nan, nan], [0.25, 1e300, -1e-300]]
+    scaled = [12.5, -3.1, 99.9, 0.0]
+
+    def chunk(last_hi: float) -> list[Page]:
+        direct = [double_page(v, (-2.0, 1.5)) for v in raw[:2]] + [double_page(raw[2], (-1e-300, last_hi))]
+        return direct + [floating_page(scaled, 1, (-3.1, 99.9)), floating_page(scaled, 1, (-3.1, 99.9), True)]
+
+    got = decode_pages(chunk(1e300)).to_numpy(zero_copy_only=False)
+    want = np.array([v for r in raw for v in r] + scaled + scaled)
+    np.testing.assert_array_equal(got[~np.isnan(want)], want[~np.isnan(want)])
+    assert np.isnan(got[np.isnan(want)]).all()
+    with pytest.raises(CarbonFormatError, match=r"\[-1e-300, 1e\+300\] lie outside the page's stored min/max"):
+        decode_pages(chunk(1e299))
+
+
+def test_double_bounds_kernel_equals_numpy_nan_skipping_min_max():
+    rng = np.random.default_rng(2)
+    for values in (rng.normal(0, 1, 1000), np.array([np.nan, 3.0, np.inf, np.nan]), np.array([np.inf, np.inf]),
+                   np.array([-np.inf]), np.array([np.nan, np.nan]), np.zeros(0)):
+        found, lo, hi = kernels.double_bounds(values)
+        numbers = values[~np.isnan(values)]
+        assert found == bool(numbers.size)
+        if numbers.size:
+            assert (lo, hi) == (numbers.min(), numbers.max())
