@@ -54,6 +54,7 @@ _MEASURE_STATS = {
     DataType.LONG: struct.Struct(">q").unpack,
     DataType.DOUBLE: struct.Struct(">d").unpack,
 }
+_KEY = struct.Struct(">i")
 MIN_DAYS = (dt.date(1, 1, 1) - stat_bytes.EPOCH).days  # -719162
 MAX_DAYS = (dt.date(9999, 12, 31) - stat_bytes.EPOCH).days  # 2932896
 
@@ -121,9 +122,8 @@ def check_possible(page: Any, arr: pa.Array, known: tuple[Any, Any] | None = Non
     typ = arr.type
     if pa.types.is_date32(typ):
         bounds = known if known is not None else integer_min_max(arr.view(pa.int32()))
-        if bounds[0] is not None and (bounds[0] < MIN_DAYS or bounds[1] > MAX_DAYS):
-            raise _fail(page, f"decoded dates span day {bounds[0]}..{bounds[1]} from 1970-01-01, outside "
-                              f"CarbonData's range 0001-01-01..9999-12-31 (days {MIN_DAYS}..{MAX_DAYS})")
+        if bounds[0] is not None:
+            _possible_days(page, *bounds)
     elif pa.types.is_timestamp(typ):
         n = len(arr)
         data = arr.buffers()[1]
@@ -174,10 +174,8 @@ def _stat_bounds(page: Any, arr: pa.Array, lo_b: bytes, hi_b: bytes) -> tuple[An
             return None  # local dictionary keys (decode_pages looks them up afterwards)
         return lo_b, hi_b, arr.cast(pa.binary()), ""
     if dt_ == DataType.DATE:
-        if len(lo_b) != 4 or len(hi_b) != 4 or not pa.types.is_date32(arr.type):
-            return None
-        keys = struct.unpack(">i", lo_b)[0], struct.unpack(">i", hi_b)[0]
-        return keys[0] - stat_bytes.DATE_OFFSET, keys[1] - stat_bytes.DATE_OFFSET, arr.view(pa.int32()), " days since 1970-01-01"
+        days = _stored_days(lo_b, hi_b) if pa.types.is_date32(arr.type) else None
+        return None if days is None else (*days, arr.view(pa.int32()), _DAYS)
     if dt_ == DataType.TIMESTAMP:
         # 8 bytes: a no-dictionary page's epoch ms; 4 bytes: a direct-dictionary page's surrogate keys
         if len(lo_b) != 8 or len(hi_b) != 8 or not pa.types.is_timestamp(arr.type):
@@ -188,6 +186,31 @@ def _stat_bounds(page: Any, arr: pa.Array, lo_b: bytes, hi_b: bytes) -> tuple[An
         return None
     bounds = _value_bounds(page, lo_b, hi_b)
     return None if bounds is None else (*bounds, arr, "")  # check_stats skips NaN values
+
+
+_DAYS = " days since 1970-01-01"
+
+
+def _possible_days(page: Any, lo: int, hi: int) -> None:
+    if lo < MIN_DAYS or hi > MAX_DAYS:
+        raise _fail(page, f"decoded dates span day {lo}..{hi} from 1970-01-01, outside CarbonData's range "
+                          f"0001-01-01..9999-12-31 (days {MIN_DAYS}..{MAX_DAYS})")
+
+
+def _stored_days(lo_b: bytes, hi_b: bytes) -> tuple[int, int] | None:
+    """A DATE page's statistics (4-byte surrogate keys) as days since the epoch."""
+    if len(lo_b) != 4 or len(hi_b) != 4:
+        return None
+    return _KEY.unpack(lo_b)[0] - stat_bytes.DATE_OFFSET, _KEY.unpack(hi_b)[0] - stat_bytes.DATE_OFFSET
+
+
+def check_day_bounds(page: Any, lo: int, hi: int) -> None:
+    """Both checks of a DATE page without nulls whose least and greatest day are known."""
+    _possible_days(page, lo, hi)
+    stored = _stored(page) if page.check_stats else None
+    days = None if stored is None else _stored_days(*stored)
+    if days is not None:
+        _within(page, lo, hi, *days, _DAYS)
 
 
 def _value_bounds(page: Any, lo_b: bytes, hi_b: bytes) -> tuple[Any, Any] | None:

@@ -452,3 +452,20 @@ def test_double_bounds_kernel_equals_numpy_nan_skipping_min_max():
         assert found == bool(numbers.size)
         if numbers.size:
             assert (lo, hi) == (numbers.min(), numbers.max())
+
+
+def test_plain_date_pages_of_a_chunk_decode_and_are_checked_as_decode_page_checks_them(monkeypatch):
+    """DATE surrogates (DateDirectDictionaryGenerator: days + 1,073,741,823) straight into the chunk's
+    buffer; a page holding the null key (1) is left to decode_page."""
+    d = [dt.date(2024, 2, 29), dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(1969, 12, 31)]
+    general = decode.decode_page
+    calls = []
+    monkeypatch.setattr(decode, "decode_page", lambda p, *a: calls.append(p) or general(p, *a))
+    pages = [date_page(d[:2], (d[1], d[0])), date_page([d[2], None], (d[2], d[2])), date_page(d[3:], (d[3], d[3]))]
+    assert decode_pages(pages).to_pylist() == d[:3] + [None, d[3]]
+    assert calls == [pages[1]]
+    with pytest.raises(CarbonFormatError, match=r"\[-719162, 19782\] lie outside the page's stored min/max "
+                                                r"\[-719162, 19781\] days since 1970-01-01"):
+        decode_pages([date_page(d[:2], (d[1], d[0] - dt.timedelta(days=1))), date_page(d[3:], (d[3], d[3]))])
+    with pytest.raises(CarbonFormatError, match="outside CarbonData's range"):
+        decode_pages([date_page([], raw_keys=[key(d[1]) - 1, key(d[0])]), date_page(d[3:])])
