@@ -960,7 +960,7 @@ def decode_pages(
     valid = None
     pos = 0
     plain = global_dictionary is None and (pa.types.is_integer(typ) or pa.types.is_float64(typ)
-                                           or pa.types.is_date32(typ))
+                                           or pa.types.is_date32(typ) or pa.types.is_decimal128(typ))
     for p in pages:
         n = p.rows
         slot = values[pos : pos + n]
@@ -989,65 +989,88 @@ _FLOATING_ONLY = ([E.ADAPTIVE_FLOATING], [E.ADAPTIVE_DELTA_FLOATING], [E.DIRECT_
 
 
 def _plain_into(page: Page, out: np.ndarray) -> bool:
-    """The most common pages, decoded straight into ``out`` and checked in a few calls: integers or
-    doubles (of a column of that type, ``out`` its values' dtype) stored by one adaptive or direct
-    encoding, their statistics those of a measure, and dates; without nulls. A chunk of 2M rows has 63 pages, and
-    ``decode_page``'s general steps cost more per page than these pages' decoding. Returns False, with
-    nothing decided, for any other page or any problem: ``decode_page`` then decodes it and names the
-    error."""
-    chunk = page.chunk
-    encs = chunk.encoders
-    col = page.column
+    """The most common pages, decoded straight into ``out`` (the column's values buffer) and checked in a
+    few calls: measures of integers, decimals or doubles stored by one adaptive or direct encoding, and
+    dates; without nulls. A chunk of 2M rows has 63 pages, and ``decode_page``'s general steps cost more
+    per page than these pages' decoding. Returns False, with nothing decided, for any other page or any
+    problem: ``decode_page`` then decodes it and names the error."""
     if not page.rows:
         return False
     try:
         if null_mask(page) is not None:
             return False
+        col = page.column
         if col.data_type == DataType.DATE:
-            return _plain_dates_into(page, out)
+            return _plain_dates(page, out)
+        chunk = page.chunk
         if col.dimension or not chunk.encoder_meta:
             return False
         meta = encoder_meta.parse(chunk.encoder_meta[0])
-        store = meta.store_type
-        width = STORE_WIDTH.get(store)  # type: ignore[call-overload]
-        if out.dtype.kind == "i" and encs in _INTEGRAL_ONLY and width in (1, 2, 4, 8):
-            base = _int_meta(page, meta.max) if encs[0] == E.ADAPTIVE_DELTA_INTEGRAL else 0
-            if not _INT64_MIN <= base <= _INT64_MAX:
-                return False
-            data = page.data(page.rows * width)
-            if data.shape[0] != page.rows * width:
-                return False
-            lo, hi = kernels.integral_bounded(data.view(_LE_INT[width]), base, bool(base), 1, out)
-            bounds: tuple = (int(lo), int(hi))
-        elif out.dtype == np.float64 and encs in _FLOATING_ONLY:
-            if encs[0] == E.DIRECT_COMPRESS:
-                if store != MetaType.DOUBLE or page.data(page.rows * 8, out.view(np.uint8)).shape[0] != page.rows * 8:
-                    return False
-                found, lo, hi = kernels.double_bounds(out)
-                bounds = (float(lo), float(hi)) if found else (None, None)
-            else:
-                if width not in (1, 2, 4, 8):
-                    return False
-                negate = encs[0] == E.ADAPTIVE_DELTA_FLOATING
-                top = int(float(meta.max) * int(10**meta.decimal_count)) if negate else 0
-                data = page.data(page.rows * width)
-                if not _INT64_MIN <= top <= _INT64_MAX or data.shape[0] != page.rows * width:
-                    return False
-                lo, hi = kernels.floating_bounded(data.view(_LE_INT[width]), top, negate, 10.0**meta.decimal_count, out)
-                bounds = (float(lo), float(hi))
-        else:
-            return False
-        if page.check_stats:
-            page_checks.check_measure_bounds(page, *bounds)
+        encs = chunk.encoders
+        if encs in _INTEGRAL_ONLY:
+            return _plain_integers(page, meta, encs[0] == E.ADAPTIVE_DELTA_INTEGRAL, out)
+        if encs in _FLOATING_ONLY and out.dtype == np.float64:
+            return _plain_doubles(page, meta, encs[0], out)
     except (CarbonFormatError, ValueError, TypeError, OverflowError):
+        pass
+    return False
+
+
+def _plain_integers(page: Page, meta, delta: bool, out: np.ndarray) -> bool:
+    """Adaptive integral pages (``delta``: stored as the page max minus the value) of integer or decimal
+    columns."""
+    width = STORE_WIDTH.get(meta.store_type)
+    if width is None:
         return False
+    base = _int_meta(page, meta.max) if delta else 0
+    data = page.data(page.rows * width)
+    if not _INT64_MIN <= base <= _INT64_MAX or data.shape[0] != page.rows * width:
+        return False
+    src = data if width == 3 else data.view(_LE_INT[width])  # SHORT_INT: 3 bytes big-endian
+    if out.dtype == DECIMAL_SLOT:
+        pairs = out.view(np.int64)
+        lo, hi = (kernels.decimal_integral_be3 if width == 3 else kernels.decimal_integral)(src, base, delta, pairs)
+        page_checks.check_unscaled_bounds(page, int(lo), int(hi), arrow_type_of(page.column))
+        return True
+    if out.dtype.kind != "i":
+        return False
+    if width == 3:
+        lo, hi = kernels.integral_be3_bounded(src, base, delta, out)
+    else:
+        lo, hi = kernels.integral_bounded(src, base, delta, 1, out)
+    if page.check_stats:
+        page_checks.check_measure_bounds(page, int(lo), int(hi))
+    return True
+
+
+def _plain_doubles(page: Page, meta, encoding: int, out: np.ndarray) -> bool:
+    """Doubles stored as they are (DIRECT_COMPRESS) or as scaled integers (ADAPTIVE_(DELTA_)FLOATING)."""
+    rows = page.rows
+    if encoding == E.DIRECT_COMPRESS:
+        if meta.store_type != MetaType.DOUBLE or page.data(rows * 8, out.view(np.uint8)).shape[0] != rows * 8:
+            return False
+        found, lo, hi = kernels.double_bounds(out)
+        bounds = (float(lo), float(hi)) if found else (None, None)
+    else:
+        width = STORE_WIDTH.get(meta.store_type)
+        negate = encoding == E.ADAPTIVE_DELTA_FLOATING
+        top = int(float(meta.max) * int(10**meta.decimal_count)) if negate else 0
+        if width not in (1, 2, 4, 8) or not _INT64_MIN <= top <= _INT64_MAX:
+            return False
+        data = page.data(rows * width)
+        if data.shape[0] != rows * width:
+            return False
+        lo, hi = kernels.floating_bounded(data.view(_LE_INT[width]), top, negate, 10.0**meta.decimal_count, out)
+        bounds = (float(lo), float(hi))
+    if page.check_stats:
+        page_checks.check_measure_bounds(page, *bounds)
     return True
 
 
 _DATE_KEYS = frozenset({E.DICTIONARY, E.DIRECT_DICTIONARY, E.RLE})
 
 
-def _plain_dates_into(page: Page, out: np.ndarray) -> bool:
+def _plain_dates(page: Page, out: np.ndarray) -> bool:
     """``_plain_into`` for DATE pages: 4-byte direct-dictionary surrogates, not run-length encoded, not
     reordered by an inverted index, no key of null."""
     chunk = page.chunk

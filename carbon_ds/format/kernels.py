@@ -348,6 +348,22 @@ def integral_be3(data, base, negate, mul, out):
 
 
 @njit(cache=True, nogil=True)
+def integral_be3_bounded(data, base, negate, out):
+    """``integral_be3`` (no scaling) that also returns the min and max written, as ``integral_bounded``."""
+    lo = np.int64(np.iinfo(np.int64).max)
+    hi = np.int64(np.iinfo(np.int64).min)
+    for i in range(out.shape[0]):
+        v = _be3(data, i)
+        if negate:
+            v = base - v
+        out[i] = v
+        w = np.int64(out[i])
+        lo = min(lo, w)
+        hi = max(hi, w)
+    return lo, hi
+
+
+@njit(cache=True, nogil=True)
 def floating(src, top, negate, factor, out):
     """ADAPTIVE_(DELTA_)FLOATING: ``(top - v if negate else v) / factor`` in double, narrowed into ``out``."""
     for i in range(src.shape[0]):

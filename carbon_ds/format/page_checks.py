@@ -242,6 +242,26 @@ def _stored(page: Any) -> tuple[bytes, bytes] | None:
     return (lo_b, hi_b) if lo_b and hi_b else None
 
 
+def check_unscaled_bounds(page: Any, lo: int, hi: int, typ: pa.Decimal128Type) -> None:
+    """Both checks of a DECIMAL page without nulls whose least and greatest unscaled value are known,
+    compared as integers when the statistics carry the column's scale."""
+    limit = 10**typ.precision
+    if lo <= -limit or hi >= limit:
+        raise _fail(page, f"decoded unscaled decimals [{lo}, {hi}] do not fit the column's DECIMAL({typ.precision}, "
+                          f"{typ.scale})")
+    stored = _stored(page) if page.check_stats else None
+    if stored is None:
+        return
+    lo_b, hi_b = stored
+    if lo_b[0] == hi_b[0] == typ.scale:
+        _within(page, lo, hi, int.from_bytes(lo_b[1:], "big", signed=True),
+                int.from_bytes(hi_b[1:], "big", signed=True), " unscaled")
+        return
+    bounds = _value_bounds(page, lo_b, hi_b)
+    if bounds is not None:
+        _within(page, Decimal(lo).scaleb(-typ.scale), Decimal(hi).scaleb(-typ.scale), *bounds, "")
+
+
 def check_measure_bounds(page: Any, vmin: float | None, vmax: float | None) -> None:
     """``check_stats`` for a measure page of integers or doubles whose decoded min and max are known
     (None when no value is a number)."""

@@ -394,6 +394,7 @@ def long_chunk(bad_stats: bool = False) -> tuple[list[Page], list[int]]:
         (MetaType.INT, False, [int(v) for v in rng.integers(-2**31, 2**31 - 1, 64)]),
         (MetaType.LONG, False, [int(v) for v in rng.integers(-2**62, 2**62, 33)] + [2**63 - 1, -2**63]),
         (MetaType.SHORT_INT, False, [int(v) for v in rng.integers(-2**23, 2**23, 100)]),
+        (MetaType.BYTE, True, [-7, -100, 0, -3]),  # the page max is 0: stored 0 - v
     ]
     pages, values = [], []
     for k, (store, delta, vals) in enumerate(parts):
@@ -403,12 +404,18 @@ def long_chunk(bad_stats: bool = False) -> tuple[list[Page], list[int]]:
         else:
             pages.append(long_page(vals, store, (min(vals), hi), delta))
         values += vals
-    return pages, values
+    pages[-1].check_stats = False  # nothing to catch a wrong sign but the decoding itself
+    # DIRECT_COMPRESS longs (DirectCompressCodec): not a plain page, decoded by decode_page
+    direct = [2**40, -5, 17]
+    pages.append(page(column(DataType.LONG, dimension=False), struct.pack("<3q", *direct), 3, [E.DIRECT_COMPRESS],
+                      meta(MetaType.LONG, MetaType.LONG, max(direct), min(direct))))
+    return pages, values + direct
 
 
 def test_plain_pages_of_a_chunk_decode_as_page_by_page_without_decode_page(monkeypatch):
-    """Integer pages of every adaptive width, with and without the delta against the page max, decode
-    straight into the chunk's buffer; the 3-byte page is left to decode_page."""
+    """Integer pages of every adaptive width (SHORT_INT: 3 bytes big-endian), with and without the delta
+    against the page max, decode straight into the chunk's buffer; the DIRECT_COMPRESS page is left to
+    decode_page."""
     pages, values = long_chunk()
     one_by_one = pa.concat_arrays([decode_page(p) for p in long_chunk()[0]])
     general = decode.decode_page
@@ -416,7 +423,33 @@ def test_plain_pages_of_a_chunk_decode_as_page_by_page_without_decode_page(monke
     monkeypatch.setattr(decode, "decode_page", lambda p, *a: calls.append(p) or general(p, *a))
     got = decode_pages(pages)
     assert got.to_pylist() == values and got.equals(one_by_one)
-    assert calls == [pages[-1]]  # only the SHORT_INT page took the general path
+    assert calls == [pages[-1]]
+
+
+def test_plain_decimal_pages_of_a_chunk_are_checked_as_decode_page_checks_them(monkeypatch):
+    """Decimals stored as adaptive integers (the unscaled values, DataTypeUtil.bigDecimalToByte statistics):
+    statistics of the column's scale compared as integers, of another scale as decimals."""
+    unscaled = [[12345, -99, 7], [1, 2], [-400, 399]]
+    general = decode.decode_page
+    calls = []
+    monkeypatch.setattr(decode, "decode_page", lambda p, *a: calls.append(p) or general(p, *a))
+
+    def chunk(first_hi: int, third_stats: tuple[bytes, bytes] | None = None) -> list[Page]:
+        pages = [decimal_page(unscaled[0], 9, 2, (-99, first_hi)), decimal_page(unscaled[1], 9, 2, (1, 2)),
+                 decimal_page(unscaled[2], 9, 2, (-400, 399))]
+        if third_stats is not None:  # the same bounds written at scale 3
+            pages[2].chunk.min_max.min_values, pages[2].chunk.min_max.max_values = [third_stats[0]], [third_stats[1]]
+        return pages
+
+    got = decode_pages(chunk(12345, (decimal_stat(-4000, 3), decimal_stat(3990, 3))))
+    assert got.to_pylist() == [Decimal(v).scaleb(-2) for r in unscaled for v in r] and calls == []
+    with pytest.raises(CarbonFormatError, match=r"\[Decimal\('-0.99'\), Decimal\('123.45'\)\] lie outside the page's "
+                                                r"stored min/max \[Decimal\('-0.99'\), Decimal\('123.44'\)\]"):
+        decode_pages(chunk(12344))
+    with pytest.raises(CarbonFormatError, match="outside the page's stored min/max"):
+        decode_pages(chunk(12345, (decimal_stat(-4000, 3), decimal_stat(3989, 3))))
+    with pytest.raises(CarbonFormatError, match=r"do not fit the column's DECIMAL\(4, 2\)"):
+        decode_pages([decimal_page([12345, 1], 4, 2), decimal_page([1], 4, 2)])
 
 
 def test_plain_page_outside_its_statistics_is_refused_as_decode_page_refuses_it():
