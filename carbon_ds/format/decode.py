@@ -939,11 +939,13 @@ def decode_pages(
     """All pages of a primitive column's chunk as one array, the same as concatenating ``decode_page`` of
     each, but fixed-width values are decoded straight into one buffer and dictionary pages share one
     lookup."""
-    if len(pages) == 1:
-        return decode_page(pages[0], dictionary, global_dictionary)
     if not pages:
         raise ValueError("decode_pages needs at least one page")
     typ = arrow_type_of(pages[0].column)
+    plain = global_dictionary is None and (pa.types.is_integer(typ) or pa.types.is_float64(typ)
+                                           or pa.types.is_date32(typ) or pa.types.is_decimal128(typ))
+    if len(pages) == 1 and (dictionary is not None or not plain):
+        return decode_page(pages[0], dictionary, global_dictionary)
     if dictionary is not None:
         keys = [decode_page(p, _KeysOnly(dictionary), global_dictionary) for p in pages]  # type: ignore[arg-type]
         if all(k.type == pa.int32() for k in keys):
@@ -959,8 +961,6 @@ def decode_pages(
     address = values.ctypes.data
     valid = None
     pos = 0
-    plain = global_dictionary is None and (pa.types.is_integer(typ) or pa.types.is_float64(typ)
-                                           or pa.types.is_date32(typ) or pa.types.is_decimal128(typ))
     for p in pages:
         n = p.rows
         slot = values[pos : pos + n]
@@ -1047,8 +1047,12 @@ def _plain_doubles(page: Page, meta, encoding: int, out: np.ndarray) -> bool:
     """Doubles stored as they are (DIRECT_COMPRESS) or as scaled integers (ADAPTIVE_(DELTA_)FLOATING)."""
     rows = page.rows
     if encoding == E.DIRECT_COMPRESS:
-        if meta.store_type != MetaType.DOUBLE or page.data(rows * 8, out.view(np.uint8)).shape[0] != rows * 8:
+        target = out.view(np.uint8)
+        data = page.data(rows * 8, target)  # snappy decompresses into the target, the others do not
+        if meta.store_type != MetaType.DOUBLE or data.shape[0] != rows * 8:
             return False
+        if not np.may_share_memory(data, target):
+            target[:] = data
         found, lo, hi = kernels.double_bounds(out)
         bounds = (float(lo), float(hi)) if found else (None, None)
     else:

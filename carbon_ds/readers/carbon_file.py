@@ -442,7 +442,7 @@ class CarbonDataFile:
         global_dict = None
         if dictionary is None and is_global_dictionary(node.schema):
             global_dict = self._global_dictionary(node.schema)
-        if expected is None and len(pages) > 1 and (keep is None or len(keep) > 1):
+        if expected is None and (keep is None or keep):
             # the whole chunk, or the kept pages, as one array: decoded into a single buffer, no
             # concatenation afterwards
             if keep is None:

@@ -48,11 +48,11 @@ def column(data_type: DataType, dimension: bool = True, scale: int = -1, precisi
 
 
 def page(col: ColumnSchema, data: bytes, rows: int, encoders: list[int], meta: bytes | None = None,
-         stats: tuple[bytes, bytes] | None = None) -> Page:
-    body = compress.compress("snappy", data)
+         stats: tuple[bytes, bytes] | None = None, codec: str = "snappy") -> Page:
+    body = compress.compress(codec, data)
     dc2 = DataChunk2(
         chunk_meta=ChunkCompressionMeta(compression_codec=1, total_uncompressed_size=len(data),
-                                        total_compressed_size=len(body), compressor_name="snappy"),
+                                        total_compressed_size=len(body), compressor_name=codec),
         rowMajor=False, data_page_length=len(body), rowid_page_length=0, rle_page_length=0,
         encoders=encoders, encoder_meta=[meta] if meta is not None else None, numberOfRowsInpage=rows,
         min_max=BlockletMinMaxIndex(min_values=[stats[0]], max_values=[stats[1]], min_max_presence=[True])
@@ -273,11 +273,11 @@ def test_string_values_outside_page_min_max_are_refused_by_their_first_8_bytes()
         "robot99-and-more"]
 
 
-def double_page(values: list[float], stats: tuple[float, float]) -> Page:
+def double_page(values: list[float], stats: tuple[float, float], codec: str = "snappy") -> Page:
     data = struct.pack(f"<{len(values)}d", *values)
     return page(column(DataType.DOUBLE, False), data, len(values), [E.DIRECT_COMPRESS],
                 meta(MetaType.DOUBLE, MetaType.DOUBLE, max(values), min(values)),
-                stats=(struct.pack(">d", stats[0]), struct.pack(">d", stats[1])))
+                stats=(struct.pack(">d", stats[0]), struct.pack(">d", stats[1])), codec=codec)
 
 
 def test_double_values_outside_page_min_max_are_refused_and_nan_bounds_nothing():
@@ -502,3 +502,12 @@ def test_plain_date_pages_of_a_chunk_decode_and_are_checked_as_decode_page_check
         decode_pages([date_page(d[:2], (d[1], d[0] - dt.timedelta(days=1))), date_page(d[3:], (d[3], d[3]))])
     with pytest.raises(CarbonFormatError, match="outside CarbonData's range"):
         decode_pages([date_page([], raw_keys=[key(d[1]) - 1, key(d[0])]), date_page(d[3:])])
+
+
+@pytest.mark.parametrize("codec", ["snappy", "zstd", "gzip"])
+def test_plain_double_pages_read_alone_or_in_a_chunk_under_every_compressor(codec):
+    """snappy decompresses straight into the column's buffer; zstd and gzip pages are copied there."""
+    values = [-4.916078894869243e16, 0.05, float("inf"), 6.2e-29]
+    assert decode_pages([double_page(values, (values[0], float("inf")), codec)]).to_pylist() == values
+    both = decode_pages([double_page(values, (values[0], float("inf")), codec), double_page([2.5], (2.5, 2.5), codec)])
+    assert both.to_pylist() == values + [2.5]
