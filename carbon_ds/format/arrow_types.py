@@ -117,7 +117,18 @@ def arrow_type(node: ColumnNode) -> pa.DataType:
 
 def arrow_schema(flat: list[ColumnSchema]) -> pa.Schema:
     """The Arrow schema of a header's or table's columns, in the user's column order."""
-    return pa.schema([pa.field(n.name, arrow_type(n)) for n in in_schema_order(nest(flat))])
+    # asked several times by every scan (table, files, partitioning): remembered by what it depends on
+    key = tuple((c.column_name, c.data_type, c.precision, c.scale, c.num_child, c.schemaOrdinal) for c in flat)
+    schema = _SCHEMAS.get(key)
+    if schema is None:
+        schema = pa.schema([pa.field(n.name, arrow_type(n)) for n in in_schema_order(nest(flat))])
+        if len(_SCHEMAS) >= 256:
+            _SCHEMAS.clear()
+        _SCHEMAS[key] = schema
+    return schema
+
+
+_SCHEMAS: dict[tuple, pa.Schema] = {}
 
 
 # ------------------------------------------------------------------ Arrow -> CarbonData
