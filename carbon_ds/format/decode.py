@@ -215,16 +215,16 @@ def _stored_view(page: Page, data: np.ndarray, store: int) -> tuple[np.ndarray, 
         raise page.fail(f"page holds {data.shape[0]} bytes, expected {page.rows} x {width}")
     if width == 3:
         return data, 3
-    return data.view(_LE_INT[width]), width
+    return data.view(LE_INT[width]), width
 
 
-_LE_INT = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<i4"), 8: np.dtype("<i8")}
+LE_INT = {1: np.dtype("<i1"), 2: np.dtype("<i2"), 4: np.dtype("<i4"), 8: np.dtype("<i8")}
 
 
-_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+INT64_MIN, INT64_MAX = -(1 << 63), (1 << 63) - 1
 
 
-def _integer_dtype(typ: pa.DataType) -> np.dtype | None:
+def integer_dtype(typ: pa.DataType) -> np.dtype | None:
     """The numpy type of the values buffer of a column whose values are integers, else None."""
     try:
         return _INTEGER_DTYPES[typ]
@@ -252,7 +252,7 @@ def _integral_page(
     """An integral adaptive page in one pass: widen the stored values, undo the delta against ``base``
     (when given), scale timestamps from milliseconds and narrow to the column's type."""
     src, width = _stored_view(page, data, store)
-    in_range = base is None or _INT64_MIN <= base <= _INT64_MAX
+    in_range = base is None or INT64_MIN <= base <= INT64_MAX
     if pa.types.is_decimal128(typ) and in_range:
         # the stored integers are the unscaled values: one pass writes them as 16-byte decimals
         values = _values_buffer(page, DECIMAL_SLOT)
@@ -264,7 +264,7 @@ def _integral_page(
         if mask is None or not mask.any():  # null slots hold no value: their bounds would mislead
             page.unscaled_bounds = (int(lo), int(hi))
         return _fixed_width(typ, values, mask)
-    out_dtype = _integer_dtype(typ)
+    out_dtype = integer_dtype(typ)
     if not in_range or out_dtype is None:
         stored = src.astype(np.int64) if width != 3 else stored_integers(page, data, store)
         if base is not None:
@@ -321,7 +321,7 @@ def _direct_target(page: Page, store: int, typ: pa.DataType) -> np.ndarray | Non
         ok = out.dtype == np.float32
     else:
         width = STORE_WIDTH.get(store)  # type: ignore[call-overload]
-        ok = out.dtype.kind == "i" and width == out.dtype.itemsize and _integer_dtype(typ) == out.dtype
+        ok = out.dtype.kind == "i" and width == out.dtype.itemsize and integer_dtype(typ) == out.dtype
     return out.view(np.uint8) if ok else None
 
 
@@ -359,7 +359,7 @@ def lv_array(page: Page, data: np.ndarray, width: int, typ: pa.DataType, rows: i
     limit = rows if rows is not None else MAX_PAGE_ROWS
     if data.shape[0] >= 1 << 31:
         raise page.fail(f"page holds {data.shape[0]} bytes, more than an Arrow array can")
-    arena = page.out if isinstance(page.out, _Arena) and rows == page.rows else None
+    arena = page.out if isinstance(page.out, Arena) and rows == page.rows else None
     if arena is not None and arena.reserve(data.shape[0]):
         offsets, values, valid, row0, out0 = arena.offsets, arena.values, arena.valid, arena.rows, arena.used
     else:
@@ -396,7 +396,7 @@ def lv_array(page: Page, data: np.ndarray, width: int, typ: pa.DataType, rows: i
     return arr
 
 
-class _Arena:
+class Arena:
     """The offsets, values and validity that the length-value pages of one chunk are decoded into
     (see decode_pages), so they form one array without concatenating page arrays."""
 
@@ -497,7 +497,7 @@ def _take_key_bytes(page: Page, data: np.ndarray, dictionary: pa.Array) -> pa.Ar
     if keys.size and keys.max() >= len(dictionary):
         raise page.fail(f"local dictionary key {int(keys.max())} outside the dictionary of {len(dictionary)}")
     taken = pa.Array.from_buffers(pa.int32(), len(keys), [None, pa.py_buffer(keys)])
-    if not isinstance(dictionary, _KeysOnly):  # (decode_pages looks the keys of all pages up at once)
+    if not isinstance(dictionary, KeysOnly):  # (decode_pages looks the keys of all pages up at once)
         taken = take_entries(dictionary, taken)
     mask = null_mask(page) if page.exact_nulls else None
     if mask is not None:
@@ -550,7 +550,7 @@ def decode_meta_page(page: Page, dictionary: pa.Array | None) -> pa.Array:
         store = MetaType.BYTE
     if E.ADAPTIVE_FLOATING in encs or E.ADAPTIVE_DELTA_FLOATING in encs:
         return _floating_page(page, meta, data, store, typ, mask)
-    base = _int_meta(page, meta.max) if E.ADAPTIVE_DELTA_INTEGRAL in encs else None
+    base = int_meta(page, meta.max) if E.ADAPTIVE_DELTA_INTEGRAL in encs else None
     return _integral_page(page, data, store, base, typ, mask)
 
 
@@ -560,7 +560,7 @@ def _floating_page(page: Page, meta, data: np.ndarray, store: int, typ: pa.DataT
     factor = 10.0**meta.decimal_count
     negate = E.ADAPTIVE_DELTA_FLOATING in encs
     top = int(float(meta.max) * int(10**meta.decimal_count)) if negate else 0
-    if pa.types.is_floating(typ) and _INT64_MIN <= top <= _INT64_MAX:
+    if pa.types.is_floating(typ) and INT64_MIN <= top <= INT64_MAX:
         src, width = _stored_view(page, data, store)
         values = _values_buffer(page, np.dtype(typ.to_pandas_dtype()))
         if typ == pa.float32():
@@ -579,7 +579,7 @@ def _floating_page(page: Page, meta, data: np.ndarray, store: int, typ: pa.DataT
     return to_arrow(vals, typ, mask)
 
 
-def _int_meta(page: Page, v: object) -> int:
+def int_meta(page: Page, v: object) -> int:
     if isinstance(v, Decimal):
         scale = page.column.scale if page.column.scale and page.column.scale > 0 else 0
         with localcontext(prec=100):
@@ -910,7 +910,7 @@ def decode_page(
     return arr
 
 
-class _KeysOnly:
+class KeysOnly:
     """Stands in for a local dictionary so that dictionary pages decode to their int32 keys: the pages of
     a chunk then need one lookup in the real dictionary instead of one each and a concatenation."""
 
@@ -922,203 +922,6 @@ class _KeysOnly:
 
     def take(self, keys: pa.Array) -> pa.Array:
         return keys
-
-
-def _buffer_dtype(typ: pa.DataType) -> np.dtype | None:
-    """The numpy type of a fixed-width column's values buffer (None for other layouts)."""
-    if pa.types.is_floating(typ):
-        return np.dtype(typ.to_pandas_dtype())
-    if pa.types.is_decimal128(typ):
-        return DECIMAL_SLOT
-    return _integer_dtype(typ)
-
-
-def decode_pages(
-    pages: list[Page], dictionary: pa.Array | None = None, global_dictionary: pa.Array | None = None
-) -> pa.Array:
-    """All pages of a primitive column's chunk as one array, the same as concatenating ``decode_page`` of
-    each, but fixed-width values are decoded straight into one buffer and dictionary pages share one
-    lookup."""
-    if not pages:
-        raise ValueError("decode_pages needs at least one page")
-    typ = arrow_type_of(pages[0].column)
-    plain = global_dictionary is None and (pa.types.is_integer(typ) or pa.types.is_float64(typ)
-                                           or pa.types.is_date32(typ) or pa.types.is_decimal128(typ))
-    if len(pages) == 1 and (dictionary is not None or not plain):
-        return decode_page(pages[0], dictionary, global_dictionary)
-    if dictionary is not None:
-        keys = [decode_page(p, _KeysOnly(dictionary), global_dictionary) for p in pages]  # type: ignore[arg-type]
-        if all(k.type == pa.int32() for k in keys):
-            return take_entries(dictionary, pa.concat_arrays(keys))
-        return pa.concat_arrays([decode_page(p, dictionary, global_dictionary) for p in pages])
-    total = sum(p.rows for p in pages)
-    if pa.types.is_string(typ) or pa.types.is_binary(typ):
-        return _lv_pages(pages, typ, total, global_dictionary)
-    dtype = _buffer_dtype(typ)
-    if dtype is None:
-        return pa.concat_arrays([decode_page(p, dictionary, global_dictionary) for p in pages])
-    values = pooled(total, dtype)
-    address = values.ctypes.data
-    valid = None
-    pos = 0
-    for p in pages:
-        n = p.rows
-        slot = values[pos : pos + n]
-        if plain and _plain_into(p, slot):
-            pos += n
-            continue
-        p.out = slot
-        try:
-            arr = decode_page(p, dictionary, global_dictionary)
-        finally:
-            p.out = None
-        data = arr.buffers()[1]
-        if n and (arr.offset or data.address != address + pos * dtype.itemsize):
-            slot[:] = np.frombuffer(data, dtype, count=n, offset=arr.offset * dtype.itemsize)
-        if arr.null_count:
-            if valid is None:
-                valid = np.ones(total, np.bool_)
-            valid[pos : pos + n] = arr.is_valid().to_numpy(zero_copy_only=False)
-        pos += n
-    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if valid is not None else None
-    return pa.Array.from_buffers(typ, total, [validity, pa.py_buffer(values)])
-
-
-_INTEGRAL_ONLY = ([E.ADAPTIVE_INTEGRAL], [E.ADAPTIVE_DELTA_INTEGRAL])
-_FLOATING_ONLY = ([E.ADAPTIVE_FLOATING], [E.ADAPTIVE_DELTA_FLOATING], [E.DIRECT_COMPRESS])
-
-
-def _plain_into(page: Page, out: np.ndarray) -> bool:
-    """The most common pages, decoded straight into ``out`` (the column's values buffer) and checked in a
-    few calls: measures of integers, decimals or doubles stored by one adaptive or direct encoding, and
-    dates; without nulls. A chunk of 2M rows has 63 pages, and ``decode_page``'s general steps cost more
-    per page than these pages' decoding. Returns False, with nothing decided, for any other page or any
-    problem: ``decode_page`` then decodes it and names the error."""
-    if not page.rows:
-        return False
-    try:
-        if null_mask(page) is not None:
-            return False
-        col = page.column
-        if col.data_type == DataType.DATE:
-            return _plain_dates(page, out)
-        chunk = page.chunk
-        if col.dimension or not chunk.encoder_meta:
-            return False
-        meta = encoder_meta.parse(chunk.encoder_meta[0])
-        encs = chunk.encoders
-        if encs in _INTEGRAL_ONLY:
-            return _plain_integers(page, meta, encs[0] == E.ADAPTIVE_DELTA_INTEGRAL, out)
-        if encs in _FLOATING_ONLY and out.dtype == np.float64:
-            return _plain_doubles(page, meta, encs[0], out)
-    except (CarbonFormatError, ValueError, TypeError, OverflowError):
-        pass
-    return False
-
-
-def _plain_integers(page: Page, meta, delta: bool, out: np.ndarray) -> bool:
-    """Adaptive integral pages (``delta``: stored as the page max minus the value) of integer or decimal
-    columns."""
-    width = STORE_WIDTH.get(meta.store_type)
-    if width is None:
-        return False
-    base = _int_meta(page, meta.max) if delta else 0
-    data = page.data(page.rows * width)
-    if not _INT64_MIN <= base <= _INT64_MAX or data.shape[0] != page.rows * width:
-        return False
-    src = data if width == 3 else data.view(_LE_INT[width])  # SHORT_INT: 3 bytes big-endian
-    if out.dtype == DECIMAL_SLOT:
-        pairs = out.view(np.int64)
-        lo, hi = (kernels.decimal_integral_be3 if width == 3 else kernels.decimal_integral)(src, base, delta, pairs)
-        page_checks.check_unscaled_bounds(page, int(lo), int(hi), arrow_type_of(page.column))
-        return True
-    if out.dtype.kind != "i":
-        return False
-    if width == 3:
-        lo, hi = kernels.integral_be3_bounded(src, base, delta, out)
-    else:
-        lo, hi = kernels.integral_bounded(src, base, delta, 1, out)
-    if page.check_stats:
-        page_checks.check_measure_bounds(page, int(lo), int(hi))
-    return True
-
-
-def _plain_doubles(page: Page, meta, encoding: int, out: np.ndarray) -> bool:
-    """Doubles stored as they are (DIRECT_COMPRESS) or as scaled integers (ADAPTIVE_(DELTA_)FLOATING)."""
-    rows = page.rows
-    if encoding == E.DIRECT_COMPRESS:
-        target = out.view(np.uint8)
-        data = page.data(rows * 8, target)  # snappy decompresses into the target, the others do not
-        if meta.store_type != MetaType.DOUBLE or data.shape[0] != rows * 8:
-            return False
-        if not np.may_share_memory(data, target):
-            target[:] = data
-        found, lo, hi = kernels.double_bounds(out)
-        bounds = (float(lo), float(hi)) if found else (None, None)
-    else:
-        width = STORE_WIDTH.get(meta.store_type)
-        negate = encoding == E.ADAPTIVE_DELTA_FLOATING
-        top = int(float(meta.max) * int(10**meta.decimal_count)) if negate else 0
-        if width not in (1, 2, 4, 8) or not _INT64_MIN <= top <= _INT64_MAX:
-            return False
-        data = page.data(rows * width)
-        if data.shape[0] != rows * width:
-            return False
-        lo, hi = kernels.floating_bounded(data.view(_LE_INT[width]), top, negate, 10.0**meta.decimal_count, out)
-        bounds = (float(lo), float(hi))
-    if page.check_stats:
-        page_checks.check_measure_bounds(page, *bounds)
-    return True
-
-
-_DATE_KEYS = frozenset({E.DICTIONARY, E.DIRECT_DICTIONARY, E.RLE})
-
-
-def _plain_dates(page: Page, out: np.ndarray) -> bool:
-    """``_plain_into`` for DATE pages: 4-byte direct-dictionary surrogates, not run-length encoded, not
-    reordered by an inverted index, no key of null."""
-    chunk = page.chunk
-    encs = page.encodings
-    if (out.dtype != np.int32 or not encs <= _DATE_KEYS or not encs & {E.DICTIONARY, E.DIRECT_DICTIONARY}
-            or chunk.rle_page_length or chunk.rowid_page_length):
-        return False
-    data = page.data(page.rows * 4)
-    if data.shape[0] != page.rows * 4:
-        return False
-    nulls, lo, hi = kernels.date_surrogates(data, 4, DATE_OFFSET, out)
-    if nulls:
-        return False
-    page_checks.check_day_bounds(page, int(lo), int(hi))
-    return True
-
-
-def _lv_pages(pages: list[Page], typ: pa.DataType, total: int, global_dictionary: pa.Array | None) -> pa.Array:
-    """String/binary pages into one arena; any page that decodes another way (or a chunk that outgrows it)
-    falls back to concatenating the page arrays."""
-    compressed = sum(p.chunk.data_page_length or 0 for p in pages)
-    hint = sum((p.chunk.chunk_meta.total_uncompressed_size or 0) for p in pages)
-    # the writer's uncompressed size when plausible, else a guess; the arena grows when short
-    capacity = hint if 0 < hint <= 8 * compressed + 4096 else 3 * compressed + 4096
-    arena = _Arena(total, min(capacity, (1 << 31) - 1))
-    parts = []
-    in_arena = True
-    for p in pages:
-        row0 = arena.rows
-        p.out = arena
-        try:
-            arr = decode_page(p, None, global_dictionary)
-        finally:
-            p.out = None
-        parts.append(arr)
-        in_arena = in_arena and arena.rows == row0 + p.rows and arr.offset == 0 and (
-            arr.buffers()[1].address == arena.offsets[row0:].ctypes.data
-        )
-    if not in_arena:
-        return pa.concat_arrays(parts)
-    validity = pa.py_buffer(np.packbits(arena.valid, bitorder="little")) if arena.nulls else None
-    return pa.Array.from_buffers(
-        typ, total, [validity, pa.py_buffer(arena.offsets), pa.py_buffer(arena.values[: arena.used])]
-    )
 
 
 def decode_parent_page(page: Page) -> tuple[np.ndarray, np.ndarray | None]:

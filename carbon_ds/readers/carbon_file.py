@@ -21,13 +21,13 @@ import pyarrow.compute as pc
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format import compress, direct_dictionary
 from carbon_ds.format.arrow_types import ColumnNode, arrow_type
+from carbon_ds.format.chunk_decode import decode_pages
 from carbon_ds.format.chunk_header import parse_data_chunk3
 from carbon_ds.format.column_view import column_view
 from carbon_ds.format.decode import (
     NULL_BITSETS_KEY,
     Page,
     decode_page,
-    decode_pages,
     decode_parent_page,
     local_dictionary,
     null_mask,

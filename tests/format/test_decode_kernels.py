@@ -11,7 +11,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from carbon_ds.format import compress, encoder_meta, kernels
-from carbon_ds.format.decode import Page, decode_page, decode_pages
+from carbon_ds.format.chunk_decode import decode_pages
+from carbon_ds.format.decode import Page, decode_page
 from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType
 from carbon_ds.format.structs import ChunkCompressionMeta, ColumnSchema, DataChunk2, DataType, Encoding, PresenceMeta
 

@@ -20,8 +20,9 @@ import pytest
 
 from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
-from carbon_ds.format import compress, decode, encoder_meta, kernels, page_checks, stat_bytes
-from carbon_ds.format.decode import Page, decode_page, decode_pages
+from carbon_ds.format import chunk_decode, compress, encoder_meta, kernels, page_checks, stat_bytes
+from carbon_ds.format.chunk_decode import decode_pages
+from carbon_ds.format.decode import Page, decode_page
 from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType
 from carbon_ds.format.structs import (
     BlockletMinMaxIndex,
@@ -418,9 +419,9 @@ def test_plain_pages_of_a_chunk_decode_as_page_by_page_without_decode_page(monke
     decode_page."""
     pages, values = long_chunk()
     one_by_one = pa.concat_arrays([decode_page(p) for p in long_chunk()[0]])
-    general = decode.decode_page
+    general = chunk_decode.decode_page
     calls = []
-    monkeypatch.setattr(decode, "decode_page", lambda p, *a: calls.append(p) or general(p, *a))
+    monkeypatch.setattr(chunk_decode, "decode_page", lambda p, *a: calls.append(p) or general(p, *a))
     got = decode_pages(pages)
     assert got.to_pylist() == values and got.equals(one_by_one)
     assert calls == [pages[-1]]
@@ -430,9 +431,9 @@ def test_plain_decimal_pages_of_a_chunk_are_checked_as_decode_page_checks_them(m
     """Decimals stored as adaptive integers (the unscaled values, DataTypeUtil.bigDecimalToByte statistics):
     statistics of the column's scale compared as integers, of another scale as decimals."""
     unscaled = [[12345, -99, 7], [1, 2], [-400, 399]]
-    general = decode.decode_page
+    general = chunk_decode.decode_page
     calls = []
-    monkeypatch.setattr(decode, "decode_page", lambda p, *a: calls.append(p) or general(p, *a))
+    monkeypatch.setattr(chunk_decode, "decode_page", lambda p, *a: calls.append(p) or general(p, *a))
 
     def chunk(first_hi: int, third_stats: tuple[bytes, bytes] | None = None) -> list[Page]:
         pages = [decimal_page(unscaled[0], 9, 2, (-99, first_hi)), decimal_page(unscaled[1], 9, 2, (1, 2)),
@@ -491,9 +492,9 @@ def test_plain_date_pages_of_a_chunk_decode_and_are_checked_as_decode_page_check
     """DATE surrogates (DateDirectDictionaryGenerator: days + 1,073,741,823) straight into the chunk's
     buffer; a page holding the null key (1) is left to decode_page."""
     d = [dt.date(2024, 2, 29), dt.date(1, 1, 1), dt.date(9999, 12, 31), dt.date(1969, 12, 31)]
-    general = decode.decode_page
+    general = chunk_decode.decode_page
     calls = []
-    monkeypatch.setattr(decode, "decode_page", lambda p, *a: calls.append(p) or general(p, *a))
+    monkeypatch.setattr(chunk_decode, "decode_page", lambda p, *a: calls.append(p) or general(p, *a))
     pages = [date_page(d[:2], (d[1], d[0])), date_page([d[2], None], (d[2], d[2])), date_page(d[3:], (d[3], d[3]))]
     assert decode_pages(pages).to_pylist() == d[:3] + [None, d[3]]
     assert calls == [pages[1]]
