@@ -41,6 +41,20 @@ Stats = dict[str, ColumnStats]  # lower-cased column name -> statistics of one u
 
 def trusted_columns(columns: list[ColumnSchema]) -> list[bool]:
     """Per physical column: may its min/max be used? (Top-level, non-complex, no surrogate keys.)"""
+    # asked for every blocklet pruned by its pages: remembered by what it depends on
+    key = tuple((c.data_type, c.num_child, tuple(c.encoders or ())) for c in columns)
+    got = _TRUSTED.get(key)
+    if got is None:
+        if len(_TRUSTED) >= 256:
+            _TRUSTED.clear()
+        got = _TRUSTED[key] = _trusted_columns(columns)
+    return list(got)
+
+
+_TRUSTED: dict[tuple, list[bool]] = {}
+
+
+def _trusted_columns(columns: list[ColumnSchema]) -> list[bool]:
     ok = [False] * len(columns)
     index = {id(c): i for i, c in enumerate(columns)}
     try:
