@@ -20,8 +20,8 @@ from typing import Any
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonDependencyError, CarbonError
-from carbon_ds.expressions import Expr
-from carbon_ds.expressions.polars_filter import from_polars_json
+from carbon_ds.expressions import Expr, and_
+from carbon_ds.expressions.polars_filter import translate_polars_json
 from carbon_ds.table.read.pruning import Counts, as_expr
 from carbon_ds.table.read.scan import open_table
 from carbon_ds.table.read.scanner import Scan
@@ -45,14 +45,23 @@ def _polars_types(schema: pa.Schema) -> tuple:
     return tuple(pl.from_arrow(schema.empty_table()).schema.items())
 
 
-def pruning_filter(predicate, schema: pa.Schema) -> Expr | None:
-    """The part of a Polars predicate our scan can prune with (see :mod:`carbon_ds.expressions.polars_filter`);
-    ``None`` when nothing of it translates."""
+def pruning_filter(predicate, schema: pa.Schema) -> tuple[Expr, bool] | None:
+    """The part of a Polars predicate our scan can prune with, and whether it keeps exactly Polars' rows
+    (see :mod:`carbon_ds.expressions.polars_filter`); ``None`` when nothing of it translates."""
     try:
         text = predicate.meta.serialize(format="json")
     except Exception:  # a Polars without the JSON form: no pruning, Polars still filters
         return None
-    return from_polars_json(text, schema)
+    return translate_polars_json(text, schema)
+
+
+def _predicate_columns(predicate, names: list[str]) -> list[str] | None:
+    """The columns (of ``names``) the predicate reads, None when Polars cannot say."""
+    try:
+        wanted = set(predicate.meta.root_names())
+    except Exception:  # no way to ask
+        return None
+    return [n for n in names if n in wanted]
 
 
 def _with_predicate_columns(with_columns: list[str] | None, predicate, names: list[str]) -> list[str] | None:
@@ -60,12 +69,25 @@ def _with_predicate_columns(with_columns: list[str] | None, predicate, names: li
     columns it did not ask for, and filters before projecting)."""
     if with_columns is None or predicate is None:
         return with_columns
-    try:
-        wanted = set(predicate.meta.root_names())
-    except Exception:  # no way to ask: read every column, Polars' filter then finds what it names
+    wanted = _predicate_columns(predicate, names)
+    if wanted is None:  # read every column, Polars' filter then finds what it names
         return None
-    extra = [n for n in names if n in wanted and n not in with_columns]
+    extra = [n for n in wanted if n not in with_columns]
     return with_columns + extra if extra else with_columns
+
+
+def _matching(pl, batch: pa.RecordBatch, predicate, on: list[str] | None) -> pa.RecordBatch | None:
+    """The rows of ``batch`` where Polars' predicate is true, found by Polars on the columns the predicate
+    reads (``on``) alone and taken in Arrow: every eager Polars call is a query of its own (a fraction of a
+    millisecond), and converting every column before filtering costs more than the filter when few rows
+    match (a lookup's page: 32,000 rows in, a few hundred out). None when the predicate reads no column or
+    gives a mask of another length: Polars then filters the whole frame."""
+    if not on:
+        return None
+    mask = pl.from_arrow(batch.select(on)).select(predicate).to_series()
+    if mask.len() != batch.num_rows:  # an expression of another length (an aggregate): Polars' own way
+        return None
+    return batch.filter(mask.to_arrow())
 
 
 def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None,
@@ -89,30 +111,44 @@ def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str |
     polars_schema = pl.Schema(_polars_types(schema))
     # each collect reads the table's segments as they are then, through the schema the frame was made with
 
-    def open_scan(columns: list[str] | None, predicate, limit: int | None, batch_size: int | None) -> Scan:
+    def open_scan(columns: list[str] | None, predicate, limit: int | None, batch_size: int | None
+                  ) -> tuple[Scan, bool]:
+        """The scan, and whether it filters the rows exactly as Polars' predicate would."""
         args = dict(columns=columns, segments=segments, limit=limit, batch_size=batch_size, use_threads=use_threads)
-        extra = pruning_filter(predicate, schema) if predicate is not None else None
-        if extra is not None:
+        got = pruning_filter(predicate, schema) if predicate is not None else None
+        if got is not None:
+            extra, exact = got
             try:
+                if exact:  # the scan's row filter keeps Polars' rows: no Polars call per batch
+                    return Scan(table, filter=and_(expr, extra), **args), True
                 # Polars' predicate only prunes here: the source filters every batch with it below
-                return Scan(table, filter=expr, prune=extra, **args)
+                return Scan(table, filter=expr, prune=extra, **args), False
             except CarbonError:  # a literal our model does not take for that column: prune by ours alone
                 pass
-        return Scan(table, filter=expr, **args)
+        return Scan(table, filter=expr, **args), False
 
     def source(with_columns: list[str] | None, predicate, n_rows: int | None,
                batch_size: int | None) -> Iterator:
         read = _with_predicate_columns(with_columns, predicate, schema.names)
-        s = open_scan(read, predicate, n_rows if predicate is None else None, batch_size)
+        s, exact = open_scan(read, predicate, n_rows if predicate is None else None, batch_size)
         if counts is not None:
             s.counts = counts  # counted as planned and read: a stream Polars stops early may never be closed
+        on = _predicate_columns(predicate, s.schema.names) if predicate is not None and not exact else None
         left = n_rows
         for batch in s.to_batches():
-            df = pl.from_arrow(pa.Table.from_batches([batch], schema=s.schema))
-            if predicate is not None:
-                df = df.filter(predicate)
+            if predicate is not None and not exact:
+                kept = _matching(pl, batch, predicate, on)
+                if kept is None:
+                    df = pl.from_arrow(pa.Table.from_batches([batch], schema=s.schema)).filter(predicate)
+                    if read != with_columns:
+                        df = df.select(with_columns)
+                    batch = None
+                else:
+                    batch = kept
+            if batch is not None:
                 if read != with_columns:
-                    df = df.select(with_columns)
+                    batch = batch.select(with_columns)
+                df = pl.from_arrow(pa.Table.from_batches([batch], schema=batch.schema))
             if left is not None:
                 df = df.head(left)
                 left -= df.height

@@ -7,8 +7,9 @@ only for its private ``LazyFrame._scan_python_function``; the JSON form is publi
 that form stays the same between releases: a node this module does not know only means no pruning, and
 the tests assert pruning, so a changed form shows there.)
 
-The result is a *necessary* condition: every row the Polars predicate keeps also satisfies it, and Polars
-still applies its own predicate to what the scan returns. So a part that does not translate is dropped from
+The result is a *necessary* condition: every row the Polars predicate keeps also satisfies it, and Polars'
+own predicate is applied to what the scan returns, unless the translation is also *exact*
+(:func:`translate_polars_json`): then the scan's row filter keeps exactly Polars' rows. So a part that does not translate is dropped from
 an AND (the rest still prunes), makes an OR or a NOT untranslatable, and a predicate with nothing left
 gives ``None`` (no pruning, same result). Translated: ``== != < <= > >=`` between a column and a literal,
 ``is_between``, ``is_in``, ``is_null``, ``is_not_null``, ``str.starts_with``, ``&``, ``|``, ``~``, and the
@@ -60,12 +61,20 @@ class _Part:
 def from_polars_json(text: str, schema: pa.Schema) -> Expr | None:
     """A condition every row kept by the Polars predicate ``text`` (its JSON serialisation) satisfies, over
     the columns of ``schema``; ``None`` when nothing of it translates."""
+    got = translate_polars_json(text, schema)
+    return got[0] if got is not None else None
+
+
+def translate_polars_json(text: str, schema: pa.Schema) -> tuple[Expr, bool] | None:
+    """``from_polars_json``'s condition and whether it is exact: true for exactly the rows the Polars
+    predicate keeps (every part translated; each comparison between a column and a literal of the column's
+    own kind, where Polars and our row filter agree value for value, nulls included)."""
     try:
         tree = json.loads(text)
     except ValueError:
         return None
     part = _Translator(schema).predicate(tree)
-    return part.expr if part is not None else None
+    return (part.expr, part.exact) if part is not None else None
 
 
 class _Translator:
@@ -131,7 +140,7 @@ class _Translator:
             closed = options["closed"]
             low = self._compare(inputs[0], ">=" if closed in ("Both", "Left") else ">", inputs[1])
             high = self._compare(inputs[0], "<=" if closed in ("Both", "Right") else "<", inputs[2])
-            return _Part(and_(low.expr, high.expr), True)
+            return _Part(and_(low.expr, high.expr), low.exact and high.exact)
         if name == "IsIn":
             return self._is_in(inputs, bool(options.get("nulls_equal", False)))
         raise _Untranslatable(name)
@@ -144,7 +153,7 @@ class _Translator:
         value = self._literal(right, column)
         if value is None:  # a comparison with null keeps no row; say nothing rather than guess
             raise _Untranslatable("null literal")
-        return _Part(Compare(column, op, value), True)
+        return _Part(Compare(column, op, value), _same_kind(self._type(column), value))
 
     def _is_in(self, inputs: list, nulls_equal: bool) -> _Part:
         column = self._column(inputs[0])
@@ -161,9 +170,10 @@ class _Translator:
         values = ipc.open_stream(bytes(data)).read_all().column(0).to_pylist()
         present = tuple(v for v in values if v is not None)
         found = In(column, present)
+        exact = all(_same_kind(self._type(column), v) for v in present)
         if nulls_equal and len(present) != len(values):
-            return _Part(or_(IsNull(column), found), True)
-        return _Part(found, True)
+            return _Part(or_(IsNull(column), found), exact)
+        return _Part(found, exact)
 
     def _column(self, node: Any, nulls_only: bool = False) -> str:
         """The column a node reads, through the value-preserving casts Polars adds before comparing."""
@@ -213,6 +223,24 @@ class _Translator:
             unscaled, scale = value[0], value[-1]
             return Decimal(unscaled).scaleb(-scale)
         raise _Untranslatable(kind)
+
+
+def _same_kind(column: pa.DataType, value: Any) -> bool:
+    """Whether a literal is of the column's own kind (an integer for an integer or decimal column, a
+    string for a string column, a date for a date column, a Decimal for a decimal column, a bool for a
+    boolean one): then Polars and our row filter compare alike. Floats, timestamps and mixed kinds
+    (a datetime against a date column) only prune."""
+    if isinstance(value, bool):
+        return pa.types.is_boolean(column)
+    if isinstance(value, int):
+        return pa.types.is_integer(column) or pa.types.is_decimal(column)
+    if isinstance(value, str):
+        return pa.types.is_string(column) or pa.types.is_large_string(column)
+    if isinstance(value, Decimal):
+        return pa.types.is_decimal(column)
+    if type(value) is dt.date:
+        return pa.types.is_date32(column)
+    return False
 
 
 def _one(node: Any) -> tuple[str, Any]:

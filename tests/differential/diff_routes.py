@@ -7,6 +7,8 @@ Routes:
   spark_views     plain spark.sql over CREATE TEMPORARY VIEW ... USING carbondata
   carbon_read     carbon_ds.read(spark, path, columns, filter=...)  (single-table filter queries)
   read_table      carbon_ds.read_table(path, columns, filter=...) against pyarrow compute on the same rows
+  polars          carbon_ds.polars.scan_carbondata(path).filter(<the predicate as a Polars expression>)
+                  against Polars filtering the same rows in memory (single-table filter queries)
 
 The oracle of the first five is spark.sql of the same text over `USING parquet` views of the twins; of
 read_table, the predicate evaluated by pyarrow on the expected rows. Rows compare as multisets (as lists
@@ -24,14 +26,16 @@ from collections import Counter
 from dataclasses import dataclass, field
 from decimal import Decimal
 
+import polars as pl
 import pyarrow.compute as pc
-from diff_queries import Query, evaluate, render
+from diff_queries import FILTERABLE, Query, evaluate, render
 from diff_tables import FLOAT, Table
 from pyspark.logger import PySparkLogger
 
 import carbon_ds
+from carbon_ds.polars import scan_carbondata
 
-ROUTES = ["sql_default", "sql_direct", "sql_datasource", "spark_views", "carbon_read", "read_table"]
+ROUTES = ["sql_default", "sql_direct", "sql_datasource", "spark_views", "carbon_read", "read_table", "polars"]
 OUTCOMES = ["equal", "differ", "both-raise", "raise-only-one"]
 CONFS = {
     "sql_default": {},
@@ -199,6 +203,7 @@ def run_query(spark, tables: dict[str, Table], q: Query, report: Report) -> None
     else:
         _carbon_read(spark, t, q, zero_sign, oracle, report)
     _read_table(t, q, zero_sign, report)
+    _polars(t, q, zero_sign, report)
 
 
 def nan_order_matters(pred: tuple, t: Table) -> bool:
@@ -228,4 +233,41 @@ def _read_table(t: Table, q: Query, zero_sign: bool, report: Report) -> None:
                    zero_sign)
     report.seconds["read_table"] += time.perf_counter() - t0
     report.add("read_table", Query(q.number, q.kind, q.text), f"read_table({t.name}, {q.columns}, {where!r})",
+               expected, got)
+
+
+def polars_expr(p: tuple):
+    """The generated predicate as a Polars expression (Polars' own semantics: the route's oracle is Polars)."""
+    tag = p[0]
+    if tag in ("and", "or"):
+        left, right = polars_expr(p[1]), polars_expr(p[2])
+        return left & right if tag == "and" else left | right
+    if tag == "not":
+        return ~polars_expr(p[1])
+    col = pl.col(p[1])
+    if tag == "isnull":
+        return col.is_not_null() if p[2] else col.is_null()
+    if tag == "like":
+        e = col.str.starts_with(p[2])
+        return ~e if p[3] else e
+    if tag == "in":
+        e = col.is_in(p[2])
+        return ~e if p[4] else e
+    if tag == "between":
+        e = col.is_between(pl.lit(p[2]), pl.lit(p[3]))
+        return ~e if p[5] else e
+    value = pl.lit(p[3])
+    return {"=": col == value, "!=": col != value, "<": col < value, "<=": col <= value, ">": col > value,
+            ">=": col >= value}[p[2]]
+
+
+def _polars(t: Table, q: Query, zero_sign: bool, report: Report) -> None:
+    cols = [c for c in q.columns if c == "id" or t.kinds[c] in FILTERABLE]  # types every Polars holds
+    t0 = time.perf_counter()
+    expected = _attempt(lambda: _tuples(pl.from_arrow(t.rows).filter(polars_expr(q.pred)).select(cols).to_arrow()),
+                        zero_sign)
+    got = _attempt(lambda: _tuples(scan_carbondata(t.path).filter(polars_expr(q.pred)).select(cols).collect()
+                                   .to_arrow()), zero_sign)
+    report.seconds["polars"] += time.perf_counter() - t0
+    report.add("polars", Query(q.number, q.kind, q.text), f"polars({t.name}, {cols}, {render(q.pred)!r})",
                expected, got)

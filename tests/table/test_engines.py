@@ -15,7 +15,7 @@ import carbon_ds.duckdb as carbon_ds_duckdb
 from carbon_ds.duckdb import CarbonDataset, register
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import Compare, In, IsNull, Not, NotNull, StartsWith, and_, or_
-from carbon_ds.expressions.polars_filter import from_polars_json
+from carbon_ds.expressions.polars_filter import from_polars_json, translate_polars_json
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.read import scan as scan_module
 from carbon_ds.table.read.pruning import Counts
@@ -342,3 +342,30 @@ def test_a_polars_frame_checks_its_filter_and_segments_when_made(tmp_path, monke
     lf = scan_carbondata(path, filter="id >= 12")
     assert opened == []  # no tablestatus, segment file or index read until collected
     assert lf.collect()["id"].to_list() == [12, 13, 14] and len(opened) == 1
+
+
+def test_polars_exact_translations_filter_in_the_scan_and_others_in_polars(sorted_table, monkeypatch):
+    """A predicate whose every comparison is between a column and a literal of the column's own kind is
+    exact (Polars and our row filter agree value for value): the scan filters the rows and Polars is not
+    called per batch. A float literal against an integer column, or a datetime against a date column,
+    only prunes; Polars then filters what is read."""
+    schema = carbon_ds.scan(sorted_table).schema
+    exact = [pl.col("k") == 205, pl.col("k").is_between(120, 130), pl.col("k").is_in([5, 305]),
+             ~(pl.col("k") >= 100), pl.col("s").str.starts_with("s02"), pl.col("d") < D0 + dt.timedelta(days=50),
+             pl.col("x") > Decimal("130.25"), pl.col("s").is_in(["s0001", None], nulls_equal=True),
+             (pl.col("k") < 10) | pl.col("s").is_null()]
+    superset = [pl.col("k") > 540.5, pl.col("d") < dt.datetime(2020, 2, 1, 12), pl.col("t") >= T0,
+                (pl.col("k") < 100) & (pl.col("k") * 2 > 10)]
+    for e in exact:
+        assert translate_polars_json(_polars_json(e), schema)[1] is True, e
+    for e in superset:
+        assert translate_polars_json(_polars_json(e), schema)[1] is False, e
+    full = pl.from_arrow(carbon_ds.read_table(sorted_table))
+    calls = []
+    matching = carbon_ds.polars._matching
+    monkeypatch.setattr(carbon_ds.polars, "_matching", lambda *a: calls.append(a) or matching(*a))
+    for e, polars_filters in [(exact[1], False), (exact[5], False), (superset[1], True)]:
+        calls.clear()
+        got = scan_carbondata(sorted_table).filter(e).select(["id", "k", "d"]).collect()
+        assert got.sort("id").equals(full.filter(e).select(["id", "k", "d"]).sort("id")), e
+        assert bool(calls) == polars_filters, e
