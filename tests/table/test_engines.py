@@ -356,10 +356,11 @@ def test_polars_exact_translations_filter_in_the_scan_and_others_in_polars(sorte
              (pl.col("k") < 10) | pl.col("s").is_null()]
     superset = [pl.col("k") > 540.5, pl.col("d") < dt.datetime(2020, 2, 1, 12), pl.col("t") >= T0,
                 (pl.col("k") < 100) & (pl.col("k") * 2 > 10)]
-    for e in exact:
-        assert translate_polars_json(_polars_json(e), schema)[1] is True, e
-    for e in superset:
-        assert translate_polars_json(_polars_json(e), schema)[1] is False, e
+    # Polars 1.x spells some of these shapes in forms that do not translate (no pruning, Polars filters)
+    for shapes, exactness in ((exact, True), (superset, False)):
+        for e in shapes:
+            got = translate_polars_json(_polars_json(e), schema)
+            assert (got is not None and got[1] is exactness) if POLARS_2 else (got is None or got[1] is exactness), e
     full = pl.from_arrow(carbon_ds.read_table(sorted_table))
     calls = []
     matching = carbon_ds.polars._matching
