@@ -135,20 +135,18 @@ def scan_carbondata(path: str | os.PathLike, filter: Any = None, segments: str |
             s.counts = counts  # counted as planned and read: a stream Polars stops early may never be closed
         on = _predicate_columns(predicate, s.schema.names) if predicate is not None and not exact else None
         left = n_rows
+        def frame(batch: pa.RecordBatch):
+            """The batch's rows Polars' predicate keeps, in the columns Polars asked for."""
+            kept = batch if predicate is None or exact else _matching(pl, batch, predicate, on)
+            if kept is None:  # Polars filters the whole frame itself
+                df = pl.from_arrow(pa.Table.from_batches([batch], schema=s.schema)).filter(predicate)
+                return df.select(with_columns) if read != with_columns else df
+            if read != with_columns:
+                kept = kept.select(with_columns)
+            return pl.from_arrow(pa.Table.from_batches([kept], schema=kept.schema))
+
         for batch in s.to_batches():
-            if predicate is not None and not exact:
-                kept = _matching(pl, batch, predicate, on)
-                if kept is None:
-                    df = pl.from_arrow(pa.Table.from_batches([batch], schema=s.schema)).filter(predicate)
-                    if read != with_columns:
-                        df = df.select(with_columns)
-                    batch = None
-                else:
-                    batch = kept
-            if batch is not None:
-                if read != with_columns:
-                    batch = batch.select(with_columns)
-                df = pl.from_arrow(pa.Table.from_batches([batch], schema=batch.schema))
+            df = frame(batch)
             if left is not None:
                 df = df.head(left)
                 left -= df.height
