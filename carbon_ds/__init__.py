@@ -29,7 +29,7 @@ __version__ = "0.1.0"
 
 # Imported on first use so that `import carbon_ds` stays cheap and never pulls in pyspark.
 _LAZY = {
-    "register": "carbon_ds.spark.session",
+    "register": "carbon_ds.spark.front_door",
     "read": "carbon_ds.spark.session",
     "write": "carbon_ds.spark.dataframe_write",
     "explain": "carbon_ds.api",
@@ -41,9 +41,9 @@ _LAZY = {
     "HashPartition": "carbon_ds.table.table",
     "RangePartition": "carbon_ds.table.table",
     "ListPartition": "carbon_ds.table.table",
-    "sql": "carbon_ds.spark.sql",
+    "sql": "carbon_ds.spark.front_door",
     "optimize": "carbon_ds.spark.query",
-    "configure_spark": "carbon_ds.spark.extension",
+    "configure_spark": "carbon_ds.spark.front_door",
     "SqlExpr": "carbon_ds.expressions.values",
     "CarbonDataFile": "carbon_ds.readers.carbon_file",
     "CarbonWriter": "carbon_ds.writers.carbon_file_writer",

@@ -19,7 +19,7 @@ pyspark_dir=$("$py" -c 'import os, pyspark; print(os.path.dirname(pyspark.__file
     exit 0
 }
 version=$("$py" -c 'import pyspark; print(pyspark.__version__)')
-want=$( { echo "$version"; find jvm/src -name '*.java' | sort | xargs cat; } | sha256sum | cut -d' ' -f1)
+want=$( { echo "$version"; find jvm/src -type f | sort | xargs cat; } | sha256sum | cut -d' ' -f1)
 stamp="$out.sha256"
 if [ -f "$out" ] && [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$want" ]; then
     exit 0
@@ -30,15 +30,20 @@ trap 'rm -rf "$classes"' EXIT
 # --release 17: the oldest JDK Spark 4 runs on
 javac --release 17 -nowarn -d "$classes" -cp "$pyspark_dir/jars/*" $(find jvm/src -name '*.java' | sort)
 mkdir -p "$(dirname "$out")"
-"$py" - "$classes" "$out" <<'PY'
+"$py" - "$classes" "$out" jvm/src/main/resources <<'PY'
 import os, sys, zipfile
-classes, out = sys.argv[1], sys.argv[2]
+classes, out, resources = sys.argv[1], sys.argv[2], sys.argv[3]
 with zipfile.ZipFile(out + ".tmp", "w", zipfile.ZIP_DEFLATED) as z:
     z.writestr("META-INF/MANIFEST.MF", "Manifest-Version: 1.0\r\nCreated-By: carbon-ds scripts/build-jvm.sh\r\n\r\n")
     for base, _dirs, files in sorted(os.walk(classes)):
         for f in sorted(files):
             full = os.path.join(base, f)
             z.write(full, os.path.relpath(full, classes))
+    # resources (META-INF/services: the carbondata provider) as they are
+    for base, _dirs, files in sorted(os.walk(resources)):
+        for f in sorted(files):
+            full = os.path.join(base, f)
+            z.write(full, os.path.relpath(full, resources))
 os.replace(out + ".tmp", out)
 PY
 echo "$want" > "$stamp"

@@ -7,6 +7,7 @@ Anything that is not one of these statements yields None and goes to spark.sql u
 
 from __future__ import annotations
 
+import difflib
 import re
 from dataclasses import dataclass, field
 
@@ -203,9 +204,13 @@ class AlterSchema:
     type_text: str | None = None  # CHANGE
 
 
-# CarbonData's ALTER TABLE forms not implemented yet; on other tables they are Spark's
-_UNSUPPORTED_ALTER = re.compile(
-    r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<what>RENAME\s+TO)\b", re.IGNORECASE)
+_NAME = r"(?:`[^`]+`|[A-Za-z_]\w*)"
+_RENAME_COLUMN = re.compile(rf"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+RENAME\s+COLUMN\s+(?P<old>{_NAME})\s+TO\s+"
+                            rf"(?P<new>{_NAME})\s*;?\s*$", re.IGNORECASE)
+_ALTER_TYPE = re.compile(rf"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?:ALTER|CHANGE)\s+(?:COLUMN\s+)?(?P<col>{_NAME})\s+"
+                         r"TYPE\s+(?P<type>.+?)\s*;?\s*$", re.IGNORECASE | re.S)
+# any other ALTER TABLE form (REPLACE COLUMNS, ALTER COLUMN ... COMMENT, SET LOCATION, SET SERDEPROPERTIES, ...)
+_OTHER_ALTER = re.compile(r"^\s*ALTER\s+TABLE\s+(?P<name>\S+)\s+(?P<what>[A-Za-z]+(?:\s+[A-Za-z]+)?)", re.IGNORECASE)
 _SCHEMA_ALTER = re.compile(
     r"^\s*ALTER\s+TABLE\s+\S+\s+(ADD\s+COLUMNS?|DROP\s+COLUMNS|CHANGE|SET\s+TBLPROPERTIES|UNSET\s+TBLPROPERTIES)\b",
     re.IGNORECASE)
@@ -266,9 +271,15 @@ class _Parser:
 
     def table_name(self) -> TableName:
         first = self.ident("a table name ([db.]table)")
-        if self.accept_punct("."):
-            return TableName(first, self.ident("a table name after 'db.'"))
-        return TableName(None, first)
+        if not self.accept_punct("."):
+            return TableName(None, first)
+        second = self.ident("a table name after 'db.'")
+        if not self.accept_punct("."):
+            return TableName(first, second)
+        if first.lower() != SESSION_CATALOG:  # SHOW CREATE TABLE names spark_catalog.db.t
+            raise CarbonOptionError(f"{self.statement}: carbondata tables live in Spark's session catalog "
+                                    f"'{SESSION_CATALOG}', found catalog {first!r}")
+        return TableName(second, self.ident("a table name after 'catalog.db.'"))
 
     def end(self) -> None:
         self.accept_punct(";")
@@ -316,7 +327,7 @@ class _Parser:
                 depth -= 1
             elif t.kind == "punct" and t.text == "," and depth == 0:
                 break
-            elif depth == 0 and t.is_kw("COMMENT"):
+            elif depth == 0 and t.is_kw("COMMENT", "COLLATE", "NOT"):
                 break
             j += 1
         if j == self.i:
@@ -324,6 +335,13 @@ class _Parser:
         end = self.toks[j - 1].end
         text = self.text[start.pos : end]
         self.i = j
+        if self.accept_kw("COLLATE"):  # Spark's default collation is the only one a carbondata string has
+            collation = self.ident("a collation name")
+            if collation.upper() != "UTF8_BINARY":
+                raise CarbonOptionError(f"{self.statement}: carbondata strings compare as UTF8_BINARY, found "
+                                        f"COLLATE {collation}")
+        if self.accept_kw("NOT"):
+            self.expect_kw("NULL")  # every carbondata column may hold nulls: accepted as a declaration only
         if self.accept_kw("COMMENT"):
             self.string("a comment string")
         return " ".join(text.split())
@@ -396,8 +414,10 @@ class _Parser:
             self.expect_kw("EXISTS")
             if_not = True
         stmt = CreateTable(self.table_name(), [], if_not_exists=if_not, external=external)
-        stmt.columns = self.column_list()
+        if self.peek() is not None and self.peek().kind == "punct" and self.peek().text == "(":
+            stmt.columns = self.column_list()
         stored = False
+        partition_names: list[str] = []
         while self.peek() is not None and not (self.peek().kind == "punct" and self.peek().text == ";"):
             if self.accept_kw("STORED"):
                 self.expect_kw("AS", "BY")
@@ -413,19 +433,49 @@ class _Parser:
                 stored = True
             elif self.accept_kw("PARTITIONED"):
                 self.expect_kw("BY")
-                stmt.partition_columns = self.column_list()
+                self.partition_clause(stmt, partition_names)
             elif self.accept_kw("TBLPROPERTIES"):
                 stmt.properties = self.options()
             elif self.accept_kw("LOCATION"):
                 stmt.location = self.string("a quoted path after LOCATION")
             elif self.accept_kw("COMMENT"):
                 self.string("a comment string")
+            elif self.peek().is_kw("AS"):
+                raise _SparksStatement()  # CREATE TABLE ... AS SELECT: Spark writes it (jvm/src CarbonCatalogTables)
             else:
                 raise self.fail("STORED AS carbondata, PARTITIONED BY, TBLPROPERTIES, LOCATION or end of statement")
         if not stored:
             raise CarbonOptionError("CREATE TABLE: expected STORED AS carbondata")
         self.end()
+        if partition_names:  # Spark's form: PARTITIONED BY (c, ...) names columns of the list
+            by_lower = {n.lower(): (n, t) for n, t in stmt.columns}
+            missing = [n for n in partition_names if n.lower() not in by_lower]
+            if missing:
+                raise CarbonOptionError(f"CREATE TABLE: PARTITIONED BY names {', '.join(missing)}, which the "
+                                        "column list does not declare; declare it there, or give its type in "
+                                        "PARTITIONED BY (CarbonData's form)")
+            chosen = {n.lower() for n in partition_names}
+            stmt.partition_columns += [by_lower[n.lower()] for n in partition_names]
+            stmt.columns = [c for c in stmt.columns if c[0].lower() not in chosen]
+        if not stmt.columns and not stmt.location:
+            raise CarbonOptionError("CREATE TABLE: expected a column list, or LOCATION of an existing CarbonData "
+                                    "table whose columns it takes")
         return stmt
+
+    def partition_clause(self, stmt: CreateTable, names: list[str]) -> None:
+        """PARTITIONED BY (c TYPE, ...) declares new columns (CarbonData's form); (c, ...) names columns of the
+        list (Spark's)."""
+        self.expect_punct("(")
+        while True:
+            name = self.ident("a partition column")
+            tok = self.peek()
+            if tok is not None and tok.kind == "punct" and tok.text in ",)":
+                names.append(name)
+            else:
+                stmt.partition_columns.append((name, self.type_text()))
+            if self.accept_punct(")"):
+                return
+            self.expect_punct(",")
 
     def drop(self) -> DropTable:
         self.expect_kw("DROP")
@@ -545,8 +595,26 @@ def _leading_words(text: str, n: int) -> list[str]:
     return [w.upper() for w in re.findall(r"[A-Za-z_]+", text[:200])[:n]]
 
 
+_QUOTED = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"|`[^`]*`")
+_CTAS = re.compile(r"\bAS\s*(?:\(|SELECT\b|WITH\b|FROM\b|VALUES\b|TABLE\b)", re.IGNORECASE)
+
+
+class _SparksStatement(Exception):
+    """The statement is Spark's after all (found while parsing it)."""
+
+
+SESSION_CATALOG = "spark_catalog"
+
+
 def parse(text: str):
     """The statement object for one of our statements, or None for anything spark.sql should run."""
+    try:
+        return _parse(text)
+    except _SparksStatement:
+        return None
+
+
+def _parse(text: str):
     words = _leading_words(text, 4)
     if not words:
         return None
@@ -558,6 +626,8 @@ def parse(text: str):
             return None
         if not re.search(r"\b(STORED\s+(AS|BY)|USING)\s+[`'\"‘“]?carbon(data)?\b", text, re.IGNORECASE):
             return None
+        if _CTAS.search(_QUOTED.sub("''", text)):
+            return None  # CREATE TABLE ... AS SELECT: Spark writes it (jvm/src CarbonCatalogTables)
         return _Parser(text, tokenize(text), "CREATE TABLE").create()
     if head == "DROP" and words[1:2] == ["TABLE"]:
         return _Parser(text, tokenize(text), "DROP TABLE").drop()
@@ -599,8 +669,16 @@ def parse(text: str):
             return _compact(text)
         if _SCHEMA_ALTER.match(text):
             return _Parser(text, tokenize(text), "ALTER TABLE").alter_schema()
-        m = _UNSUPPORTED_ALTER.match(text)
-        if m is not None:
+        m = _RENAME_COLUMN.match(text)
+        if m is not None:  # Spark's RENAME COLUMN a TO b: CarbonData's CHANGE a b keeping the type
+            return AlterSchema(table_name(m.group("name")), "change", names=[m.group("old").strip("`")],
+                               new_name=m.group("new").strip("`"))
+        m = _ALTER_TYPE.match(text)
+        if m is not None:  # Spark's ALTER COLUMN c TYPE t: CarbonData's CHANGE c c t
+            return AlterSchema(table_name(m.group("name")), "change", names=[m.group("col").strip("`")],
+                               type_text=" ".join(m.group("type").split()))
+        m = _OTHER_ALTER.match(text)
+        if m is not None:  # on a carbondata table refused by name; on other tables Spark's statement
             return Unsupported(table_name(m.group("name")), " ".join(m.group("what").upper().split()))
     if words[:2] == ["CLEAN", "FILES"]:
         return _Parser(text, tokenize(text), "CLEAN FILES").clean_files()
@@ -614,6 +692,31 @@ def parse(text: str):
             spec = partition_spec(clause.group("body"), "INSERT ... PARTITION")
             return Insert(name, m.group("kind").upper() == "OVERWRITE", m.span("name"), spec, clause.end())
         return Insert(name, m.group("kind").upper() == "OVERWRITE", m.span("name"))
+    return None
+
+
+# The first words of CarbonData's statements, for "did you mean" (suggest)
+_HEADS = {
+    ("SHOW", "SEGMENTS"): "SHOW SEGMENTS FOR TABLE <table> [LIMIT n]",
+    ("CLEAN", "FILES"): "CLEAN FILES FOR TABLE <table> [OPTIONS (...)]",
+    ("DELETE", "FROM", "TABLE"): "DELETE FROM TABLE <table> WHERE SEGMENT.ID IN (...)",
+    ("SHOW", "PARTITIONS"): "SHOW PARTITIONS <table>",
+    ("MERGE", "INTO"): "MERGE INTO <table> USING <source> ON ... WHEN ...",
+    ("CREATE", "TABLE"): "CREATE TABLE <table> (...) STORED AS carbondata",
+}
+
+
+def suggest(text: str) -> str | None:
+    """"did you mean ..." for a statement that starts like one of CarbonData's with a misspelt word, or None."""
+    words = _leading_words(text, 3)
+    for head, form in _HEADS.items():
+        got = words[: len(head)]
+        if len(got) < len(head) or tuple(got) == head:
+            continue
+        wrong = [(g, h) for g, h in zip(got, head, strict=True) if g != h]
+        if len(wrong) == 1 and difflib.SequenceMatcher(None, *wrong[0]).ratio() >= 0.75:
+            return (f"carbon_ds.errors.CarbonOptionError: {wrong[0][0]!r} is not a word of CarbonData's "
+                    f"statement; did you mean {wrong[0][1]}? ({form})")
     return None
 
 

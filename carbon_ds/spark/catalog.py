@@ -1,26 +1,26 @@
-"""Where carbon_ds.sql finds tables: a per-SparkSession registry plus the warehouse folder.
+"""Where carbon-ds finds tables for CarbonData's statements, and who owns their files.
 
-Registry: one runtime-conf key per table, ``carbon_ds.table.<db>.<table>`` = JSON {"path", "external"}.
-Runtime conf belongs to the SparkSession, so every statement of that session (and Spark Connect clients
-of it) sees it, and another session does not.
+The owner rule (Spark's and CarbonData's): a table declared EXTERNAL, or created with a LOCATION, keeps its
+files on DROP TABLE; only a managed table (created without LOCATION, in the warehouse folder) has its folder
+deleted by DROP. CarbonData's ``_external`` table property marks an external table too.
+
+**With the carbon-ds extension** (carbon_ds.configure_spark; classic sessions) Spark's session catalog is the
+one record of a table: provider ``carbondata``, location, MANAGED or EXTERNAL, partition columns and the
+table's options as TBLPROPERTIES. carbon-ds writes those entries with Spark's own statements (run through
+jvm/src FrontDoor.sparkSql, so they are never taken for carbon-ds's), changes them in place (columns after
+a schema change, jvm/src CatalogEntries) and never drops an entry to re-create it. With a persistent
+metastore (``enableHiveSupport()``) a new process finds the tables by name; without one,
+``adopt_warehouse_tables`` lists the warehouse folder's CarbonData tables in the new session's catalog.
+
+**Without the extension** (or on Spark Connect) a per-SparkSession registry in the runtime conf
+(``carbon_ds.table.<db>.<table>`` = JSON {"path", "external"}) plus a temporary view ``<table>`` per table
+stand in for the catalog (Spark temporary views have no database qualifier, so ``db.t`` is reachable as
+``t``; the last table registered under a name wins).
 
 Warehouse: a table created without LOCATION lives where Spark puts managed tables:
 ``<spark.sql.warehouse.dir>/<table>`` in the ``default`` database and ``<warehouse>/<db>.db/<table>``
-otherwise. A name the registry does not know is looked up there, so a new Python process finds the
-tables earlier ones created.
-
-Owners: a folder (symbolic links resolved) belongs to one managed table: ``owners`` finds the other names
-that have it, so CREATE ... LOCATION refuses to take it twice and DROP never deletes it for another name.
-
-Spark's catalog: with the carbon-ds Spark extension on (carbon_ds.configure_spark), every table is also a
-table of Spark's session catalog (provider ``carbondata``, its folder as location, EXTERNAL to Spark so that
-only carbon_ds.sql's DROP TABLE decides about the data). With a persistent metastore (``enableHiveSupport()``)
-a new process finds it by name in plain ``spark.sql`` and ``spark.table``; the extension gives Spark's reads
-and writes of it the location (jvm/src CarbonCatalogTables).
-
-Views: without the extension every table is registered as the temporary view ``<table>`` (Spark temporary
-views have no database qualifier, so ``db.t`` is reachable as ``t``; the last table registered under a
-name wins).
+otherwise. A name nothing else knows is looked up there, so a new Python process finds the tables earlier
+ones created.
 """
 
 from __future__ import annotations
@@ -31,14 +31,16 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from carbon_ds.ddl.statement_parser import TableName
-from carbon_ds.errors import CarbonTableError
+from carbon_ds.errors import CarbonError, CarbonTableError
 from carbon_ds.fs import NAME_MAX, Storage, basename, dirname
 from carbon_ds.spark.connect import check_reachable
 from carbon_ds.spark.extension import extension_active
 from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.options import TABLE_OPTIONS
 
 CONF_PREFIX = "carbon_ds.table."
 
@@ -111,8 +113,16 @@ def _identifier(spark: Any, db: str, name: str) -> Any:
     return jvm.org.apache.spark.sql.catalyst.TableIdentifier(name, jvm.scala.Option.apply(db))
 
 
-def catalog_location(spark: Any, db: str, name: str) -> str | None:
-    """The folder of ``db.name`` when it is a carbondata table of Spark's session catalog, else None."""
+@dataclass(frozen=True)
+class CatalogRecord:
+    """What Spark's session catalog records of a carbondata table."""
+
+    location: str
+    managed: bool
+
+
+def catalog_record(spark: Any, db: str, name: str) -> CatalogRecord | None:
+    """``db.name`` as Spark's session catalog records it when it is a carbondata table there, else None."""
     cat = _session_catalog(spark)
     if cat is None:
         return None
@@ -126,7 +136,13 @@ def catalog_location(spark: Any, db: str, name: str) -> str | None:
     provider = meta.provider()
     if not provider.isDefined() or provider.get().lower() != "carbondata":
         return None
-    return local_path(meta.location().toString())
+    return CatalogRecord(local_path(meta.location().toString()), meta.tableType().name() == "MANAGED")
+
+
+def catalog_location(spark: Any, db: str, name: str) -> str | None:
+    """The folder of ``db.name`` when it is a carbondata table of Spark's session catalog, else None."""
+    record = catalog_record(spark, db, name)
+    return None if record is None else record.location
 
 
 def in_spark_catalog(spark: Any) -> bool:
@@ -135,40 +151,109 @@ def in_spark_catalog(spark: Any) -> bool:
     return extension_active(spark) and _session_catalog(spark) is not None
 
 
-def catalog_register(spark: Any, entry: Entry, schema: Any) -> None:
-    """(Re)create ``entry`` as a carbondata table of Spark's session catalog with ``schema`` (a Spark
-    StructType). Spark takes a table with a location as EXTERNAL: dropping the entry never touches the data."""
+def spark_only(spark: Any, text: str) -> None:
+    """Run ``text`` as Spark's own statement, never as carbon-ds's (the extension's front door would take
+    ``CREATE TABLE ... USING carbondata`` and the like for carbon-ds's, which is what calls this)."""
+    spark._jvm.carbonds.spark.FrontDoor.sparkSql(spark._jsparkSession, text)
+
+
+def _ddl(spark: Any, schema: pa.Schema) -> str:
+    struct = from_arrow_schema(schema, prefer_timestamp_ntz=False)
+    return spark._jvm.org.apache.spark.sql.types.DataType.fromJson(struct.json()).toDDL()
+
+
+def _partition_properties(handle: TableHandle) -> dict[str, str]:
+    """A HASH / RANGE / LIST table's layout as CarbonData's CREATE TABLE TBLPROPERTIES spell it."""
+    layout = handle.id_layout
+    if layout is None:
+        return {}
+    if layout.type_name == "HASH":
+        return {"partition_type": "HASH", "partition_num": str(layout.num)}
+    if layout.type_name == "RANGE":
+        return {"partition_type": "RANGE", "range_info": ", ".join(layout.range_text)}
+    groups = [g[0] if len(g) == 1 else "(" + ", ".join(g) + ")" for g in layout.list_text]
+    return {"partition_type": "LIST", "list_info": ", ".join(groups)}
+
+
+def catalog_properties(handle: TableHandle) -> dict[str, str]:
+    """The table's options as TBLPROPERTIES: what SHOW CREATE TABLE shows and its text creates again."""
+    props = {k: str(v) for k, v in handle.properties.items() if k.lower() in TABLE_OPTIONS and str(v) != ""}
+    props.update(_partition_properties(handle))
+    return props
+
+
+def _sql_string(text: str) -> str:
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+def catalog_create(spark: Any, entry: Entry, handle: TableHandle, managed: bool) -> None:
+    """Record ``entry`` (whose CarbonData table ``handle`` exists) in Spark's session catalog, MANAGED or
+    EXTERNAL, with its columns, partition columns and options. Spark's CREATE TABLE refuses a managed table
+    over a folder that holds data, so a managed entry is made with its location and then marked MANAGED."""
+    if entry.db != "default":  # as Spark's CREATE DATABASE would: carbon-ds tables may name a new database
+        spark_only(spark, f"CREATE DATABASE IF NOT EXISTS {quote(entry.db)}")
+    schema = handle.schema
+    pcols = list(handle.partition_columns) or [c for c in (handle.partitioning.columns if handle.partitioning
+                                                             else ())]
+    tail = [f.name.lower() for f in list(schema)[len(schema) - len(pcols):]] if pcols else []
+    text = f"CREATE TABLE {quote(entry.db)}.{quote(entry.name)} ({_ddl(spark, schema)}) USING carbondata"
+    if pcols and tail == [c.lower() for c in pcols]:  # Spark keeps partition columns last
+        text += f" PARTITIONED BY ({', '.join(quote(c) for c in pcols)})"
+    text += f" LOCATION {_sql_string(entry.path)}"
+    props = catalog_properties(handle)
+    if props:
+        text += " TBLPROPERTIES (" + ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in props.items()) + ")"
+    spark_only(spark, text)
+    if managed:
+        set_managed(spark, entry, True)
+
+
+def set_managed(spark: Any, entry: Entry, managed: bool) -> None:
+    """Record ``entry`` in Spark's catalog as MANAGED (DROP deletes its folder) or EXTERNAL (DROP keeps it)."""
+    spark._jvm.carbonds.spark.CatalogEntries.setType(spark._jsparkSession, entry.db, entry.name, managed)
+
+
+def catalog_sync(spark: Any, entry: Entry) -> None:
+    """Spark's catalog entry of ``entry`` brought up to date with its table in place (columns after a schema
+    change, options after SET TBLPROPERTIES or a partition change): never dropped and re-created."""
+    handle = TableHandle.open(entry.path)
+    struct = from_arrow_schema(handle.schema, prefer_timestamp_ntz=False)
+    spark._jvm.carbonds.spark.CatalogEntries.replaceSchema(spark._jsparkSession, entry.db, entry.name, struct.json())
+    props = catalog_properties(handle)
     name = f"{quote(entry.db)}.{quote(entry.name)}"
-    if catalog_location(spark, entry.db, entry.name) is not None:
-        spark.sql(f"DROP TABLE {name}")
-    elif entry.db != "default":  # as Spark's CREATE DATABASE would: carbon-ds tables may name a new database
-        spark.sql(f"CREATE DATABASE IF NOT EXISTS {quote(entry.db)}")
-    spark.catalog.createTable(f"{entry.db}.{entry.name}", path=entry.path, source="carbondata", schema=schema)
+    if props:
+        spark_only(spark, f"ALTER TABLE {name} SET TBLPROPERTIES (" +
+                   ", ".join(f"{_sql_string(k)} = {_sql_string(v)}" for k, v in props.items()) + ")")
 
 
 def catalog_drop(spark: Any, entry: Entry) -> bool:
-    """Remove ``entry`` from Spark's session catalog (metadata only); False when it is not there."""
-    if catalog_location(spark, entry.db, entry.name) is None:
+    """Remove ``entry`` from Spark's session catalog; Spark deletes a MANAGED table's folder as it does for
+    its own tables. False when it is not there."""
+    record = catalog_record(spark, entry.db, entry.name)
+    if record is None:
         return False
-    spark.sql(f"DROP TABLE {quote(entry.db)}.{quote(entry.name)}")
+    if record.managed and entry.external:  # CarbonData's _external marker wins over what Spark recorded
+        set_managed(spark, entry, False)
+    spark_only(spark, f"DROP TABLE {quote(entry.db)}.{quote(entry.name)}")
     return True
 
 
 def lookup(spark: Any, table: TableName) -> Entry | None:
-    """The registered table, a carbondata table of Spark's catalog, or a CarbonData table in the warehouse
-    folder; None when none exists."""
+    """The carbondata table of Spark's catalog (extension on), the registered table (extension off), or a
+    CarbonData table in the warehouse folder; None when none exists."""
     db = (table.db or current_db(spark)).lower()
-    raw = spark.conf.get(_key(db, table.name), None)
+    name = table.name.lower()
+    record = catalog_record(spark, db, name)
+    if record is not None:
+        external = not record.managed or (TableHandle.exists(record.location) and _external(record.location))
+        return Entry(db, name, record.location, external)
+    raw = None if in_spark_catalog(spark) else spark.conf.get(_key(db, table.name), None)
     if raw:
         info = json.loads(raw)
-        return Entry(db, table.name.lower(), info["path"], bool(info.get("external")))
-    located = catalog_location(spark, db, table.name)
-    if located is not None:
-        external = TableHandle.exists(located) and _external(located)
-        return Entry(db, table.name.lower(), located, external)
+        return Entry(db, name, info["path"], bool(info.get("external")))
     path = default_location(spark, db, table.name)
     if TableHandle.exists(path):
-        return Entry(db, table.name.lower(), path, False, registered=False)
+        return Entry(db, name, path, _external(path), registered=False)
     return None
 
 
@@ -243,26 +328,69 @@ def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def create_view(spark: Any, entry: Entry) -> None:
-    """Make ``entry`` queryable by name with its current columns: a table of Spark's catalog (extension on)
-    is registered there again, otherwise a temporary view."""
+def publish(spark: Any, entry: Entry) -> None:
+    """Make ``entry`` queryable by name with its current columns: its entry in Spark's catalog (extension on)
+    made or brought up to date in place, otherwise a temporary view."""
     if in_spark_catalog(spark):
-        handle = TableHandle.open(entry.path)
-        catalog_register(spark, entry, from_arrow_schema(handle.schema, prefer_timestamp_ntz=False))
+        if catalog_record(spark, entry.db, entry.name) is None:
+            catalog_create(spark, entry, TableHandle.open(entry.path), managed=not entry.external)
+        else:
+            catalog_sync(spark, entry)
         return
     path = entry.path.replace("\\", "\\\\").replace("'", "\\'")
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW {quote(entry.name)} USING carbondata OPTIONS (path '{path}')")
 
 
 def ensure(spark: Any, table: TableName) -> Entry:
-    """Resolve ``table`` and make sure this session has it registered and viewable."""
+    """Resolve ``table`` and make sure this session knows it by name (catalog entry, or registry and view)."""
     entry = require(spark, table)
+    if in_spark_catalog(spark):
+        if catalog_record(spark, entry.db, entry.name) is None:  # a warehouse table a new process found
+            catalog_create(spark, entry, TableHandle.open(entry.path), managed=not entry.external)
+        return entry
     if not entry.registered:
         entry = register(spark, entry.db, entry.name, entry.path, entry.external)
-        create_view(spark, entry)
-    elif not spark.catalog.tableExists(entry.name) and catalog_location(spark, entry.db, entry.name) is None:
-        create_view(spark, entry)
+        publish(spark, entry)
+    elif not spark.catalog.tableExists(entry.name):
+        publish(spark, entry)
     return entry
+
+
+def _warehouse_tables(spark: Any) -> list[tuple[str, str, str]]:
+    """(db, table, folder) of every CarbonData table in the warehouse folder's layout."""
+    base = warehouse_dir(spark)
+    storage, fs_base = Storage.for_path(base)
+    if not storage.is_dir(fs_base):
+        return []
+    sep = "/" if "://" in base else os.sep
+    out = []
+    for name in (basename(d) for d in storage.list_dirs(fs_base)):
+        db = name[: -len(".db")] if name.endswith(".db") else None
+        if db is None:
+            out.append(("default", name, f"{base}{sep}{name}"))
+        elif _IDENTIFIER.fullmatch(db):
+            inner = storage.list_dirs(f"{fs_base}/{name}")
+            out += [(db, basename(t), f"{base}{sep}{name}{sep}{basename(t)}") for t in inner]
+    return [(db, t, path) for db, t, path in out if _IDENTIFIER.fullmatch(t) and TableHandle.exists(path)]
+
+
+def adopt_warehouse_tables(spark: Any) -> list[str]:
+    """List the warehouse folder's CarbonData tables that Spark's catalog does not know (a new process
+    without a persistent metastore) in the catalog, MANAGED as they were made; names the catalog already has
+    are left alone. Returns the adopted ``db.table`` names."""
+    if not in_spark_catalog(spark):
+        return []
+    adopted = []
+    for db, name, path in _warehouse_tables(spark):
+        if _exists(spark, f"{quote(db)}.{quote(name)}"):
+            continue
+        try:
+            handle = TableHandle.open(path)
+            catalog_create(spark, Entry(db, name, path, _external(path)), handle, managed=not _external(path))
+        except CarbonError:
+            continue  # an unreadable table stays unlisted; using it by name reports what is wrong
+        adopted.append(f"{db}.{name}")
+    return adopted
 
 
 def drop_view(spark: Any, name: str) -> None:

@@ -9,7 +9,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema
-from pyspark.sql.types import StringType, StructField, StructType
+from pyspark.sql.types import LongType, StringType, StructField, StructType
 
 from carbon_ds.ddl.script import split_statements
 from carbon_ds.ddl.statement_parser import (
@@ -30,6 +30,7 @@ from carbon_ds.ddl.statement_parser import (
     Unsupported,
     UpdateRows,
     parse,
+    suggest,
 )
 from carbon_ds.ddl.types import arrow_schema, arrow_type
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
@@ -44,6 +45,7 @@ from carbon_ds.spark.messages import surface
 from carbon_ds.spark.query import run as run_query
 from carbon_ds.spark.session import register
 from carbon_ds.table.meta.conform import check_schema
+from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import parse_bool, split_list
 from carbon_ds.table.meta.partition_spec import spec_from_properties
 from carbon_ds.table.meta.properties import TableProperties
@@ -61,9 +63,33 @@ def _empty(spark: Any):
     return spark.createDataFrame([], StructType([]))
 
 
+def _string_columns(columns: list[str] | tuple[str, ...]) -> StructType:
+    return StructType([StructField(c, StringType(), True) for c in columns])
+
+
 def _strings(spark: Any, columns: list[str], rows: list[tuple]):
-    schema = StructType([StructField(c, StringType(), True) for c in columns])
-    return spark.createDataFrame([tuple(str(v) for v in r) for r in rows], schema)
+    return spark.createDataFrame([tuple(str(v) for v in r) for r in rows], _string_columns(columns))
+
+
+def _longs(columns: list[str]) -> StructType:
+    return StructType([StructField(c, LongType(), True) for c in columns])
+
+
+_DML_COLUMNS = ["num_affected_rows"]
+_MERGE_COLUMNS = ["num_affected_rows", "num_updated_rows", "num_deleted_rows", "num_inserted_rows"]
+# What each statement returns (spark.sql's command declares these columns before it runs: front_door.py)
+OUTPUTS: dict[type, StructType] = {
+    CreateTable: StructType([]), DropTable: StructType([]), AlterSchema: StructType([]),
+    AlterPartition: StructType([]), AlterCarbonPartition: StructType([]), Insert: StructType([]),
+    Unsupported: StructType([]),
+    AddSegment: _string_columns(["Segment ID"]),
+    ShowSegments: _string_columns(segment_ops.COLUMNS),
+    DeleteSegments: _string_columns(["Segment ID", "Status"]),
+    CleanFiles: _string_columns(["Segment", "Action"]),
+    Compact: _string_columns(["Merged Segment", "Source Segments", "Rows"]),
+    ShowPartitions: _string_columns(["partition"]),
+    DeleteRows: _longs(_DML_COLUMNS), UpdateRows: _longs(_DML_COLUMNS), MergeInto: _longs(_MERGE_COLUMNS),
+}
 
 
 def _registered(spark: Any) -> None:
@@ -76,14 +102,21 @@ def _bool(value: str, key: str) -> bool:
 
 
 def _create(spark: Any, stmt: CreateTable):
+    """CREATE [EXTERNAL] TABLE: the CarbonData table folder, then the session's record of it (Spark's catalog
+    with the extension, else the registry and a view). A table declared EXTERNAL or given a LOCATION keeps
+    its files on DROP; one made in the warehouse folder is managed (catalog.py's owner rule)."""
     catalog.check_name(stmt.table)
     db = (stmt.table.db or catalog.current_db(spark)).lower()
+    name = f"{db}.{stmt.table.name}"
+    if stmt.external and stmt.location is None:
+        raise CarbonTableError(f"CREATE EXTERNAL TABLE {name}: an external table needs LOCATION '<folder>' (the "
+                               "folder whose data it reads and never deletes)")
     existing = catalog.lookup(spark, stmt.table)
     if existing is not None and (existing.registered or stmt.location is None):
         if stmt.if_not_exists:
             catalog.ensure(spark, stmt.table)
             return _empty(spark)
-        raise CarbonTableError(f"table {db}.{stmt.table.name} already exists at {existing.path}")
+        raise CarbonTableError(f"table {name} already exists at {existing.path}")
     if existing is None:
         try:
             catalog.check_free(spark, stmt.table)
@@ -92,83 +125,87 @@ def _create(spark: Any, stmt: CreateTable):
                 return _empty(spark)
             raise
     path = catalog.local_path(stmt.location) if stmt.location else catalog.default_location(spark, db, stmt.table.name)
-    check_reachable(spark, path, f"the folder of table {db}.{stmt.table.name}")
-    if not CarbonTable.exists(path) and _has_entries(path):
+    check_reachable(spark, path, f"the folder of table {name}")
+    exists = CarbonTable.exists(path)
+    if not exists and _has_entries(path):
         where = "LOCATION" if stmt.location else "the table's default location"
-        raise CarbonTableError(f"CREATE TABLE {db}.{stmt.table.name}: {where} {path} is a non-empty folder that is "
+        raise CarbonTableError(f"CREATE TABLE {name}: {where} {path} is a non-empty folder that is "
                                "not a CarbonData table; give an empty folder or an existing table")
-    if not stmt.external:
-        _check_unowned(spark, stmt, db, path)
+    if exists and stmt.location is None:
+        raise CarbonTableError(f"table {name}: a CarbonData table already exists at {path}")
+    if not exists and not stmt.columns:
+        raise CarbonTableError(f"CREATE TABLE {name} without columns takes them from the CarbonData table at "
+                               f"LOCATION, but {path} holds none; give the columns or an existing table's folder")
+    external = stmt.external or stmt.location is not None
+    if exists:  # LOCATION over an existing table: adopt it when the columns agree
+        if stmt.columns or stmt.partition_columns:
+            check_schema(CarbonTable.open(path).schema, arrow_schema(stmt.columns + stmt.partition_columns),
+                         f"table at {path}")
+    else:
+        _create_folder(stmt, path)
+    entry = catalog.Entry(db, stmt.table.name.lower(), path, external)
+    try:
+        if catalog.in_spark_catalog(spark):
+            catalog.catalog_create(spark, entry, TableHandle.open(path), managed=not external)
+        else:
+            catalog.publish(spark, catalog.register(spark, db, stmt.table.name, path, external=external))
+    except BaseException:
+        if not exists:  # the folder this statement made goes with the statement
+            segment_ops.drop_table_files(CarbonTable.open(path))
+        raise
+    return _empty(spark)
+
+
+def _create_folder(stmt: CreateTable, path: str) -> None:
     schema = arrow_schema(stmt.columns + stmt.partition_columns)
     props = dict(stmt.properties)
     sort_columns = split_list(props.pop("sort_columns", None)) or None
     long_strings = split_list(props.pop("long_string_columns", None)) or None
     if stmt.external:
         props["_external"] = "true"  # CarbonData's marker of a table whose data DROP TABLE keeps
-    if CarbonTable.exists(path):
-        if stmt.location is None:
-            raise CarbonTableError(f"table {db}.{stmt.table.name}: a CarbonData table already exists at {path}")
-        # LOCATION over an existing table (e.g. CREATE EXTERNAL TABLE): adopt it when the columns agree.
-
-        check_schema(CarbonTable.open(path).schema, schema, f"table at {path}")
-    else:
-        pcols = [c for c, _t in stmt.partition_columns]
-        spec = spec_from_properties(pcols[0], props) if len(pcols) == 1 else None
-        if spec is None and any(k.lower() == "partition_type" for k in props):
-            raise CarbonOptionError(f"CREATE TABLE {stmt.table}: PARTITION_TYPE needs exactly one column in "
-                                    f"PARTITIONED BY, found {len(pcols)}")
-        CarbonTable.create(
-            path,
-            schema,
-            partition_by=(pcols or None) if spec is None else None,
-            partition=spec,
-            sort_columns=sort_columns,
-            properties=props,
-            long_string_columns=long_strings,
-        )
-    entry = catalog.register(spark, db, stmt.table.name, path, external=stmt.external)
-    catalog.create_view(spark, entry)
-    return _empty(spark)
-
-
-def _check_unowned(spark: Any, stmt: CreateTable, db: str, path: str) -> None:
-    """A managed table's folder is its own (DROP deletes it): a folder another table name already has is
-    refused, pointing at CREATE EXTERNAL TABLE, which reads it under a second name and never deletes it."""
-    others = catalog.owners(spark, path, db, stmt.table.name)
-    if others:
-        o = others[0]
-        raise CarbonTableError(
-            f"CREATE TABLE {db}.{stmt.table.name}: LOCATION {path} is the folder of table {o.db}.{o.name} "
-            f"({o.path}); a folder belongs to one managed table (DROP TABLE would delete {o.db}.{o.name}'s data). "
-            f"Expected a folder no other table uses, or CREATE EXTERNAL TABLE {stmt.table.name} ... LOCATION "
-            f"'{path}' to read it under a second name (DROP TABLE then keeps the data)"
-        )
+    pcols = [c for c, _t in stmt.partition_columns]
+    spec = spec_from_properties(pcols[0], props) if len(pcols) == 1 else None
+    if spec is None and any(k.lower() == "partition_type" for k in props):
+        raise CarbonOptionError(f"CREATE TABLE {stmt.table}: PARTITION_TYPE needs exactly one column in "
+                                f"PARTITIONED BY, found {len(pcols)}")
+    if spec is not None:  # the layout is the table's now; the properties that asked for it are spent
+        props = {k: v for k, v in props.items()
+                 if k.lower() not in ("partition_type", "partition_num", "range_info", "list_info")}
+    CarbonTable.create(
+        path,
+        schema,
+        partition_by=(pcols or None) if spec is None else None,
+        partition=spec,
+        sort_columns=sort_columns,
+        properties=props,
+        long_string_columns=long_strings,
+    )
 
 
 def _drop(spark: Any, stmt: DropTable):
+    """DROP TABLE: forget the table; delete its folder only when it is managed (catalog.py's owner rule)."""
     entry = catalog.lookup(spark, stmt.table)
     if entry is None:
         return None  # not ours: Spark drops (or complains about) its own tables
-    catalog.catalog_drop(spark, entry)
+    deletes = (not entry.external and CarbonTable.exists(entry.path)
+               and not any(not o.external for o in catalog.owners(spark, entry.path, entry.db, entry.name)))
+    table = CarbonTable.open(entry.path) if deletes else None
+    if table is not None:
+        if TableProperties(table.properties, table.uri).external:
+            table, deletes = None, False
+        else:
+            # External segments may point anywhere, even inside the table folder: their bytes are never ours.
+            inside = [d.path for d in table.load_details()
+                      if d.path and is_inside(catalog.local_path(d.path), table.path)]
+            if inside:
+                raise CarbonTableError(
+                    f"DROP TABLE {entry.db}.{entry.name}: external segment folder(s) {', '.join(inside)} lie "
+                    f"inside the table folder {table.uri}; delete those segments first so their files are not removed")
+    catalog.catalog_drop(spark, entry)  # Spark deletes a managed table's folder itself
     catalog.drop_view(spark, entry.name)
     catalog.unregister(spark, entry.db, entry.name)
-    if entry.external or not CarbonTable.exists(entry.path):
-        return _empty(spark)
-    if any(not o.external for o in catalog.owners(spark, entry.path, entry.db, entry.name)):
-        return _empty(spark)  # another managed name has this folder: its data is not this name's to delete
-    table = CarbonTable.open(entry.path)
-    if TableProperties(table.properties, table.uri).external:
-        return _empty(spark)
-    # External segments may point anywhere, even inside the table folder: their bytes are never ours.
-    inside = [
-        d.path for d in table.load_details() if d.path and is_inside(catalog.local_path(d.path), table.path)
-    ]
-    if inside:
-        raise CarbonTableError(
-            f"DROP TABLE {entry.db}.{entry.name}: external segment folder(s) {', '.join(inside)} lie inside the "
-            f"table folder {table.uri}; delete those segments first so their files are not removed"
-        )
-    segment_ops.drop_table_files(table)
+    if table is not None and CarbonTable.exists(entry.path):
+        segment_ops.drop_table_files(table)
     return _empty(spark)
 
 
@@ -329,7 +366,7 @@ def _alter_carbon_partition(spark: Any, stmt: AlterCarbonPartition):
         table.split_partition(stmt.partition_id, stmt.values)
     else:
         table.drop_partition(stmt.partition_id, stmt.with_data)
-    catalog.create_view(spark, entry)
+    catalog.publish(spark, entry)
     return _empty(spark)
 
 
@@ -373,18 +410,18 @@ def _alter_schema(spark: Any, stmt: AlterSchema, text: str):
                 u.drop_column(name)
     elif stmt.action == "change":
         old, new = stmt.names[0], stmt.new_name or stmt.names[0]
-        want = arrow_type(stmt.type_text or "", new)
+        want = None if stmt.type_text is None else arrow_type(stmt.type_text, new)  # RENAME COLUMN keeps it
         current = {f.name.lower(): f.type for f in table.schema}
         with table.update_schema() as u:
             if new != old:
                 u.rename_column(old, new)
-            if old.lower() in current and not current[old.lower()].equals(want):
+            if want is not None and old.lower() in current and not current[old.lower()].equals(want):
                 u.widen_column(new, want)
     elif stmt.action == "set":
         table.set_properties(stmt.properties)
     else:
         table.unset_properties(stmt.names)
-    catalog.create_view(spark, entry)
+    catalog.publish(spark, entry)
     return _empty(spark)
 
 
@@ -412,17 +449,66 @@ def sql(spark: Any, text: str):
     return out
 
 
-def _statement(spark: Any, text: str):
+def _parse(text: str):
     try:
-        stmt = parse(text)
+        return parse(text)
     except CarbonOptionError:
-        if text[:4].upper() == "DROP":
-            stmt = None  # DROP TABLE forms we do not parse (PURGE, ...) are Spark's
-        else:
-            raise
+        if text.lstrip()[:4].upper() == "DROP":
+            return None  # DROP TABLE forms we do not parse (PURGE, ...) are Spark's
+        raise
+
+
+# Statements carbon-ds runs whatever the table: CarbonData's own, or a carbondata CREATE
+_ALWAYS_OURS = (CreateTable, AddSegment, ShowSegments, DeleteSegments, CleanFiles, Compact, AlterCarbonPartition)
+
+
+def _ours(spark: Any, stmt: Any) -> bool:
+    """Whether carbon-ds runs ``stmt`` (else it is Spark's statement on a table that is not carbondata)."""
+    if isinstance(stmt, _ALWAYS_OURS):
+        return True
+    entry = catalog.lookup(spark, stmt.table)
+    if entry is None:
+        return False
+    if isinstance(stmt, Insert):  # Spark writes plain inserts into carbondata tables itself
+        if stmt.partition is not None:
+            return True
+        table = CarbonTable.open(entry.path)
+        return table.partitioning is not None and table.partitioning.routed_by_id
+    return True
+
+
+def claimed_output(spark: Any, text: str) -> StructType | None:
+    """The columns ``text`` returns when carbon-ds runs it, None when it is Spark's statement.
+
+    Raises:
+        CarbonOptionError: a malformed CarbonData statement (named as carbon_ds.sql names it).
+    """
+    with surface():
+        stmt = _parse(text)
+        if stmt is None or not _ours(spark, stmt):
+            return None
+        return OUTPUTS[type(stmt)]
+
+
+def run_claimed(spark: Any, text: str):
+    """Run a statement ``claimed_output`` claimed: the same handlers as carbon_ds.sql."""
+    with surface():
+        return _statement(spark, text)
+
+
+def _statement(spark: Any, text: str):
+    stmt = _parse(text)
     if stmt is None:
         # queries and INSERT ... SELECT read only the columns and rows they need (docs/sql.md)
-        return run_query(spark, text)
+        hint = suggest(text)
+        if hint is None:
+            return run_query(spark, text)
+        try:
+            return run_query(spark, text)
+        except Exception as exc:  # Spark's parse error of a misspelt CarbonData statement: say what was meant
+            if CarbonOptionError.__name__ in str(exc):
+                raise
+            raise CarbonOptionError(hint.split(": ", 1)[1]) from exc
     _registered(spark)
     handler = _HANDLERS.get(type(stmt))
     if handler is None:
@@ -439,16 +525,16 @@ def _unsupported(spark: Any, stmt: Unsupported, text: str):
     if catalog.lookup(spark, stmt.table) is None:
         return spark.sql(text)  # not a carbondata table: Spark's statement
     raise CarbonOptionError(
-        f"ALTER TABLE ... {stmt.what} is a CarbonData statement carbon-ds does not support yet "
-        f"(table {stmt.table}); supported: CREATE/DROP TABLE, INSERT, DELETE, UPDATE, ADD SEGMENT, "
-        "SHOW SEGMENTS, DELETE FROM TABLE ... WHERE SEGMENT, CLEAN FILES, SHOW/ADD/DROP PARTITION, "
-        "ADD/DROP COLUMNS, CHANGE, SET/UNSET TBLPROPERTIES, COMPACT, SPLIT PARTITION")
+        f"ALTER TABLE ... {stmt.what} is not supported on carbondata table {stmt.table} (it would change "
+        "Spark's catalog and not the table); ALTER TABLE forms carbon-ds runs: ADD SEGMENT, ADD/DROP COLUMNS, "
+        "CHANGE, RENAME COLUMN, ALTER COLUMN ... TYPE, SET/UNSET TBLPROPERTIES, COMPACT, ADD/DROP/SPLIT "
+        "PARTITION")
 
 
 def _row_dml(spark: Any, stmt: DeleteRows | UpdateRows, text: str):
     # the WHERE (and SET) are Spark's: any Spark SQL predicate; the deltas are written here (docs/dml.md)
     n = run_row_dml(spark, CarbonTable.open(catalog.ensure(spark, stmt.table).path), stmt)
-    return spark.createDataFrame([(n,)], "num_affected_rows long")
+    return spark.createDataFrame([(n,)], OUTPUTS[type(stmt)])
 
 
 def _merge_statement(spark: Any, stmt: MergeInto, text: str):
@@ -456,7 +542,7 @@ def _merge_statement(spark: Any, stmt: MergeInto, text: str):
     m = run_merge_statement(spark, CarbonTable.open(catalog.ensure(spark, stmt.table).path), stmt)
     return spark.createDataFrame(
         [(m.rows_updated + m.rows_deleted + m.rows_inserted, m.rows_updated, m.rows_deleted, m.rows_inserted)],
-        "num_affected_rows long, num_updated_rows long, num_deleted_rows long, num_inserted_rows long")
+        OUTPUTS[MergeInto])
 
 
 def _insert_statement(spark: Any, stmt: Insert, text: str):

@@ -181,9 +181,10 @@ def test_sql_location_tables_add_segment_and_new_session_lookup(spark, tmp_path)
     api.write_table(pa.table({"a": pa.array([7], pa.int64())}), wh)
     assert [r.ID for r in sql("SHOW SEGMENTS FOR TABLE sqlt3").collect()] == ["0"]
     assert spark.sql("SELECT a FROM sqlt3").collect()[0].a == 7  # the view now exists too
-    sql("DROP TABLE sqlt3")
-    sql("DROP TABLE sqlt2")  # CarbonData drops a LOCATION (non-external) table's data too
-    assert not CarbonTable.exists(loc) and not CarbonTable.exists(wh)
+    sql("DROP TABLE sqlt3")  # a managed (warehouse) table: its folder goes
+    sql("DROP TABLE sqlt2")  # a LOCATION table keeps its files, as Spark's and CarbonData's do
+    assert CarbonTable.exists(loc) and not CarbonTable.exists(wh)
+    assert api.read_table(loc).column("a").to_pylist() == [1, 2]
 
 
 def test_create_table_never_replaces_a_temp_view(spark):
@@ -202,7 +203,7 @@ def test_table_names_that_are_not_identifiers_are_refused(spark, name):
         _run(spark, f"CREATE TABLE {name} (id BIGINT) STORED AS carbondata")
 
 
-def test_location_must_be_empty_or_a_table_and_drop_keeps_foreign_files(spark, tmp_path):
+def test_location_must_be_empty_or_a_table_and_drop_keeps_every_file(spark, tmp_path):
     sql = lambda text: _run(spark, text)  # noqa: E731
     busy = tmp_path / "busy"
     busy.mkdir()
@@ -214,8 +215,10 @@ def test_location_must_be_empty_or_a_table_and_drop_keeps_foreign_files(spark, t
     sql(f"CREATE TABLE loc_t (id BIGINT) STORED AS carbondata LOCATION '{loc}'")
     sql("INSERT INTO loc_t VALUES (1)")
     (loc / "notes.txt").write_text("not a table file")
+    before = sorted(p.name for p in loc.iterdir())
     sql("DROP TABLE loc_t")
-    assert sorted(p.name for p in loc.iterdir()) == ["notes.txt"]  # only the table's own files went
+    assert sorted(p.name for p in loc.iterdir()) == before and "notes.txt" in before
+    assert api.read_table(loc).column("id").to_pylist() == [1]
 
 
 @pytest.mark.parametrize("text, what", [("alter table db.t rename to u", "RENAME TO"),
@@ -228,7 +231,6 @@ def test_not_yet_supported_carbondata_statements_are_recognised(text, what):
 def test_not_yet_supported_statement_on_a_carbondata_table_says_so(spark):
     _run(spark, "DROP TABLE IF EXISTS unsup_t")
     _run(spark, "CREATE TABLE unsup_t (id BIGINT) STORED AS carbondata")
-    with pytest.raises(CarbonOptionError, match="ALTER TABLE ... RENAME TO is a CarbonData statement carbon-ds "
-                                                "does not support yet"):
+    with pytest.raises(CarbonOptionError, match="ALTER TABLE ... RENAME TO is not supported on carbondata table"):
         _run(spark, "ALTER TABLE unsup_t RENAME TO unsup_u")
     _run(spark, "DROP TABLE unsup_t")

@@ -25,6 +25,7 @@ import org.apache.spark.sql.catalyst.plans.logical.ReplaceTableAsSelect;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.connector.catalog.CatalogPlugin;
 import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.expressions.Transform;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
@@ -135,6 +136,9 @@ public final class CarbonCatalogTables extends Rule<LogicalPlan> {
         Map<String, String> options = new LinkedHashMap<>();
         options.putAll(CollectionConverters.asJava(meta.storage().properties()));  // OPTIONS (...)
         carbonProperties(CollectionConverters.asJava(meta.properties()), options);
+        if (!meta.partitionColumnNames().isEmpty()) {  // the first write creates the table partitioned so
+            options.put("partition_by", String.join(",", CollectionConverters.asJava(meta.partitionColumnNames())));
+        }
         options.putAll(rel.options().asCaseSensitiveMap());
         options.put("path", localPath(meta.location()));
         Object[] args = PruneCarbonRelations.args(rel);
@@ -147,13 +151,14 @@ public final class CarbonCatalogTables extends Rule<LogicalPlan> {
     }
 
     /** The parts of CREATE / REPLACE TABLE ... AS SELECT (and saveAsTable) this rule reads. */
-    private record Ctas(LogicalPlan name, TableSpecBase tableSpec, scala.collection.immutable.Map<String, String> writeOptions) {
+    private record Ctas(LogicalPlan name, TableSpecBase tableSpec, scala.collection.immutable.Map<String, String> writeOptions,
+            scala.collection.immutable.Seq<Transform> partitioning) {
         static Ctas of(LogicalPlan node) {
             if (node instanceof CreateTableAsSelect c) {
-                return new Ctas(c.name(), c.tableSpec(), c.writeOptions());
+                return new Ctas(c.name(), c.tableSpec(), c.writeOptions(), c.partitioning());
             }
             if (node instanceof ReplaceTableAsSelect r) {
-                return new Ctas(r.name(), r.tableSpec(), r.writeOptions());
+                return new Ctas(r.name(), r.tableSpec(), r.writeOptions(), r.partitioning());
             }
             return null;
         }
@@ -168,6 +173,10 @@ public final class CarbonCatalogTables extends Rule<LogicalPlan> {
                 : localPath(session.sessionState().catalog().defaultTablePath(tableId(ident)));
         Map<String, String> options = new LinkedHashMap<>();
         carbonProperties(CollectionConverters.asJava(spec.properties()), options);
+        String names = partitionNames(CollectionConverters.asJava(plan.partitioning()).toArray(new Transform[0]));
+        if (!names.isEmpty()) {
+            options.put("partition_by", names);  // CTAS ... PARTITIONED BY (c): a Hive-partitioned table
+        }
         options.putAll(CollectionConverters.asJava(plan.writeOptions()));
         options.put("path", path);
         scala.collection.immutable.Map<String, String> old = plan.writeOptions();
@@ -178,6 +187,33 @@ public final class CarbonCatalogTables extends Rule<LogicalPlan> {
             }
         }
         return (LogicalPlan) node.makeCopy(args);
+    }
+
+    /** The data source options a catalog table gives its reads and writes: its location ({@code path}), its
+     * carbondata TBLPROPERTIES and its partition columns ({@code partition_by}, for the write that creates
+     * the table folder). */
+    static Map<String, String> tableOptions(Map<String, String> properties, Transform[] partitioning) {
+        Map<String, String> out = new LinkedHashMap<>();
+        carbonProperties(properties, out);
+        String names = partitionNames(partitioning);
+        if (!names.isEmpty()) {
+            out.putIfAbsent("partition_by", names);
+        }
+        if (properties.get("path") != null) {
+            out.put("path", localPath(properties.get("path")));
+        }
+        return out;
+    }
+
+    /** "a,b" for identity partition transforms (PARTITIONED BY (a, b)); empty for none. */
+    static String partitionNames(Transform[] partitioning) {
+        List<String> names = new ArrayList<>();
+        for (Transform t : partitioning) {
+            if ("identity".equals(t.name()) && t.references().length == 1) {
+                names.add(String.join(".", t.references()[0].fieldNames()));
+            }
+        }
+        return String.join(",", names);
     }
 
     private static void carbonProperties(Map<String, String> properties, Map<String, String> out) {

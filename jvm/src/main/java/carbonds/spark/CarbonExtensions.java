@@ -58,7 +58,7 @@ public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtens
         extensions.injectParser(new AbstractFunction2<SparkSession, ParserInterface, ParserInterface>() {
             @Override
             public ParserInterface apply(SparkSession session, ParserInterface delegate) {
-                return StoredAsParser.wrap(delegate);
+                return StoredAsParser.wrap(session, delegate);
             }
         });
         return BoxedUnit.UNIT;

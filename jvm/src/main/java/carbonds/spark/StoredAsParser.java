@@ -6,10 +6,14 @@ import java.lang.reflect.Method;
 import java.lang.reflect.Proxy;
 import java.util.Locale;
 
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.parser.ParseException;
 import org.apache.spark.sql.catalyst.parser.ParserInterface;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 
 /**
- * Spark's SQL parser, plus CarbonData's {@code STORED AS carbondata}.
+ * Spark's SQL parser, plus carbon-ds's statements ({@link FrontDoor}) and CarbonData's {@code STORED AS
+ * carbondata}.
  *
  * <p>Spark reads {@code STORED AS <format>} as a Hive file format and refuses {@code carbondata} when it
  * analyzes the statement. Here, in a statement starting with CREATE or REPLACE, the first {@code STORED AS
@@ -19,21 +23,27 @@ import org.apache.spark.sql.catalyst.parser.ParserInterface;
  * the delegate's.
  */
 final class StoredAsParser implements InvocationHandler {
+    private final SparkSession session;
     private final ParserInterface delegate;
 
-    private StoredAsParser(ParserInterface delegate) {
+    private StoredAsParser(SparkSession session, ParserInterface delegate) {
+        this.session = session;
         this.delegate = delegate;
     }
 
-    static ParserInterface wrap(ParserInterface delegate) {
+    static ParserInterface wrap(SparkSession session, ParserInterface delegate) {
         return (ParserInterface) Proxy.newProxyInstance(StoredAsParser.class.getClassLoader(),
-                new Class<?>[] {ParserInterface.class}, new StoredAsParser(delegate));
+                new Class<?>[] {ParserInterface.class}, new StoredAsParser(session, delegate));
     }
 
     @Override
     public Object invoke(Object proxy, Method method, Object[] args) throws Throwable {
         boolean plan = method.getName().equals("parsePlan") || method.getName().equals("parsePlanWithParameters");
         if (plan && args != null && args.length > 0 && args[0] instanceof String text) {
+            LogicalPlan claimed = FrontDoor.claim(session, text);  // carbon-ds's statement: its command
+            if (claimed != null) {
+                return claimed;
+            }
             String rewritten = rewrite(text);
             if (rewritten != null) {
                 args = args.clone();
@@ -43,6 +53,12 @@ final class StoredAsParser implements InvocationHandler {
         try {
             return method.invoke(delegate, args);
         } catch (InvocationTargetException e) {
+            if (plan && e.getCause() instanceof ParseException && args[0] instanceof String text) {
+                RuntimeException clearer = FrontDoor.parseFailure(text, e.getCause());
+                if (clearer != null) {
+                    throw clearer;
+                }
+            }
             throw e.getCause();
         }
     }
