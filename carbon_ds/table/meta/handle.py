@@ -177,11 +177,13 @@ class TableHandle:
         the block (see meta.status_edit). ``lock_options``: the table lock's (timeout, ...)."""
         return StatusEdit(self.storage, self.tablestatus_path, self.lock(operation=operation, **lock_options))
 
-    def update_lock(self, operation: str, timeout: float = 0.0, pid_bound: bool = True) -> TableLock:
+    def update_lock(self, operation: str, timeout: float = 0.0, pid_bound: bool = True,
+                    pid: int | None = None) -> TableLock:
         """The held update lock (UPDATE, DELETE and overwrites never run at once); see meta.locks.update_lock.
-        ``pid_bound=False`` for a lock another process releases (it then waits for its lease to expire)."""
+        ``pid_bound=False`` for a lock another process releases (it then waits for its lease to expire, or
+        for the death of ``pid``, the process that outlives the write: Spark's driver)."""
         self.check_writable(operation)
-        return update_lock(self.storage, self.path, operation, timeout, pid_bound)
+        return update_lock(self.storage, self.path, operation, timeout, pid_bound, pid)
 
     # ------------------------------------------------------------------ construction
     @staticmethod
