@@ -8,6 +8,7 @@ import argparse
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.table.meta.locks import remove_locks
 from carbon_ds.table.table import CarbonTable
+from carbon_ds.table.write.protocol import end_dead_loads
 
 
 def _open(path: str):
@@ -31,12 +32,17 @@ def _delete(args: argparse.Namespace) -> int:
 
 def _unlock(args: argparse.Namespace) -> int:
     table = _open(args.table)
+    # loads first: a dead Spark overwrite's update lock names the same driver, and goes with the locks below
+    failed = end_dead_loads(table, force=args.force)
+    for line in failed:
+        print(f"segment {line}: marked Failure, its files removed")
     removed = remove_locks(table.storage, table.path, force=args.force)
     for line in removed:
         print(f"removed {line}")
-    if not removed:
-        print("no lock of a crashed writer found" + ("" if args.force else
-              " (a lock of another host cannot be judged from here: --force removes every lock)"))
+    if not removed and not failed:
+        print("no lock or load of a crashed writer found" + ("" if args.force else
+              " (a writer on another host cannot be judged from here: --force removes every lock and ends "
+              "every load that cannot be checked)"))
     return 0
 
 
@@ -107,10 +113,12 @@ def add_commands(sub) -> None:
                       help="minor: by count levels; major: by size; custom: the --segments given")
     comp.add_argument("--segments", default=None, help="comma-separated segment ids (with --kind custom)")
     comp.set_defaults(func=_compact)
-    unlock = sub.add_parser("unlock", help="remove lock files left by crashed writers")
+    unlock = sub.add_parser("unlock", help="remove lock files left by crashed writers and end their loads "
+                                           "(In Progress segments become Failure, their files removed)")
     unlock.add_argument("table", help="table folder or URI")
     unlock.add_argument("--force", action="store_true",
-                        help="remove every lock file, even one a live writer on another host may hold")
+                        help="remove every lock file and end every load whose writer cannot be checked from "
+                             "here, even one a live writer on another host may hold")
     unlock.set_defaults(func=_unlock)
 
     add = sub.add_parser("add-segment", help="register an existing folder of files as a new segment")

@@ -40,6 +40,7 @@ from carbon_ds.spark.batch_read import (  # noqa: F401 - re-exported: the reader
     storage_options,
     table_options,
 )
+from carbon_ds.spark.driver_process import driver_holder
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.spark.native_read import NATIVE_PLAN_OPTION, describe
 from carbon_ds.spark.read_plans import PLAN_READS_OPTION, plan_reads
@@ -168,10 +169,12 @@ class CarbonArrowWriter(DataSourceArrowWriter):
         self.table_path = path
         # An overwrite's update lock is released by commit()/abort(), which run in another Python worker:
         # not bound to this process's pid, its token travels in the reservation
-        operation = "INSERT OVERWRITE" + (" PARTITION" if load_options.partition else "") + " (Spark)"
+        operation = ("INSERT OVERWRITE" + (" PARTITION" if load_options.partition else "") if overwrite
+                     else "LOAD") + " (Spark)"
+        # The load lives as long as the driver: this worker is gone once the plan is made
         load = start_load(table, load_options, overwrite=overwrite, partition=load_options.partition,
                           dynamic=overwrite and load_options.partition_overwrite_mode == "dynamic",
-                          operation=operation, pid_bound=False)
+                          operation=operation, pid_bound=False, holder=driver_holder())
         self.reservation = load.reservation
         self.load_options = load_options
 

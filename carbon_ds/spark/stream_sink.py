@@ -26,6 +26,7 @@ from pyspark.sql.types import StructType
 
 from carbon_ds import faults
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.spark.driver_process import driver_holder
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
@@ -83,6 +84,8 @@ class CarbonStreamWriter(DataSourceStreamArrowWriter):
         table, self.load_options = prepare_table(path, to_arrow_schema(schema, timezone="UTC"), write_options)
         self.table_path = path
         self.table_uri = table.uri
+        # made on the driver: its JVM outlives each batch's tasks and commit, which reserve and end the loads
+        self.holder = driver_holder()
 
     def _table(self) -> TableHandle:
         return TableHandle.open(self.table_path)
@@ -95,7 +98,7 @@ class CarbonStreamWriter(DataSourceStreamArrowWriter):
         if first is None:
             return StreamCommitMessage(batch, None, None)
         table = self._table()
-        reservation = reserve_batch(table, batch, PostCommit().names())
+        reservation = reserve_batch(table, batch, PostCommit().names(), self.holder)
         if reservation is None:  # a replay of a committed batch: its rows are in the table already
             log.info("carbondata stream: batch %s of query %s already committed, rows skipped",
                      batch.batch_id, batch.query_id)

@@ -79,6 +79,14 @@ def test_writer_killed_mid_load_leaves_committed_data(tmp_path):
     ]
     got = api.read_table(path)
     assert got.num_rows == 100 and set(got.column("tag").to_pylist()) == {"ok"}
-    # the table stays writable: the next load gets a new id, the dead one stays ignored
+    # its record names the killed process: the next load ends it (Failure, files removed) and gets a new id
+    assert json.loads((path / "LockFiles" / "Segment_1.lock").read_text())["pid"] == proc.pid
     assert api.write_table(got, path) == "2"
+    assert [(e["loadName"], e["loadStatus"]) for e in json.loads(status.read_text())] == [
+        ("0", "Success"),
+        ("1", "Failure"),
+        ("2", "Success"),
+    ]
+    assert not (path / "Fact" / "Part0" / "Segment_1").exists()
+    assert not (path / "LockFiles" / "Segment_1.lock").exists()
     assert api.read_table(path).num_rows == 200

@@ -62,7 +62,8 @@ def test_clean_files_removes_protocol_leftovers_and_keeps_live_files(tmp_path):
     # an In Progress load: nothing of it may be touched
     live = start_load(t)
     live.write_task(0, [_data([91], [1], [2])])
-    live_files = _files(path) - before_live - {f for f in _files(path) if f"-{crashed.segment_id}-" in f}
+    live_files = _files(path) - before_live - {f for f in _files(path) if f"-{crashed.segment_id}-" in f} - {
+        f"LockFiles/Segment_{crashed.segment_id}.lock"}  # the crashed load's record: CLEAN FILES removes it
     # a stale .tmp of a load nobody knows, with a stray file, and a DROP PARTITION's folder
     os.makedirs(os.path.join(path, "day=1", "hour=1", "123.tmp"))
     with open(os.path.join(path, "day=1", "hour=1", "123.tmp", "x.carbonindex"), "w") as f:

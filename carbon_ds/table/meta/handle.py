@@ -23,6 +23,7 @@ from carbon_ds.table.meta import deltas, guards, schema_file, tablestatus, valid
 from carbon_ds.table.meta.data_files import is_stream, segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
+from carbon_ds.table.meta.new_table_folder import check_new_table_folder
 from carbon_ds.table.meta.partition_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
 from carbon_ds.table.meta.partitioning import Partitioning, partitioning_of
 from carbon_ds.table.meta.properties import check_names
@@ -176,11 +177,13 @@ class TableHandle:
         the block (see meta.status_edit). ``lock_options``: the table lock's (timeout, ...)."""
         return StatusEdit(self.storage, self.tablestatus_path, self.lock(operation=operation, **lock_options))
 
-    def update_lock(self, operation: str, timeout: float = 0.0, pid_bound: bool = True) -> TableLock:
+    def update_lock(self, operation: str, timeout: float = 0.0, pid_bound: bool = True,
+                    pid: int | None = None) -> TableLock:
         """The held update lock (UPDATE, DELETE and overwrites never run at once); see meta.locks.update_lock.
-        ``pid_bound=False`` for a lock another process releases (it then waits for its lease to expire)."""
+        ``pid_bound=False`` for a lock another process releases (it then waits for its lease to expire, or
+        for the death of ``pid``, the process that outlives the write: Spark's driver)."""
         self.check_writable(operation)
-        return update_lock(self.storage, self.path, operation, timeout, pid_bound)
+        return update_lock(self.storage, self.path, operation, timeout, pid_bound, pid)
 
     # ------------------------------------------------------------------ construction
     @staticmethod
@@ -234,7 +237,8 @@ class TableHandle:
             storage_options, filesystem: the store's settings (see :func:`carbon_ds.fs.resolve`).
 
         Raises:
-            CarbonTableError: a table already exists at ``path``.
+            CarbonTableError: a table already exists at ``path``, or the folder holds something else (see
+                meta.new_table_folder: it must be absent or empty).
         """
         path = resolve(path, storage_options, filesystem)
         table, created = cls.open_or_create(path, schema, sort_columns, properties, long_string_columns,
@@ -254,12 +258,18 @@ class TableHandle:
         partition_by: list[str] | None = None,
         partition: PartitionSpec | None = None,
     ) -> tuple:
-        """(table, created): the table at ``path``, created from ``schema`` (and the settings) when absent."""
+        """(table, created): the table at ``path``, created from ``schema`` (and the settings) when absent.
+
+        Raises:
+            CarbonTableError: ``path`` holds no table but is not empty (another dataset, or a table without
+                its schema: see meta.new_table_folder); nothing is written there.
+        """
         storage, fs_path = Storage.for_path(path)
         _check_folder(storage, fs_path)
         schema_path = cls.schema_path_of(fs_path)
         if storage.exists(schema_path):
             return cls(storage, fs_path, schema_file.read(storage, schema_path)), False
+        check_new_table_folder(storage, fs_path)  # before any lock file: a foreign folder gets nothing
         check_names(properties or {}, f"table {storage.uri(fs_path)}")
         if partition_by:
             partition_by = check_partition_columns(schema, list(partition_by))
@@ -283,6 +293,7 @@ class TableHandle:
         with TableLock(storage, fs_path):
             if storage.exists(schema_path):
                 return cls(storage, fs_path, schema_file.read(storage, schema_path)), False
+            check_new_table_folder(storage, fs_path)
             storage.mkdirs(Storage.join(fs_path, "Metadata"))
             schema_file.write(storage, schema_path, info)
         return cls(storage, fs_path, info), True

@@ -30,6 +30,7 @@ from types import TracebackType
 
 from carbon_ds.errors import CarbonConcurrentError, CarbonTableError
 from carbon_ds.fs import Storage
+from carbon_ds.table.meta.load_records import is_record
 
 TABLESTATUS_LOCK = "tablestatus"
 DEFAULT_TIMEOUT_S = 120.0
@@ -60,6 +61,7 @@ class TableLock:
         stale_after: float = DEFAULT_STALE_AFTER_S,
         operation: str | None = None,
         pid_bound: bool = True,
+        pid: int | None = None,
     ):
         self.storage = storage
         self.path = lock_path(storage, table_path, name)
@@ -71,11 +73,15 @@ class TableLock:
         # A pid-bound lock is broken as soon as its process is gone (same host); a lock handed between
         # processes (Spark's driver-side writer, committed by another worker) waits for its lease instead.
         self.pid_bound = pid_bound
+        # The process whose death frees the lock, when not this one (Spark: the driver JVM).
+        self.pid = pid
         self.name = name
 
     def _content(self) -> bytes:
         info = {"owner": self.token, "time": time.time_ns() // 1_000_000, "host": socket.gethostname()}
-        if self.pid_bound:
+        if self.pid is not None:
+            info["pid"] = self.pid
+        elif self.pid_bound:
             info["pid"] = os.getpid()
         if self.operation:
             info["operation"] = self.operation
@@ -238,7 +244,7 @@ def stale_locks(storage: Storage, table_path: str) -> list[tuple[str, str]]:
     """(lock path, holder) of every lock file whose holder is provably gone."""
     out = []
     for f in storage.list(Storage.join(table_path, "LockFiles")):
-        if not f.path.endswith(".lock"):
+        if not f.path.endswith(".lock") or is_record(f.path):
             continue
         try:
             info = json.loads(storage.read_text(f.path))
@@ -251,11 +257,12 @@ def stale_locks(storage: Storage, table_path: str) -> list[tuple[str, str]]:
 
 def remove_locks(storage: Storage, table_path: str, force: bool = False) -> list[str]:
     """Remove the locks whose holder is gone (``force``: every lock file, whoever holds it). Returns the
-    removed lock files with their holders."""
+    removed lock files with their holders. Loads' records (``Segment_<id>.lock``) are not locks here: they go
+    with their load (meta.load_records)."""
     if force:
         found = []
         for f in storage.list(Storage.join(table_path, "LockFiles")):
-            if f.path.endswith(".lock"):
+            if f.path.endswith(".lock") and not is_record(f.path):
                 try:
                     info = json.loads(storage.read_text(f.path))
                 except (FileNotFoundError, ValueError, OSError):
@@ -269,7 +276,7 @@ def remove_locks(storage: Storage, table_path: str, force: bool = False) -> list
 
 
 def update_lock(storage: Storage, table_path: str, operation: str, timeout: float = 0.0,
-                pid_bound: bool = True) -> TableLock:
+                pid_bound: bool = True, pid: int | None = None) -> TableLock:
     """Take ``LockFiles/update.lock`` (held on return; use it with ``with``) or fail clearly: UPDATE, DELETE
     and overwrites (whole table or partitions, Python and Spark) never run concurrently on one table.
 
@@ -277,7 +284,7 @@ def update_lock(storage: Storage, table_path: str, operation: str, timeout: floa
         CarbonTableError: another operation holds the lock; the message names the lock file and it.
     """
     lock = TableLock(storage, table_path, UPDATE_LOCK, timeout=timeout, stale_after=UPDATE_LOCK_STALE_S,
-                     operation=operation, pid_bound=pid_bound)
+                     operation=operation, pid_bound=pid_bound, pid=pid)
     try:
         lock.acquire()
     except CarbonTableError:

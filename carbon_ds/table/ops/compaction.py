@@ -32,6 +32,7 @@ from carbon_ds.progress import progress
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import DataFile, TableHandle
+from carbon_ds.table.meta.load_records import LoadHolder, write_record
 from carbon_ds.table.meta.locks import UPDATE_LOCK_STALE_S, TableLock
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.meta.tablestatus import LoadDetail
@@ -136,7 +137,7 @@ def _drop_failed_merges(table: TableHandle) -> None:
         stale = [e for e in entries if "." in e.name and e.status in (ts.IN_PROGRESS, ts.FAILURE)]
         for e in stale:
             start = e.load_start_ms or 0
-            load_for(table, Reservation(table.uri, e.name, start, False), LoadOptions())._remove_files()
+            load_for(table, Reservation(table.uri, e.name, start, False), LoadOptions()).remove_files()
         entries[:] = [e for e in entries if e not in stale]
 
 
@@ -161,6 +162,8 @@ def _merge_group(table: TableHandle, group: list[LoadDetail], kind: str, runner:
         _check_sources(table, entries, ids, name, include_external)
         entries.append(LoadDetail(name=name, status=ts.IN_PROGRESS, load_start_time=str(start),
                                   visibility="true"))
+        write_record(table.storage, table.path, name, LoadHolder.this_process(), f"{kind.upper()} COMPACTION",
+                     start)
         status_name = D.committed_status_name(entries)
     faults.point("compaction.reserved")
     reservation = Reservation(table.uri, name, start, False)

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.load_records import LoadHolder
 from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.ops.compaction import auto_compact
@@ -38,7 +39,8 @@ _HOOKS: dict[str, Callable[[TableHandle], object]] = {"compact": auto_compact}
 
 def start_load(table: TableHandle, options: LoadOptions | None = None, overwrite: bool = False,
                partition: dict | None = None, dynamic: bool = False, *, operation: str | None = None,
-               lock_timeout: float = 0.0, pid_bound: bool = True, post_commit: PostCommit | None = None) -> Load:
+               lock_timeout: float = 0.0, pid_bound: bool = True, post_commit: PostCommit | None = None,
+               holder: LoadHolder | None = None) -> Load:
     """Reserve a segment and return its load (``with start_load(t) as load: load.write(batches)``).
 
     Args:
@@ -50,15 +52,19 @@ def start_load(table: TableHandle, options: LoadOptions | None = None, overwrite
         lock_timeout: seconds to wait for the update lock.
         pid_bound: False when another process commits (Spark): the lock then outlives this process's pid.
         post_commit: the hooks to run after the commit (default: automatic compaction).
+        holder: the process whose death ends the load (default: this one; Spark: the driver JVM); recorded
+            in the load's record and, with ``pid_bound=False``, in the update lock.
     """
     hooks = (post_commit or PostCommit()).names()
     token = None
     if overwrite:
         name = operation or "INSERT OVERWRITE" + (" PARTITION" if partition or dynamic else "")
-        token = table.update_lock(name, lock_timeout, pid_bound).token
+        pid = holder.pid if holder is not None and not pid_bound else None
+        token = table.update_lock(name, lock_timeout, pid_bound, pid).token
     try:
         load = reserve_load(table, options, overwrite=overwrite, partition=partition, dynamic=dynamic,
-                            update_lock_token=token, post_commit=hooks)
+                            update_lock_token=token, post_commit=hooks, holder=holder,
+                            operation=operation or ("INSERT OVERWRITE" if overwrite else "LOAD"))
     except BaseException:
         if token is not None:
             release_update_lock(table.storage, table.path, token)

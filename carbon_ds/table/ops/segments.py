@@ -10,6 +10,10 @@ then moves the internal files of marked and compacted segments into ``<table>/.T
 External segments (added with ADD SEGMENT: a tablestatus ``path``, a segment file folder with
 ``isRelative`` false) are never touched on disk: only their metadata goes.
 
+A load left "In Progress" by a writer that is gone (its record, meta.load_records: a dead process on this
+host, or past the age limit where its writer cannot be checked) is marked "Failure" in the same write and
+cleaned like the others; a live load's files are never touched.
+
 Crash safety: CLEAN FILES moves files first and rewrites tablestatus last. A crash in between leaves the
 entry "Marked for Delete" (never read) with some or all files in the trash; running CLEAN FILES again
 finishes the job. Readable segments are never touched, so the table stays readable at every step.
@@ -29,11 +33,13 @@ from carbon_ds.table.meta import deltas
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle, int_or_none
+from carbon_ds.table.meta.load_records import orphan_records, record_path
 from carbon_ds.table.meta.locks import UPDATE_LOCK, UPDATE_LOCK_STALE_S, TableLock, remove_locks
 from carbon_ds.table.meta.naming import COLUMNAR, INDEX_EXT, is_columnar, owned_by_index
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.meta.trash import TRASH_DIR
 from carbon_ds.table.ops.leftovers import external_folders, leftovers, partition_dirs
+from carbon_ds.table.write.load_base import fail_dead_loads
 
 HISTORY_FILE = "tablestatus.history"
 DEFAULT_RETENTION_DAYS = 7.0
@@ -54,11 +60,13 @@ COLUMNS = (
 # Statuses a delete refuses, with the reason CarbonData gives.
 _REFUSED = {
     ts.COMPACTED: "it is compacted (its rows live on in the merged segment)",
-    ts.IN_PROGRESS: "its load is in progress",
-    ts.OVERWRITE_IN_PROGRESS: "its load overwrite is in progress",
+    ts.IN_PROGRESS: "its load is in progress (its writer is alive, or cannot be checked from here yet)",
+    ts.OVERWRITE_IN_PROGRESS: "its load overwrite is in progress (its writer is alive, or cannot be checked "
+                              "from here yet)",
     ts.STREAMING: "it is streaming in progress",
 }
-# What CLEAN FILES removes. In Progress is left alone: no lock tells a live load from a dead one here.
+# What CLEAN FILES removes. An In Progress load is first judged by its record (meta.load_records): one whose
+# writer is gone becomes Failure; a live one, or one that cannot be judged yet, is left alone.
 _CLEANABLE = frozenset({ts.MARKED_FOR_DELETE, ts.COMPACTED, ts.FAILURE})
 
 
@@ -181,6 +189,7 @@ def delete_segments(table: TableHandle, ids: Iterable[str | int], now_ms: int | 
     now = now_ms if now_ms is not None else ts.now_ms()
     with table.edit_status("DELETE SEGMENT") as edit:
         entries = edit.entries
+        fail_dead_loads(table, entries)  # a load whose writer is gone is Failure, deletable (files: CLEAN FILES)
         by_id = {e.name: e for e in entries}
         problems = []
         for i in wanted:
@@ -266,9 +275,11 @@ class CleanResult:
     skipped: list[str] = field(default_factory=list)  # what was not swept, and why
     links: list[str] = field(default_factory=list)  # symbolic links removed as links: "rel -> target (kept)"
     unlocked: list[str] = field(default_factory=list)  # lock files of processes that are gone
+    failed_loads: list[str] = field(default_factory=list)  # "<segment>: <why>" of loads whose writer is gone
 
     def rows(self) -> list[tuple[str, str]]:
-        out = [(i, "moved to trash") for i in self.trashed]
+        out = [(f"segment {f}", "load's writer is gone: marked Failure") for f in self.failed_loads]
+        out += [(i, "moved to trash") for i in self.trashed]
         out += [(i, "deleted") for i in self.deleted]
         out += [(i, "external: files kept, metadata removed") for i in self.kept_external]
         out += [(f, "trash folder expired") for f in self.expired_trash]
@@ -355,6 +366,9 @@ def clean_files(
         _check_trash(table, trash_run)
     with table.edit_status("CLEAN FILES") as edit:
         entries = edit.entries
+        # loads whose writer is gone become Failure, so they are cleaned below (judged by the real clock)
+        dead = fail_dead_loads(table, entries)
+        result.failed_loads = [f"{r.segment_id}: {why}" for r, why in dead]
         victims = [e for e in entries if e.status in _CLEANABLE]
         vacated: set[str] = set()  # folders files left: partition folders that end up empty go too
         # 1. Files first: the entries still say "Marked for Delete", so no reader looks at them.
@@ -394,6 +408,9 @@ def clean_files(
         result.removed_entries = [e.name for e in removed]
         # 2b. Leftovers no segment names any more (still under the lock: no load reserves or commits).
         _sweep_leftovers(table, entries, force, trash_run, result, vacated)
+        for path in [record_path(table.path, r.segment_id) for r, _why in dead] + orphan_records(
+                storage, table.path, entries):
+            storage.delete(path)
     # 3. The trash: expired sub-folders go (all of them with force); needs no lock, nothing reads it.
     for folder in storage.list_dirs(trash_dir(table)):
         name = basename(folder)

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.load_records import LoadHolder, write_record
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops.segments import read_history
 from carbon_ds.table.write.load_base import Reservation
@@ -62,9 +63,11 @@ def committed_segment(table: TableHandle, batch: StreamBatch, entries: list[Load
     return None
 
 
-def reserve_batch(table: TableHandle, batch: StreamBatch, post_commit: tuple[str, ...] = ()) -> Reservation | None:
+def reserve_batch(table: TableHandle, batch: StreamBatch, post_commit: tuple[str, ...] = (),
+                  holder: LoadHolder | None = None) -> Reservation | None:
     """The "In Progress" segment of ``batch`` in this run, reserved by the first task that asks; None when
-    the batch is already committed (a replay: nothing to write)."""
+    the batch is already committed (a replay: nothing to write). ``holder``: the process whose death ends
+    the batch's load (the streaming query's driver; meta.load_records)."""
     with table.edit_status("STREAM LOAD (reserve)") as edit:
         entries = edit.entries
         if committed_segment(table, batch, entries) is not None:
@@ -80,6 +83,8 @@ def reserve_batch(table: TableHandle, batch: StreamBatch, post_commit: tuple[str
             e.modification_time = str(now)
         entry = LoadDetail(name=ts.next_segment_id(entries), status=ts.IN_PROGRESS, load_start_time=str(now),
                            visibility="true", other={RESERVED_KEY: batch.reservation_mark})
+        write_record(table.storage, table.path, entry.name, holder or LoadHolder.this_process(),
+                     "STREAM LOAD", now)
         entries.append(entry)
     return _reservation(table, entry, post_commit)
 

@@ -12,7 +12,10 @@
 4. ``Load.abort``: delete what the load wrote (the id is ours alone) and mark N "Failure".
 
 A crash anywhere before step 3's replace leaves N "In Progress" (ignored by readers) and the previous
-tablestatus intact, so every committed row stays readable.
+tablestatus intact, so every committed row stays readable. Step 1 also writes N's record
+(``LockFiles/Segment_N.lock``, meta.load_records: the process whose death ends the load); the commit or
+abort deletes it. A load left "In Progress" by a writer that is gone is marked "Failure" by the next
+reservation (in its own tablestatus write), CLEAN FILES or ``carbon-ds unlock``, and its files removed.
 
 ``PlainLoad`` (carbon_ds.table.write.plain) and ``PartitionedLoad`` (carbon_ds.table.write.hive_partitioned)
 differ in where tasks put files and what the commit records; ``carbon_ds.table.write.protocol`` picks one.
@@ -32,6 +35,7 @@ from carbon_ds.errors import CarbonTableError
 from carbon_ds.format.hive import normalize_spec
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.load_records import LoadHolder, dead_load, remove_record, write_record
 from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.meta.properties import TableProperties
@@ -76,8 +80,11 @@ class TaskResult:
 
 
 def reserve(table: TableHandle, overwrite: bool = False, partition: dict | None = None,
-            dynamic: bool = False) -> Reservation:
-    """Step 1: segment N "In Progress" (or "Overwrite In Progress") in one locked tablestatus write.
+            dynamic: bool = False, holder: LoadHolder | None = None, operation: str = "LOAD",
+            dead: list[Reservation] | None = None) -> Reservation:
+    """Step 1: segment N "In Progress" (or "Overwrite In Progress") in one locked tablestatus write, with
+    N's record naming ``holder`` (default: this process; meta.load_records). Loads found dead in that
+    same write are marked "Failure" and appended to ``dead`` (the caller removes their files).
 
     Raises:
         CarbonTableError: a partition spec or dynamic overwrite for an unpartitioned table.
@@ -94,7 +101,9 @@ def reserve(table: TableHandle, overwrite: bool = False, partition: dict | None 
     start = ts.now_ms()
     with table.edit_status("LOAD (reserve)") as edit:
         entries = edit.entries
+        found = fail_dead_loads(table, entries, start)
         seg = ts.next_segment_id(entries)
+        write_record(table.storage, table.path, seg, holder or LoadHolder.this_process(), operation, start)
         entries.append(
             LoadDetail(
                 name=seg,
@@ -103,7 +112,27 @@ def reserve(table: TableHandle, overwrite: bool = False, partition: dict | None 
                 visibility="true",
             )
         )
+    if dead is not None:
+        dead.extend(r for r, _why in found)
     return Reservation(table.uri, seg, start, overwrite, spec, dynamic)
+
+
+def fail_dead_loads(table: TableHandle, entries: list[LoadDetail], now: int | None = None,
+                    force: bool = False) -> list[tuple[Reservation, str]]:
+    """Mark every "In Progress" load of ``entries`` whose writer is gone "Failure" (meta.load_records says
+    when; the caller holds the tablestatus lock and writes ``entries``). Returns each one's reservation, to
+    remove its files, and why it was judged dead."""
+    now = ts.now_ms() if now is None else now
+    out = []
+    for e in entries:
+        why = dead_load(table.storage, table.path, e, now, force)
+        if why is None:
+            continue
+        start = e.load_start_ms or 0
+        out.append((Reservation(table.uri, e.name, start, e.status == ts.OVERWRITE_IN_PROGRESS), why))
+        e.status = ts.FAILURE
+        e.modification_time = str(now)
+    return out
 
 
 def writer_options(table: TableHandle, load: LoadOptions) -> WriterOptions:
@@ -238,6 +267,7 @@ class Load(ABC):
             self.committed = self._commit(found)
         finally:
             self._release_update_lock()
+        self._remove_record()
         for hook in self.on_commit:
             hook()  # hooks never raise (automatic compaction reports its own failures as warnings)
         return self.committed
@@ -250,8 +280,20 @@ class Load(ABC):
         try:
             self._remove_files()
             mark_failure(self.table, self.reservation)
+            self._remove_record()
         finally:
             self._release_update_lock()
+
+    def remove_files(self) -> None:
+        """Delete every file this load wrote and its record (a load found dead, already marked "Failure")."""
+        self._remove_files()
+        self._remove_record()
+
+    def _remove_record(self) -> None:
+        try:
+            remove_record(self.table.storage, self.table.path, self.reservation.segment_id)
+        except OSError:
+            pass  # the load has ended either way: a record of a segment not In Progress is swept later
 
     def _release_update_lock(self) -> None:
         token = self.reservation.update_lock_token
