@@ -46,6 +46,7 @@ from carbon_ds.spark.query import run as run_query
 from carbon_ds.spark.session import register
 from carbon_ds.table.meta.conform import check_schema
 from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.new_table_folder import check_new_table_folder
 from carbon_ds.table.meta.options import parse_bool, split_list
 from carbon_ds.table.meta.partition_spec import spec_from_properties
 from carbon_ds.table.meta.properties import TableProperties
@@ -127,10 +128,13 @@ def _create(spark: Any, stmt: CreateTable):
     path = catalog.local_path(stmt.location) if stmt.location else catalog.default_location(spark, db, stmt.table.name)
     check_reachable(spark, path, f"the folder of table {name}")
     exists = CarbonTable.exists(path)
-    if not exists and _has_entries(path):
-        where = "LOCATION" if stmt.location else "the table's default location"
-        raise CarbonTableError(f"CREATE TABLE {name}: {where} {path} is a non-empty folder that is "
-                               "not a CarbonData table; give an empty folder or an existing table")
+    if not exists:
+        try:
+            check_new_table_folder(*Storage.for_path(path))
+        except CarbonTableError as exc:
+            where = "LOCATION" if stmt.location else "the table's default location"
+            raise CarbonTableError(f"CREATE TABLE {name}: {where} {path} is a non-empty folder that is not a "
+                                   f"CarbonData table ({exc})") from None
     if exists and stmt.location is None:
         raise CarbonTableError(f"table {name}: a CarbonData table already exists at {path}")
     if not exists and not stmt.columns:
@@ -207,11 +211,6 @@ def _drop(spark: Any, stmt: DropTable):
     if table is not None and CarbonTable.exists(entry.path):
         segment_ops.drop_table_files(table)
     return _empty(spark)
-
-
-def _has_entries(path: str) -> bool:
-    storage, fs_path = Storage.for_path(path)
-    return storage.is_dir(fs_path) and bool(storage.list_dirs(fs_path) or storage.list(fs_path))
 
 
 def _add_segment(spark: Any, stmt: AddSegment):
