@@ -130,10 +130,14 @@ def carbon_relation(node: Any, kind: str | None = None) -> Any | None:
     else:
         return None
     table = rel.table()
-    # SizedPythonTable: a PythonTable the Spark extension (jvm/src) made, whose scans report a size
-    if class_name(table) not in ("PythonTable", "SizedPythonTable") or str(table.name()).lower() != SOURCE_NAME:
+    if class_name(table) not in PYTHON_TABLES or str(table.name()).lower() != SOURCE_NAME:
         return None
     return rel
+
+
+# Spark's Python table and the extension's kinds of it (jvm/src): SizedPythonTable reports its scans' size,
+# DescribedPythonTable is a catalog table reporting what the catalog records
+PYTHON_TABLES = ("PythonTable", "SizedPythonTable", "DescribedPythonTable")
 
 
 def relation_options(jvm: Any, rel: Any) -> dict[str, str]:

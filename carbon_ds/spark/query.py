@@ -47,7 +47,7 @@ from carbon_ds.spark.native_read import MixedPlan, has_external, mixed_of, nativ
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
 from carbon_ds.spark.sizes import row_width, sized
 from carbon_ds.table.meta.conform import has_unscaled_form
-from carbon_ds.table.meta.options import parse_bool
+from carbon_ds.table.meta.options import WRITE_OPTIONS, parse_bool
 from carbon_ds.table.read.pruning import as_expr
 from carbon_ds.table.read.scan import arrow_schema_of, open_table, scan_estimate
 from carbon_ds.table.read.scan import count as count_rows
@@ -459,7 +459,8 @@ def _local(spark: Any, rel: Relation, read: RelationRead, fields: list[dict[str,
            estimate: tuple[int, int | None]) -> Any:
     """The plan of a local relation holding ``read``'s rows, read here on the driver, when the read is
     small enough (carbon_ds.spark.local); None to read it through the data source as usual."""
-    if set(rel.options) - {"path", "paths", "filter", "segments"}:
+    # a catalog table's relation also carries its table properties (write options), which change no read
+    if set(rel.options) - {"path", "paths", "filter", "segments", *WRITE_OPTIONS}:
         return None
     df = local_frame(spark, read.path, fields, list(read.columns), read.filter, rel.options.get("segments"),
                      rel.fields, estimate)
