@@ -24,7 +24,7 @@ from carbon_ds.format.structs import (
 )
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.column_stats import decoded_value
-from carbon_ds.table.meta import guards
+from carbon_ds.table.meta import guards, status_versions
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.read.scan import bare_files
 from carbon_ds.table.table import CarbonTable
@@ -218,9 +218,12 @@ def describe_table(path: str) -> Iterator[str]:
         yield f"  {f.name}: {f.type}" + (f"  ({', '.join(marks)})" if marks else "")
     for k, v in sorted(table.properties.items()):
         yield f"property {k} = {v}"
-    version = table.status_version
-    yield f"segment list: {table.storage.uri(table.tablestatus_path)}" + (
-        f" (versioned table status, latestversion={version})" if version else "")
+    live = table.live_status()
+    yield f"segment list: {table.storage.uri(live.path)} (live: {live.source})"
+    if live.versioned:
+        others = [v for v in status_versions.versions(table.storage, table.path) if str(v) != live.version]
+        yield (f"  versioned table status: version {live.version}; {len(others)} other version file(s)"
+               + (f", newest other {others[-1]}" if others else ""))
     for reason in guards.write_blockers(table.info):
         yield f"writes refused: {reason}"
     yield "segments:"
