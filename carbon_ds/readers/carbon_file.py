@@ -24,6 +24,7 @@ from carbon_ds.format.arrow_types import ColumnNode, arrow_type
 from carbon_ds.format.chunk_decode import decode_pages
 from carbon_ds.format.chunk_header import parse_data_chunk3
 from carbon_ds.format.column_view import column_view
+from carbon_ds.format.complex_nulls import COMPLEX_NULLS_KEY, all_fields_null, drop_rows, one_null_element_rows
 from carbon_ds.format.decode import (
     NULL_BITSETS_KEY,
     Page,
@@ -146,7 +147,10 @@ class CarbonDataFile:
         tail = self._read(footer_at, self.size - 8 - footer_at)
         self.footer = _parse_cached(FileFooter3, tail, self.path, footer_at)
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
-        self._exact_nulls = (self.footer.extra_info or {}).get(NULL_BITSETS_KEY) == "exact"
+        extra = self.footer.extra_info or {}
+        self._exact_nulls = extra.get(NULL_BITSETS_KEY) == "exact"
+        # CarbonData's null arrays and structs (format/complex_nulls.py): all files but older carbon-ds ones
+        self._carbondata_complex_nulls = not self._exact_nulls or extra.get(COMPLEX_NULLS_KEY) == "carbondata"
         starts = [o for b in self._blocklets for o in (b.column_data_chunks_offsets or [])]
         header_end = min(starts) if starts else footer_at
         if not 0 < header_end <= footer_at:
@@ -391,6 +395,11 @@ class CarbonDataFile:
             typ = arrow_type(node)
             out = []
             for (counts, mask), child in zip(parents, children, strict=True):
+                if self._carbondata_complex_nulls:
+                    null_rows = one_null_element_rows(counts, child)
+                    counts, child = drop_rows(counts, child, null_rows)
+                    if null_rows.any():
+                        mask = null_rows if mask is None else mask | null_rows
                 offsets = np.zeros(len(counts) + 1, np.int32)
                 np.cumsum(counts, out=offsets[1:])
                 m = pa.array(mask) if mask is not None else None
@@ -408,6 +417,9 @@ class CarbonDataFile:
             out = []
             for j, p in enumerate(pages):
                 mask = null_mask(p)
+                empty = all_fields_null([k[j] for k in kids]) if self._carbondata_complex_nulls else None
+                if empty is not None:
+                    mask = empty if mask is None else mask | empty
                 out.append(
                     pa.StructArray.from_arrays(
                         [k[j] for k in kids], fields=list(typ), mask=pa.array(mask) if mask is not None else None
