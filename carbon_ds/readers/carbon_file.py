@@ -25,6 +25,7 @@ from carbon_ds.format.chunk_decode import decode_pages
 from carbon_ds.format.chunk_header import parse_data_chunk3
 from carbon_ds.format.column_view import column_view
 from carbon_ds.format.decode import (
+    MAX_PAGE_ROWS,
     NULL_BITSETS_KEY,
     Page,
     decode_page,
@@ -205,12 +206,45 @@ class CarbonDataFile:
                     )
             if info.num_rows < 0:
                 raise CarbonFormatError(f"blocklet {b} has {info.num_rows} rows", self.path, self._footer_at)
+            self._check_pages(b, info)
             total += info.num_rows
         if total != self.footer.num_rows:
             raise CarbonFormatError(
                 f"blocklets hold {total} rows but the footer says {self.footer.num_rows}", self.path, self._footer_at
             )
-        self._chunk_starts = sorted({o for b in self._blocklets for o in b.column_data_chunks_offsets})
+        starts = [o for b in self._blocklets for o in b.column_data_chunks_offsets]
+        self._chunk_starts = sorted(set(starts))
+        if len(self._chunk_starts) != len(starts):
+            # every column chunk of every blocklet is written once: a shared offset is a blocklet listed twice
+            # (or a damaged offset), and reading it would return the same rows again
+            seen: dict[int, tuple[int, int]] = {}
+            for b, info in enumerate(self._blocklets):
+                for c, o in enumerate(info.column_data_chunks_offsets):
+                    if o in seen:
+                        b0, c0 = seen[o]
+                        raise CarbonFormatError(
+                            f"footer lists blocklet {b} column {c} at offset {o}, where blocklet {b0} column {c0} "
+                            "lies: a column chunk is stored once, so the footer is damaged", self.path, self._footer_at)
+                    seen[o] = (b, c)
+
+    def _check_pages(self, b: int, info: BlockletInfo3) -> None:
+        """The footer's page counts against its row counts and the file: each page holds 1 to MAX_PAGE_ROWS
+        rows, and each page of the first column has a header of at least a byte in its chunk."""
+        rows, pages, per_page = info.num_rows, info.number_number_of_pages, info.row_count_in_page
+        where = f"blocklet {b} of {rows} rows"
+        if pages is not None and (pages < 0 or pages > max(rows, 1) or 0 < pages and pages * MAX_PAGE_ROWS < rows):
+            raise CarbonFormatError(f"{where} has {pages} pages in the footer, expected 1 to {max(rows, 1)} pages "
+                                    f"of at most {MAX_PAGE_ROWS} rows", self.path, self._footer_at)
+        if pages and pages > self._footer_at:
+            raise CarbonFormatError(f"{where}: {pages} pages cannot fit in a file of {self.size} bytes",
+                                    self.path, self._footer_at)
+        if per_page:
+            if pages is not None and pages and len(per_page) != pages:
+                raise CarbonFormatError(f"{where}: the footer gives {len(per_page)} page row counts for {pages} "
+                                        "pages", self.path, self._footer_at)
+            if sum(per_page) != rows or min(per_page) < 0 or max(per_page) > MAX_PAGE_ROWS:
+                raise CarbonFormatError(f"{where}: the footer's page row counts add up to {sum(per_page)} "
+                                        f"(each must be 0 to {MAX_PAGE_ROWS})", self.path, self._footer_at)
 
     def _compressor_name(self) -> str:
         if self.header.compressor_name:
@@ -232,6 +266,11 @@ class CarbonDataFile:
         self.close()
 
     # ------------------------------------------------------------------ metadata
+    @property
+    def footer_offset(self) -> int:
+        """Where the footer starts (index entries record it)."""
+        return self._footer_at
+
     def blocklet_rows(self, i: int) -> int:
         return int(self._blocklet(i).num_rows)
 
@@ -298,8 +337,16 @@ class CarbonDataFile:
         start, end, hlen = self._chunk_span(b, c)
         if whole:
             buf = memoryview(self._read(start, end - start))
-            return buf, start, end, hlen, _parse_chunk_header(bytes(buf[:hlen]), self.path, start)
-        return None, start, end, hlen, _parse_chunk_header(self._read(start, hlen), self.path, start)
+            head = bytes(buf[:hlen])
+        else:
+            buf, head = None, self._read(start, hlen)
+        pages = self._blocklet(b).number_number_of_pages
+        declared = _declared_pages(head)
+        if pages and declared is not None and declared != pages:
+            # refused from the list's header, before its page headers become objects (a few KB each)
+            raise CarbonFormatError(f"column {self.columns[c].column_name!r} of blocklet {b} has {declared} page "
+                                    f"headers, the footer says {pages} pages", self.path, start)
+        return buf, start, end, hlen, _parse_chunk_header(head, self.path, start)
 
     def read_column_chunk(self, blocklet: int, column_index: int, hold: bool = False) -> DataChunk3:
         """The DataChunk3 header of a column chunk; with ``hold`` its header (and on remote storage its
@@ -331,6 +378,10 @@ class CarbonDataFile:
             raise CarbonFormatError(
                 f"column {col.column_name!r} has {n} pages where its parent has {len(expected)}", self.path, start
             )
+        if expected is None and info.number_number_of_pages and n != info.number_number_of_pages:
+            raise CarbonFormatError(
+                f"column {col.column_name!r} of blocklet {b} has {n} page headers, the footer says "
+                f"{info.number_number_of_pages} pages", self.path, start)
         pos = 0
         pages = []
         remaining = info.num_rows
@@ -365,6 +416,11 @@ class CarbonDataFile:
                 rows = _at(info.row_count_in_page, j)
             if rows is None:
                 rows = remaining if n == 1 else min(DEFAULT_PAGE_ROWS, remaining)
+            elif expected is None and not 0 <= rows <= remaining:
+                # checked before any page is decoded: the pages' rows must add up to the blocklet's
+                raise CarbonFormatError(
+                    f"column {col.column_name!r} page {j} of blocklet {b} holds {rows} rows, but only {remaining} "
+                    f"of the footer's {info.num_rows} are left for it", self.path, start)
             remaining -= rows
             if need is not None and j not in need:
                 pages.append(None)  # no bytes read: never decoded
@@ -373,6 +429,10 @@ class CarbonDataFile:
                 Page(col, dc2, raws[j], int(rows), self.path, start + lo, exact_nulls=self._exact_nulls,
                      check_stats=check, timestamp_keys=self._timestamp_keys)
             )
+        if expected is None and remaining:
+            raise CarbonFormatError(
+                f"column {col.column_name!r} of blocklet {b}: its pages hold {info.num_rows - remaining} rows, the "
+                f"footer says {info.num_rows}", self.path, start)
         return chunk, pages
 
     def _page_bytes(self, buf: memoryview | None, start: int, spans: list[tuple[int, int]],
@@ -536,6 +596,22 @@ class CarbonDataFile:
         k = len(names)
         batches = [pa.RecordBatch.from_arrays(arrays[i : i + k], schema=schema) for i in range(0, len(arrays), k)]
         return pa.Table.from_batches(batches, schema=schema)
+
+
+def _declared_pages(head: bytes) -> int | None:
+    """How many page headers a DataChunk3 declares, from its first field's list header (Thrift compact:
+    field 1 a list of structs); None when it does not start that way (the parser then says what is wrong)."""
+    if len(head) < 2 or head[0] != 0x19 or head[1] & 0x0F != 0x0C:
+        return None
+    if head[1] >> 4 != 0x0F:
+        return head[1] >> 4
+    n, shift = 0, 0
+    for byte in head[2:12]:
+        n |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return n
+        shift += 7
+    return None
 
 
 def _at(values: list[int] | None, j: int) -> int | None:

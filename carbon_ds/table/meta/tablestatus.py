@@ -135,7 +135,21 @@ class LoadDetail:
                 known[_ATTRS[key]] = text
             else:
                 other[key] = text
-        return cls(**known, other=other)  # type: ignore[arg-type]
+        detail = cls(**known, other=other)  # type: ignore[arg-type]
+        detail.check_names(where)
+        return detail
+
+    def check_names(self, where: str) -> None:
+        """Refuse names that would lead out of the table once made into paths: the load name becomes the
+        folder ``Fact/Part0/Segment_<name>``, the segment and update status file names files in ``Metadata``.
+        (An external segment's folder is its ``path``, recorded as such.)"""
+        for key, value in (("loadName", self.name), ("segmentFile", self.segment_file),
+                           ("updateStatusFileName", self.update_status_file)):
+            if value is not None and (value in (".", "..") or any(ch in value for ch in "/\\\0")
+                                      or (key == "loadName" and not value)):
+                raise CarbonFormatError(
+                    f"tablestatus entry {self.name!r} has {key} {value!r}: expected a plain name, without '/', "
+                    "'\\' or '..', which could not lead out of the table", where)
 
     def to_json(self) -> dict[str, str]:
         out: dict[str, str] = {}
