@@ -106,7 +106,10 @@ class Page:
 
     @_computed_once
     def compressor(self) -> str:
-        return compress.normalize(self.chunk.chunk_meta.compressor_name)
+        try:
+            return compress.normalize(self.chunk.chunk_meta.compressor_name)
+        except CarbonFormatError as e:
+            raise self.fail(str(e)) from None
 
     def section(self, start: int, length: int | None) -> memoryview:
         n = length or 0

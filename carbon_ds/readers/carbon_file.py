@@ -46,6 +46,7 @@ from carbon_ds.format.structs import (
     FileFooter3,
     FileHeader,
 )
+from carbon_ds.format.thrift import CompactReader
 from carbon_ds.fs import Storage
 
 
@@ -59,6 +60,7 @@ class _KeptPages:
 
 
 _NO_BYTES = memoryview(b"")  # a page a pruned read skips: never decoded
+MIN_CHUNK_BYTES = 8  # a column chunk's DataChunk3 header with one page header: never fewer bytes
 DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
 READ_THREADS = os.cpu_count() or 1  # threads one ``read`` of a whole file may use
 
@@ -165,6 +167,7 @@ class CarbonDataFile:
         self._footer_at = footer_at
         tail = self._read(footer_at, self.size - 8 - footer_at)
         _refuse_old_footer(tail, self.path, footer_at)
+        self._refuse_blocklets_beyond_the_body(tail, footer_at)
         self.footer = _parse_cached(FileFooter3, tail, self.path, footer_at)
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
         self._exact_nulls = (self.footer.extra_info or {}).get(NULL_BITSETS_KEY) == "exact"
@@ -189,6 +192,21 @@ class CarbonDataFile:
         self.columns, self.absent, self._nodes, self._virtual, self.schema = (
             v.columns, v.absent, v.nodes, v.virtual, v.schema)
         self._index = {id(c): i for i, c in enumerate(self.columns)}
+
+    def _refuse_blocklets_beyond_the_body(self, footer: bytes, footer_at: int) -> None:
+        """Refuse a footer declaring more blocklets than the bytes before it could hold, from the list's header
+        (a blocklet has at least one column chunk, whose header takes at least MIN_CHUNK_BYTES), before the
+        footer is parsed: a footer repeating its blocklet 200,000 times would otherwise be 20 MB of objects."""
+        if len(footer) < 1 << 16:
+            return  # a few thousand blocklets at most: parsed and checked one by one
+        try:
+            declared = CompactReader(footer, self.path, footer_at).declared_length(3)  # blocklet_index_list
+        except CarbonFormatError:
+            return  # the parser says what is wrong
+        if declared is not None and declared * MIN_CHUNK_BYTES > footer_at:
+            raise CarbonFormatError(f"footer declares {declared} blocklets, more than the {footer_at} bytes before "
+                                    f"it can hold (a blocklet takes at least {MIN_CHUNK_BYTES} bytes)",
+                                    self.path, footer_at)
 
     def _check_footer(self, header_end: int) -> None:
         ncols = len(self.columns)
@@ -248,7 +266,10 @@ class CarbonDataFile:
 
     def _compressor_name(self) -> str:
         if self.header.compressor_name:
-            return compress.normalize(self.header.compressor_name)
+            try:
+                return compress.normalize(self.header.compressor_name)
+            except CarbonFormatError as e:
+                raise CarbonFormatError(f"file header: {e}", self.path, 0) from None
         base = posixpath.basename(self.path).lower()
         for name in compress.COMPRESSORS:
             if base.endswith(f".{name}.carbondata"):

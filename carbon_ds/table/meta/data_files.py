@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from carbon_ds.errors import CarbonMissingFileError, CarbonTableError
+from carbon_ds.errors import CarbonError, CarbonMissingFileError, CarbonTableError
 from carbon_ds.format.index import parse_index
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.external.base import ExternalRef
@@ -79,6 +79,52 @@ def _stream_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
     return out
 
 
+def _segment_file(table: TableHandle, detail: LoadDetail) -> segfiles.SegmentFile:
+    """The segment file a tablestatus entry names, checked to be that load's."""
+    try:
+        seg = segfiles.read(table.storage, table.path, detail.segment_file or "")
+    except FileNotFoundError:
+        raise CarbonMissingFileError(
+            f"tablestatus {table.storage.uri(table.tablestatus_path)} names segment file {detail.segment_file} for "
+            f"segment {detail.name}, but {table.storage.uri(segfiles.segments_dir(table.path))} holds no such file"
+        ) from None
+    _check_owner(detail, seg, (detail.file_format or COLUMNAR).lower(), table.storage.uri(table.tablestatus_path))
+    return seg
+
+
+def _listed_files(table: TableHandle, seg: segfiles.SegmentFile, fmt: str
+                  ) -> tuple[list[tuple[str, int]], dict[str, ExternalRef], dict[str, int]]:
+    """(path, size) of the data files a segment file lists, how to read the external ones, and the row
+    counts recorded for external files unchanged since."""
+    storage = table.storage
+    found: list[tuple[str, int]] = []
+    refs: dict[str, ExternalRef] = {}
+    rows: dict[str, int] = {}
+    recorded = recorded_rows(seg.options)
+    options = {k: v for k, v in seg.options.items() if k.lower() != FOOTER_ROWS}
+    for folder, details in seg.folders(table.path):
+        if details.status and details.status != "Success" and details.status != "Marked for Update":
+            continue
+        if fmt != COLUMNAR or not details.is_relative and any(not f.endswith(INDEX_EXT) for f in details.files):
+            # External folders list their data files directly.
+            for name in details.files:
+                path = Storage.join(folder, name) if "/" not in name else name
+                if name in recorded:
+                    size, mtime = storage.stat(path)
+                    n, want_size, want_mtime = recorded[name]
+                    if size == want_size and mtime == want_mtime:
+                        rows[path] = n  # else changed since ADD SEGMENT: counted from its footer again
+                else:
+                    size = storage.size(path)
+                found.append((path, size))
+                if fmt != COLUMNAR:
+                    refs[path] = external_ref(fmt, details.partitions, options)
+            continue
+        indexes = [f for f in details.files if f.endswith(INDEX_EXT)]
+        found.extend(_data_files_in_folder(storage, folder, indexes, details.merge_file_name, seg.source or ""))
+    return found, refs, rows
+
+
 def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFile]) -> list[DataFile]:
     """The data files of one segment, as ``data_file`` values (path, size, segment, format, external ref)."""
     if is_stream(detail):
@@ -89,30 +135,13 @@ def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
     refs: dict[str, ExternalRef] = {}  # non-carbondata files: how to read them
     rows: dict[str, int] = {}  # external files whose recorded footer row count still holds
     if detail.segment_file:
-        seg = segfiles.read(storage, table.path, detail.segment_file)
-        _check_owner(detail, seg, fmt)
-        recorded = recorded_rows(seg.options)
-        options = {k: v for k, v in seg.options.items() if k.lower() != FOOTER_ROWS}
-        for folder, details in seg.folders(table.path):
-            if details.status and details.status != "Success" and details.status != "Marked for Update":
-                continue
-            if fmt != COLUMNAR or not details.is_relative and any(not f.endswith(INDEX_EXT) for f in details.files):
-                # External folders list their data files directly.
-                for name in details.files:
-                    path = Storage.join(folder, name) if "/" not in name else name
-                    if name in recorded:
-                        size, mtime = storage.stat(path)
-                        n, want_size, want_mtime = recorded[name]
-                        if size == want_size and mtime == want_mtime:
-                            rows[path] = n  # else changed since ADD SEGMENT: counted from its footer again
-                    else:
-                        size = storage.size(path)
-                    found.append((path, size))
-                    if fmt != COLUMNAR:
-                        refs[path] = external_ref(fmt, details.partitions, options)
-                continue
-            indexes = [f for f in details.files if f.endswith(INDEX_EXT)]
-            found.extend(_data_files_in_folder(storage, folder, indexes, details.merge_file_name, seg.source or ""))
+        seg = _segment_file(table, detail)
+        try:
+            found, refs, rows = _listed_files(table, seg, fmt)
+        except CarbonError as e:
+            if seg.source and seg.source not in str(e):  # say which segment file led there
+                raise type(e)(f"{e} (listed by segment file {seg.source})") from None
+            raise
     elif detail.path:
         found = [(f.path, f.size) for f in storage.list(detail.path, recursive=True) if is_data_file(f.path, fmt)]
         if fmt != COLUMNAR:
@@ -129,7 +158,7 @@ def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
             else data_file(p, s, detail.name, fmt, refs.get(p)) for p, s in sorted(found)]
 
 
-def _check_owner(detail: LoadDetail, seg: segfiles.SegmentFile, fmt: str) -> None:
+def _check_owner(detail: LoadDetail, seg: segfiles.SegmentFile, fmt: str, status: str) -> None:
     """A segment file belongs to its tablestatus entry: its name starts with the load name (``<segNo>_<ms>``)
     and a segment folder it lists in the table is that load's. A damaged load name or segment file name would
     otherwise read one load's rows as another's, with another's deletes."""
@@ -138,7 +167,7 @@ def _check_owner(detail: LoadDetail, seg: segfiles.SegmentFile, fmt: str) -> Non
                   if d.is_relative and "/Fact/Part0/Segment_" in key}
     if not name.startswith(f"{detail.name}_") or fmt == COLUMNAR and folder_ids - {detail.name}:
         raise CarbonTableError(
-            f"tablestatus entry {detail.name!r} names segment file {seg.source or name}, which belongs to "
+            f"tablestatus {status}: entry {detail.name!r} names segment file {seg.source or name}, which belongs to "
             f"segment {name.split('_', 1)[0]!r}" + (f" and lists folders of segments {sorted(folder_ids)}"
                                                      if folder_ids else "") + ": the two files disagree")
 

@@ -89,6 +89,7 @@ class BlockStatus:
     stamps: list[str] = field(default_factory=list)
     deleted: int = 0
     external: dict | None = None  # file_identity of an external file
+    counted: bool = field(default=False, compare=False)  # the entry records deletedRowsInBlock
 
     @property
     def key(self) -> tuple[str, str]:
@@ -119,7 +120,7 @@ class BlockStatus:
             st = cls(str(obj["segmentName"]), str(obj["blockName"]),
                      str(obj.get("actualBlockName") or obj["blockName"]), str(obj.get("segmentStatus", SUCCESS)),
                      [str(s) for s in stamps], int(obj.get("deletedRowsInBlock") or 0),
-                     obj.get("externalFile") or None)
+                     obj.get("externalFile") or None, obj.get("deletedRowsInBlock") not in (None, ""))
         except (KeyError, TypeError, ValueError, AttributeError) as e:
             raise CarbonFormatError(f"tableupdatestatus entry {str(obj)[:200]} lacks or mangles {e}", where) from None
         st._check_names(where)
@@ -382,7 +383,15 @@ class Deletes:
             folder = external_folder(self.table_path, st.segment)
         paths = [Storage.join(folder, delta_file_name(st.block, s)) for s in st.stamps]
         rows = merge_rows(*[self._delta(p) for p in paths])
-        return FileDeletes(st.status == MARKED_FOR_DELETE, rows, tuple(self.storage.uri(p) for p in paths))
+        fd = FileDeletes(st.status == MARKED_FOR_DELETE, rows, tuple(self.storage.uri(p) for p in paths))
+        if st.counted and not fd.marked and fd.count != st.deleted:
+            # the update status keeps each block's total of deleted rows (CarbonData adds every DELETE's count):
+            # the one record a damaged or lost delta file can be checked against
+            raise CarbonFormatError(
+                f"update status {self.where or 'tableupdatestatus'} records {st.deleted} deleted rows of "
+                f"{path}, its delete delta files {', '.join(fd.sources) or '(none)'} delete {fd.count}",
+                fd.sources[0] if fd.sources else self.where)
+        return fd
 
     def _check_identity(self, path: str, st: BlockStatus) -> None:
         want = st.external or {}
@@ -404,9 +413,12 @@ class Deletes:
         except CarbonFormatError:
             # superseded since this snapshot was planned and moved to the trash by CLEAN FILES
             moved = None if self.storage.exists(path) else find_in_trash(self.storage, self.table_path, path)
-            if moved is None:
-                raise
-            return read_delta(self.storage, moved)
+            if moved is not None:
+                return read_delta(self.storage, moved)
+            if self.where is not None and not self.storage.exists(path):
+                raise CarbonFormatError(f"update status {self.where} names delete delta file "
+                                        f"{self.storage.uri(path)}, which does not exist", self.where) from None
+            raise
 
     def is_marked(self, path: str, segment: str | None) -> bool:
         st = self.status_of(path, segment)
@@ -439,6 +451,12 @@ class Deletes:
 def for_table(storage: Storage, table_path: str, entries: list[LoadDetail]) -> Deletes | None:
     name = committed_status_name(entries)
     if name is None:
+        updated = [e.name for e in entries if e.readable and e.update_delta_end]
+        if updated:  # a DELETE / UPDATE committed: its update status file must be named
+            raise CarbonFormatError(
+                f"tablestatus records deletes or updates of segments {', '.join(updated[:5])} "
+                "(updateDeltaEndTimestamp) but names no update status file (updateStatusFileName), so their "
+                "deleted rows cannot be found", storage.uri(Storage.join(table_path, "Metadata", "tablestatus")))
         return None
     return Deletes(storage, table_path, read_status(storage, table_path, name),
                    storage.uri(status_path(table_path, name)))
