@@ -283,7 +283,8 @@ class FileDeletes:
     def count(self) -> int:
         return int(sum(len(v) for v in self.rows.values()))
 
-    def check_shape(self, path: str, page_rows: list[list[int] | None], blocklet_rows: list[int | None]) -> None:
+    def check_shape(self, path: str, page_rows: list[list[int] | None], blocklet_rows: list[int | None],
+                    shape_from: str | None = None) -> None:
         """Refuse deletes of rows the data file at ``path`` does not hold: a blocklet, page or row past its
         blocklets (``blocklet_rows``), their pages and the pages' rows (``page_rows[b]``; None: unknown),
         as the footer or the index gives them. Run once per file, before any of its rows is used."""
@@ -304,7 +305,8 @@ class FileDeletes:
                     found = f"row {top} of page {p} of blocklet {b}, a blocklet of {blocklet_rows[b]} rows"
             if found is not None:
                 named = ", ".join(self.sources) or "its delete delta"
-                raise CarbonFormatError(f"delete delta {named} deletes {found}; the data file is {path}",
+                given = f" (as the index {shape_from} gives the file)" if shape_from else ""
+                raise CarbonFormatError(f"delete delta {named} deletes {found}{given}; the data file is {path}",
                                         self.sources[0] if self.sources else path)
 
     def check_file(self, f: CarbonDataFile) -> None:
@@ -424,7 +426,7 @@ class Deletes:
         st = self.status_of(path, segment)
         return st is not None and st.status == MARKED_FOR_DELETE
 
-    def check_blocks(self, files: list, segments: set[str]) -> None:
+    def check_blocks(self, files: list, segments: set[str], listed_by: dict[str, str] | None = None) -> None:
         """Every partly deleted block of ``segments`` (Success entries) is one of their data ``files``: a
         damaged entry (segment or block name) would otherwise leave its deleted rows in the table unseen.
         Entries of other segments (compacted, deleted, not read) are not checked; a block marked whole
@@ -432,10 +434,11 @@ class Deletes:
         hit = {key for f in files for key in [self._key_of(f.path, f.segment_id)] if key is not None}
         for key, st in self.statuses.items():
             if st.segment in segments and st.status == SUCCESS and key not in hit:
+                seg_file = (listed_by or {}).get(st.segment)
                 raise CarbonFormatError(
                     f"update status has deleted rows of block {st.actual!r} in segment {st.segment}, but segment "
-                    f"{st.segment} holds no such data file (its segment file and folder disagree with the update "
-                    "status)", self.where)
+                    f"{st.segment}" + (f" (segment file {seg_file})" if seg_file else "") + " holds no such data "
+                    "file: the segment's files and the update status disagree", self.where)
 
     def _key_of(self, path: str, segment: str | None) -> tuple[str, str] | None:
         st = self.status_of(path, segment)

@@ -388,7 +388,8 @@ class TableHandle:
         _check_listed_once(out)
         deletes = self.deletes(details)
         if deletes is not None:  # a block whose every row is deleted is marked, not rewritten: skip it
-            deletes.check_blocks(listed, seen)
+            deletes.check_blocks(listed, seen, {d.name: self.storage.uri(Storage.join(
+                self.path, "Metadata", "segments", d.segment_file)) for d in details if d.segment_file})
             out = [f for f in out if not deletes.is_marked(f.path, f.segment_id)]
         return out
 

@@ -81,6 +81,10 @@ def _parse(data: bytes, where: str) -> TableInfo:
         if c.data_type not in DataType._value2member_map_:
             raise CarbonFormatError(f"column {c.column_name!r} has data type {c.data_type}, expected one of "
                                     f"{', '.join(f'{t.value} ({t.name})' for t in DataType)}", where)
+        if c.data_type == DataType.DECIMAL and not (0 <= (c.precision or 0) <= 38 and 0 <= (c.scale or 0)
+                                                    and (c.scale or 0) <= max(c.precision or 38, 1)):
+            raise CarbonFormatError(f"column {c.column_name!r} is DECIMAL({c.precision}, {c.scale}): expected a "
+                                    "precision of 1 to 38 and a scale of 0 to the precision", where)
         # data files name their columns by id: two columns of one id would read the same stored values
         if c.column_id in ids and not c.invisible:
             raise CarbonFormatError(f"columns {ids[c.column_id]!r} and {c.column_name!r} share the column id "

@@ -280,7 +280,7 @@ def _deleted_by_index(p: pruning.Plan, deletes: Deletes) -> int:
             continue
         entry = p.entries.get(piece.path)
         if entry is not None:
-            fd.check_shape(piece.path, entry.page_rows, entry.rows)
+            fd.check_shape(piece.path, entry.page_rows, entry.rows, entry.source)
         total += fd.count
     return total
 
