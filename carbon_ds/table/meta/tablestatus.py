@@ -38,10 +38,11 @@ OVERWRITE_IN_PROGRESS = "Overwrite In Progress"
 STREAMING = "Streaming"
 STREAMING_FINISH = "Streaming Finish"
 
-# every loadStatus CarbonData (SegmentStatus) and carbon-ds write; another value is damage
+# every loadStatus CarbonData (SegmentStatus's serialized names, "Update" unused since 1.x, and the
+# "Insert ..." spellings of its messages) and carbon-ds write; another value is damage
 STATUSES = frozenset({SUCCESS, FAILURE, PARTIAL_SUCCESS, MARKED_FOR_DELETE, MARKED_FOR_UPDATE, COMPACTED,
-                      IN_PROGRESS, OVERWRITE_IN_PROGRESS, STREAMING, STREAMING_FINISH, "Insert In Progress",
-                      "Insert Overwrite In Progress"})
+                      IN_PROGRESS, OVERWRITE_IN_PROGRESS, STREAMING, STREAMING_FINISH, "Update",
+                      "Insert In Progress", "Insert Overwrite In Progress"})
 
 # Columnar segments whose data is part of the table (streaming segments, row format, are read by their own
 # rule: meta.data_files.is_stream).
