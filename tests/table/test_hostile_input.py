@@ -468,3 +468,92 @@ def test_update_status_naming_a_block_the_segment_lacks_is_refused(tmp_path):
         with pytest.raises(CarbonFormatError, match="holds no such data file") as e:
             read(path)
         assert os.path.basename(status) in str(e.value)
+
+
+# ------------------------------------------------------------------ records that contradict each other
+def test_deleted_row_total_of_the_update_status_is_checked_against_the_delta(tmp_path):
+    # a delta that lost an entry (here: one of its two rows) brought a deleted row back without a word
+    path, delta, status = _delta_table(tmp_path)
+
+    def one_row(doc):
+        next(iter(doc["blockletDetailsMap"].values()))["deletedRows"] = [2]
+
+    _edit_json(delta, one_row)
+    for read in READS.values():
+        with pytest.raises(CarbonFormatError, match="records 2 deleted rows of .* delete 1") as e:
+            read(path)
+        assert os.path.basename(delta) in str(e.value) and os.path.basename(status) in str(e.value)
+
+
+def test_update_status_moving_a_block_to_another_segment_is_refused(tmp_path):
+    path, _delta, status = _delta_table(tmp_path)
+    write_table(pa.table({"alpha": pa.array([50], pa.int64()), "sname": ["x"]}), path)
+    _edit_json(status, lambda doc: doc[0].update(segmentName="1"))
+    with pytest.raises(CarbonFormatError, match="the table holds that block in segment 0") as e:
+        read_table(path)
+    assert os.path.basename(status) in str(e.value)
+
+
+@pytest.mark.parametrize("change, found", [
+    (lambda e: e[0].update(loadStatus="Succes"), "has loadStatus 'Succes', expected one of"),
+    (lambda e: e.append(dict(e[0])), "lists segment '0' more than once"),
+    (lambda e: e[0].update(loadName="1"), "names segment file .*which belongs to segment '0'"),
+])
+def test_tablestatus_entries_that_cannot_be_right_are_refused(table, change, found):
+    entries = _status(table)
+    change(entries)
+    _write_status(table, entries)
+    with pytest.raises((CarbonFormatError, CarbonTableError), match=found) as e:
+        read_table(table)
+    assert "tablestatus" in str(e.value)
+
+
+def test_updates_recorded_without_an_update_status_file_are_refused(tmp_path):
+    path, _delta, _status_file = _delta_table(tmp_path)
+    entries = _status(path)
+    for e in entries:
+        e.pop("updateStatusFileName")
+    _write_status(path, entries)
+    with pytest.raises(CarbonFormatError, match="names no update status file"):
+        read_table(path)
+
+
+def test_segment_file_listing_nothing_for_a_load_of_data_is_refused(table):
+    import json
+
+    [seg] = glob.glob(os.path.join(table, "Metadata", "segments", "*.segment"))
+    doc = json.load(open(seg))
+    for details in doc["locationMap"].values():
+        details["files"] = []
+    open(seg, "w").write(json.dumps(doc))
+    with pytest.raises(CarbonFormatError, match="lists no data file for segment 0, whose tablestatus entry records"):
+        read_table(table)
+
+
+def test_page_statistics_disagreeing_with_the_footer_are_refused_before_pruning(rows_table):
+    """A page whose stored max is lowered would be pruned from a filter it matches: the footer's blocklet
+    max (its pages' merged) shows the difference first."""
+    from carbon_ds.format.structs import DataChunk3, FileFooter3
+
+    f = _data_file(rows_table)
+    data = open(f, "rb").read()
+    at = int.from_bytes(data[-8:], "big")
+    footer, _ = FileFooter3.from_bytes(data[at:-8])
+    info = footer.blocklet_info_list3[0]
+    with CarbonDataFile(f) as cf:
+        c = [col.column_name for col in cf.columns].index("id")
+    start, hlen = info.column_data_chunks_offsets[c], info.column_data_chunks_length[c]
+    chunk, _ = DataChunk3.from_bytes(data[start:start + hlen])
+    assert len(chunk.data_chunk_list) == 4  # pages of 32,000 rows
+    last = chunk.data_chunk_list[-1].min_max
+    first = chunk.data_chunk_list[0].min_max
+    last.min_values, last.max_values = list(first.min_values), list(first.max_values)  # claims page 0's range
+    new = chunk.to_bytes()
+    assert len(new) == hlen
+    open(f, "wb").write(data[:start] + new + data[start + hlen:])
+    for filtered in (lambda: read_table(rows_table, filter="id >= 99990"),
+                     lambda: CarbonTable.open(rows_table).count("id >= 99990")):
+        with pytest.raises(CarbonFormatError, match="column 'id' of blocklet 0: its pages' max is 95999, the "
+                                                    "footer's 99999") as e:
+            filtered()  # before: the last page was pruned, 0 rows
+        assert os.path.basename(f) in str(e.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from carbon_ds.errors import CarbonError, CarbonMissingFileError, CarbonTableError
+from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonTableError
 from carbon_ds.format.index import parse_index
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.external.base import ExternalRef
@@ -142,6 +142,13 @@ def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
             if seg.source and seg.source not in str(e):  # say which segment file led there
                 raise type(e)(f"{e} (listed by segment file {seg.source})") from None
             raise
+        dropped = any(d.status not in ("Success", "Marked for Update") for d in seg.location_map.values())
+        if not found and fmt == COLUMNAR and not dropped and (detail.data_size or "0").isdigit() \
+                and int(detail.data_size or 0):
+            # an empty load records 0 bytes: a segment file listing nothing for a load of data lost its list
+            raise CarbonFormatError(
+                f"segment file {seg.source} lists no data file for segment {detail.name}, whose tablestatus entry "
+                f"records {detail.data_size} bytes of data ({storage.uri(table.tablestatus_path)})", seg.source)
     elif detail.path:
         found = [(f.path, f.size) for f in storage.list(detail.path, recursive=True) if is_data_file(f.path, fmt)]
         if fmt != COLUMNAR:

@@ -432,7 +432,15 @@ class Deletes:
         Entries of other segments (compacted, deleted, not read) are not checked; a block marked whole
         may have been cleaned away."""
         hit = {key for f in files for key in [self._key_of(f.path, f.segment_id)] if key is not None}
+        # data file names carry their load's id and time: a block is one file of the table, whatever segment
+        # an entry names
+        held = {actual_block_name(self.table_path, f.path): f.segment_id for f in files}
         for key, st in self.statuses.items():
+            if st.status == SUCCESS and key not in hit and not st.external and held.get(st.actual, st.segment) != \
+                    st.segment:
+                raise CarbonFormatError(
+                    f"update status has deleted rows of block {st.actual!r} in segment {st.segment}, but the table "
+                    f"holds that block in segment {held[st.actual]}", self.where)
             if st.segment in segments and st.status == SUCCESS and key not in hit:
                 seg_file = (listed_by or {}).get(st.segment)
                 raise CarbonFormatError(
