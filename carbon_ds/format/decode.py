@@ -443,9 +443,9 @@ def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int, exact
     if metas:
         try:
             m = encoder_meta.parse(bytes(metas[0]))
+            comp = compress.normalize(m.compressor)
         except CarbonFormatError as e:
             raise CarbonFormatError(f"column {name!r} local dictionary meta: {e}", path, offset) from None
-        comp = compress.normalize(m.compressor)
         if m.column_type == ColumnType.PLAIN_LONG_VALUE or column.data_type in (DataType.VARCHAR, DataType.BINARY):
             width = 4
     try:

@@ -113,6 +113,9 @@ class BlockStatus:
     def from_json(cls, obj: dict, where: str) -> BlockStatus:
         if not isinstance(obj, dict):
             raise CarbonFormatError(f"tableupdatestatus entry must be a JSON object, found {str(obj)[:80]}", where)
+        named = [k for k in ("segmentName", "blockName") if not isinstance(obj.get(k), str)]
+        if named:
+            raise CarbonFormatError(f"tableupdatestatus entry {str(obj)[:200]} has no text {named[0]}", where)
         try:
             stamps = obj.get("deltaFileStamps")
             if not stamps:  # older writers only give the range: one file per end stamp
