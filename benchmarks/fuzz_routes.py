@@ -263,16 +263,14 @@ def judge_error(e: BaseException, target: str) -> dict:
 SILENT_CLASSES = {
     "page-values": "a data page's bytes changed so that it still decodes to values within the page's stored "
                    "min/max, or its null bitset's sense flipped (pages carry no checksum)",
-    "file-header-columns": "a column's id, name or order in a data file's header changed: the file's column "
-                           "then reads as another, or as one added later (NULL)",
+    "file-header-columns": "a column's id, name, order or declared precision in a data file's header changed: "
+                           "the file's column then reads as another, as one added later (NULL), or (a file read "
+                           "alone) under another name or type",
     "delta-rows": "a delete delta names other rows of the same pages, as many as before",
     "segment-status": "tablestatus gives a segment another valid status (Marked for Delete, Compacted, "
                       "Failure...) or lists no segment at all",
     "schema-valid": "the schema describes another valid table (a column renamed, hidden, reordered, its "
                     "default or properties changed)",
-    "empty-load": "a segment file lists no folder or a folder without index files: an empty load",
-    "update-status-segment": "an update status entry moved to a segment the table does not read: its deletes "
-                             "are not applied",
     "index-rules-out": "an index's min/max rule out a whole file on a filtered read: the file is never "
                        "opened, so its footer cannot contradict the index",
 }
@@ -293,10 +291,6 @@ def silent_class(kind: str, route: str, label: str, message: str) -> str:
         return "segment-status"
     if kind == "schema":
         return "schema-valid"
-    if kind == ".segment" and ("locationMap" in label or "replaced by {}" in label):
-        return "empty-load"
-    if kind == "tableupdatestatus" and "segmentName" in label:
-        return "update-status-segment"
     if kind in (".carbonindex", ".carbonindexmerge") and route in ("filter", "count_filter", "duckdb",
                                                                    "spark_filter"):
         return "index-rules-out"

@@ -246,8 +246,9 @@ class CarbonDataFile:
                     seen[o] = (b, c)
 
     def _check_pages(self, b: int, info: BlockletInfo3) -> None:
-        """The footer's page counts against its row counts and the file: each page holds 1 to MAX_PAGE_ROWS
-        rows, and each page of the first column has a header of at least a byte in its chunk."""
+        """The footer's page counts against its row counts and the file: a blocklet has 1 to ``rows`` pages of at
+        most MAX_PAGE_ROWS rows each (their counts, when given, add up to its rows), and no more pages than the
+        file has bytes."""
         rows, pages, per_page = info.num_rows, info.number_number_of_pages, info.row_count_in_page
         where = f"blocklet {b} of {rows} rows"
         if pages is not None and (pages < 0 or pages > max(rows, 1) or 0 < pages and pages * MAX_PAGE_ROWS < rows):
