@@ -89,12 +89,13 @@ def _edit_list(rng: random.Random, items: list) -> str:
 def _thrift_slots(obj: Any, path: str, out: list) -> None:
     """Every editable place of a struct: (label, getter, setter, type)."""
     if isinstance(obj, Struct):
-        for name, typ, _req in obj.FIELDS.values():
+        for name, typ, required in obj.FIELDS.values():
             value = getattr(obj, name)
             if value is None:
                 continue
             here = f"{path}.{name}"
-            out.append((here, obj, name, typ))
+            if not (required and isinstance(value, Struct)):  # a required struct is edited inside, not removed
+                out.append((here, obj, name, typ))
             _thrift_slots(value, here, out)
     elif isinstance(obj, list):
         for i, v in enumerate(obj[:50]):  # enough places; a long list is edited as a list

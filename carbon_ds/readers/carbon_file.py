@@ -199,14 +199,15 @@ class CarbonDataFile:
         footer is parsed: a footer repeating its blocklet 200,000 times would otherwise be 20 MB of objects."""
         if len(footer) < 1 << 16:
             return  # a few thousand blocklets at most: parsed and checked one by one
-        try:
-            declared = CompactReader(footer, self.path, footer_at).declared_length(3)  # blocklet_index_list
-        except CarbonFormatError:
-            return  # the parser says what is wrong
-        if declared is not None and declared * MIN_CHUNK_BYTES > footer_at:
-            raise CarbonFormatError(f"footer declares {declared} blocklets, more than the {footer_at} bytes before "
-                                    f"it can hold (a blocklet takes at least {MIN_CHUNK_BYTES} bytes)",
-                                    self.path, footer_at)
+        for field in (3, 4):  # blocklet_index_list, then blocklet_info_list3 (reached past a list that passed)
+            try:
+                declared = CompactReader(footer, self.path, footer_at).declared_length(field)
+            except CarbonFormatError:
+                return  # the parser says what is wrong
+            if declared is not None and declared * MIN_CHUNK_BYTES > footer_at:
+                raise CarbonFormatError(f"footer declares {declared} blocklets, more than the {footer_at} bytes "
+                                        f"before it can hold (a blocklet takes at least {MIN_CHUNK_BYTES} bytes)",
+                                        self.path, footer_at)
 
     def _check_footer(self, header_end: int) -> None:
         ncols = len(self.columns)
