@@ -99,3 +99,36 @@ def test_truncation_at_every_tail_offset():
     data = next(path.glob("*.carbondata")).read_bytes()
     for cut in range(len(data) - 400, len(data)):
         assert _check("cut", data[:cut]) == "error"
+
+
+STRUCTURAL_CASES = 30  # most of the time goes to writing the edited footers (200,000-element lists)
+
+
+@pytest.mark.parametrize("path", [p for p in FILES if p.stat().st_size < 65536],
+                         ids=lambda p: str(p.relative_to(CORPUS)))
+def test_structural_edits(path: Path):
+    """One Thrift field of the footer, the file header or a column chunk's header edited and the file
+    written back well-formed (benchmarks/fuzz_mutate.py): counts and offsets set to neighbours and extremes,
+    list elements repeated up to 200,000 times. Each read is refused or returns well-formed rows, fast and
+    without allocating by a claimed size."""
+    import resource
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from fuzz_mutate import edit_carbondata
+
+    data = path.read_bytes()
+    rng = random.Random(f"structural-{path.name}")
+    outcomes = {"ok": 0, "error": 0}
+    before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    for i in range(STRUCTURAL_CASES):
+        try:
+            edited, label = edit_carbondata(rng, data)
+        except CarbonError:
+            continue  # an edit the writer refuses to encode (more columns than the format's limit)
+        t0 = time.monotonic()
+        outcomes[_check(f"{path.name}#case{i}", edited)] += 1
+        assert time.monotonic() - t0 < 2.0, f"case {i} ({label}) took too long"
+    grown_mb = (resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before) / 1024
+    assert grown_mb < 300, f"peak memory grew by {grown_mb:.0f} MB"
+    assert outcomes["error"] > 0
