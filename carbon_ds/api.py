@@ -34,6 +34,7 @@ def read_table(
     *,
     storage_options: dict[str, Any] | None = None,
     filesystem: pafs.FileSystem | None = None,
+    status_version: str | int | None = None,
 ) -> pa.Table:
     """Read a CarbonData table folder (with ``Metadata/schema``) or a bare folder of .carbondata files.
 
@@ -47,11 +48,20 @@ def read_table(
         storage_options: settings of the store at ``path`` (S3: ``access_key``, ``secret_key``, ``region``,
             ``endpoint_url``, ...; HDFS: ``host``, ``port``, ``user``, ...), instead of environment variables.
         filesystem: a ``pyarrow.fs.FileSystem`` to use instead (``path`` may then be its own path).
+        status_version: a table with CarbonData's versioned table status: read the segment list
+            ``Metadata/tablestatus_<status_version>`` (by default the version the table names, else the newest).
 
     Returns:
         a pyarrow.Table of exactly the matching rows.
     """
-    return Scan(resolve(path, storage_options, filesystem), columns, filter, segments).to_arrow()
+    return Scan(_source(path, storage_options, filesystem, status_version), columns, filter, segments).to_arrow()
+
+
+def _source(path: str | os.PathLike, storage_options: dict[str, Any] | None, filesystem: pafs.FileSystem | None,
+            status_version: str | int | None) -> str | TableHandle:
+    """What a scan opens: the resolved path, or the table opened at the named status version."""
+    resolved = resolve(path, storage_options, filesystem)
+    return resolved if status_version is None else TableHandle.open(resolved, status_version=status_version)
 
 
 def scan(
@@ -65,6 +75,7 @@ def scan(
     *,
     storage_options: dict[str, Any] | None = None,
     filesystem: pafs.FileSystem | None = None,
+    status_version: str | int | None = None,
 ) -> Scan:
     """A lazy scan of a table or a bare folder: ``to_batches()`` streams one blocklet / row group at a time,
     ``to_reader()`` (also ``__arrow_c_stream__``), ``to_arrow()``, ``to_pandas()``, ``count()``,
@@ -78,7 +89,8 @@ def scan(
             never spans two blocklets, so memory stays one blocklet's worth.
         use_threads: decode blocklets and files on a thread pool (results keep their order).
     """
-    return Scan(resolve(path, storage_options, filesystem), columns, filter, segments, limit, batch_size, use_threads)
+    return Scan(_source(path, storage_options, filesystem, status_version), columns, filter, segments, limit,
+                batch_size, use_threads)
 
 
 def set_timestamp_keys(granularity: str = "SECOND", cutoff: str | int | None = None) -> None:

@@ -51,3 +51,8 @@ class CarbonMissingFileError(CarbonError, FileNotFoundError):
 class CarbonConcurrentError(CarbonTableError):
     """Another writer changed the table while this one held its lock (a lock taken over, a writer outside
     carbon-ds, or two writers on a store without conditional writes); this commit was not applied."""
+
+
+class CarbonStatusVersionWarning(UserWarning):
+    """A commit wrote a new version of a table's versioned segment list (``Metadata/tablestatus_<version>``,
+    CarbonData 2.3.1+): the message holds the ALTER TABLE statement that points CarbonData's metastore at it."""

@@ -8,7 +8,7 @@ import struct
 from collections.abc import Iterator
 
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
-from carbon_ds.format import direct_dictionary, encoder_meta, stream
+from carbon_ds.format import direct_dictionary, encoder_meta, old_versions, stream
 from carbon_ds.format.structs import (
     BlockIndex,
     BlockletMinMaxIndex,
@@ -24,7 +24,7 @@ from carbon_ds.format.structs import (
 )
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.column_stats import decoded_value
-from carbon_ds.table.meta import guards
+from carbon_ds.table.meta import guards, status_versions
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.read.scan import bare_files
 from carbon_ds.table.table import CarbonTable
@@ -99,11 +99,16 @@ def describe_data_file(path: str, pages: bool = True) -> Iterator[str]:
     data = storage.read_bytes(p)
     if len(data) < 8:
         raise CarbonFormatError(f"file of {len(data)} bytes is too short for a CarbonData V3 file", path, 0)
-    header, hlen = FileHeader.from_bytes(data, path)
+    footer_at = struct.unpack(">q", data[-8:])[0]
+    try:
+        header, hlen = FileHeader.from_bytes(data, path)
+    except CarbonFormatError:
+        if 0 <= footer_at < len(data) - 8:  # V1/V2 files have no header: name their format instead
+            old_versions.check_footer(data[footer_at:-8], path, footer_at)
+        raise
     if stream.is_stream_header(header):
         yield from _describe_stream(data, path, header)
         return
-    footer_at = struct.unpack(">q", data[-8:])[0]
     if not hlen <= footer_at < len(data) - 8:
         raise CarbonFormatError(f"footer offset {footer_at} outside the file body [{hlen}, {len(data) - 8})", path,
                                 len(data) - 8)
@@ -190,6 +195,7 @@ def describe_index_file(path: str) -> Iterator[str]:
 
 def _index_entries(data: bytes, path: str) -> Iterator[str]:
     header, pos = IndexHeader.from_bytes(data, path)
+    old_versions.check_index_version(header.version, path)
     yield f"index header: version={header.version} is_sort={header.is_sort} schema_time_stamp={header.schema_time_stamp}"
     yield from _columns(header.table_columns)
     n = 0
@@ -218,9 +224,12 @@ def describe_table(path: str) -> Iterator[str]:
         yield f"  {f.name}: {f.type}" + (f"  ({', '.join(marks)})" if marks else "")
     for k, v in sorted(table.properties.items()):
         yield f"property {k} = {v}"
-    version = table.status_version
-    yield f"segment list: {table.storage.uri(table.tablestatus_path)}" + (
-        f" (versioned table status, latestversion={version})" if version else "")
+    live = table.live_status()
+    yield f"segment list: {table.storage.uri(live.path)} (live: {live.source})"
+    if live.versioned:
+        others = [v for v in status_versions.versions(table.storage, table.path) if str(v) != live.version]
+        yield (f"  versioned table status: version {live.version}; {len(others)} other version file(s)"
+               + (f", newest other {others[-1]}" if others else ""))
     for reason in guards.write_blockers(table.info):
         yield f"writes refused: {reason}"
     yield "segments:"

@@ -559,7 +559,10 @@ def _floating_page(page: Page, meta, data: np.ndarray, store: int, typ: pa.DataT
     encs = page.encodings
     factor = 10.0**meta.decimal_count
     negate = E.ADAPTIVE_DELTA_FLOATING in encs
-    top = int(float(meta.max) * int(10**meta.decimal_count)) if negate else 0
+    try:
+        top = delta_floating_top(meta.max, meta.decimal_count, typ == pa.float32()) if negate else 0
+    except (TypeError, ValueError, OverflowError):
+        raise page.fail(f"ADAPTIVE_DELTA_FLOATING page with max {meta.max!r} at {meta.decimal_count} decimals") from None
     if pa.types.is_floating(typ) and INT64_MIN <= top <= INT64_MAX:
         src, width = _stored_view(page, data, store)
         values = _values_buffer(page, np.dtype(typ.to_pandas_dtype()))
@@ -577,6 +580,15 @@ def _floating_page(page: Page, meta, data: np.ndarray, store: int, typ: pa.DataT
     stored = stored_integers(page, data, store)
     vals = (top - stored) / factor if negate else stored / factor
     return to_arrow(vals, typ, mask)
+
+
+def delta_floating_top(page_max: object, decimals: int, is_float: bool) -> int:
+    """The integer AdaptiveDeltaFloatingCodec subtracts from: ``(long) (10^decimals * max)``, the product taken
+    in float arithmetic for a FLOAT page (Java's long * float) and in double for a DOUBLE page."""
+    scale = 10**decimals
+    if is_float:
+        return int(np.float32(scale) * np.float32(page_max))  # type: ignore[arg-type]
+    return int(float(page_max) * scale)  # type: ignore[arg-type]
 
 
 def int_meta(page: Page, v: object) -> int:

@@ -248,7 +248,12 @@ def encode_integral(
 
 
 def _decimal_count(v: np.ndarray, is_float: bool) -> int | None:
-    """Smallest k with every value == round(v * 10^k) / 10^k exactly (as the reader computes it)."""
+    """Smallest k with every value == round(v * 10^k) / 10^k exactly, as each of CarbonData's readers divides.
+
+    AdaptiveFloatingCodec has two: the row path divides in double (then narrows a FLOAT), the vector path
+    of a FLOAT page converts the stored integer to float and divides by (float) 10^k in float arithmetic,
+    which loses digits of an integer past 2^24. A FLOAT page takes k only when both give the value back.
+    """
     if v.size == 0:
         return 0
     absmax = float(np.abs(v).max())
@@ -260,6 +265,9 @@ def _decimal_count(v: np.ndarray, is_float: bool) -> int | None:
         back = scaled / f
         if is_float:
             back = back.astype(np.float32)
+            in_float = scaled.astype(np.float32) / np.float32(f)
+            if not np.array_equal(in_float, v):
+                continue
         if np.array_equal(back, v):
             return k
     return None
@@ -476,13 +484,22 @@ def byte_lengths_max(arr: pa.Array) -> int:
 
 
 def string_stats(arr: pa.Array) -> tuple[object, object, bool]:
-    """Raw-byte min/max of a string/binary page; absent past MAX_STRING_MINMAX bytes or when all null."""
+    """Raw-byte min/max of a string page; absent past MAX_STRING_MINMAX bytes.
+
+    A null counts as its stored bytes ``@NU#LL$!``, as in Java's StringStatsCollector (the load hands it
+    the marker): CarbonData answers ``IS NULL`` by looking for the marker between min and max.
+    """
     valid = arr.drop_null()
-    if len(valid) == 0 or byte_lengths_max(valid) > MAX_STRING_MINMAX:
+    if byte_lengths_max(valid) > MAX_STRING_MINMAX:
         return None, None, False
+    if len(valid) == 0:
+        return NULL_BYTES, NULL_BYTES, True
     as_bin = valid.cast(pa.binary()) if not pa.types.is_binary(valid.type) else valid
     mm = pc.min_max(as_bin)
-    return mm["min"].as_py(), mm["max"].as_py(), True
+    lo, hi = mm["min"].as_py(), mm["max"].as_py()
+    if arr.null_count:
+        lo, hi = min(lo, NULL_BYTES), max(hi, NULL_BYTES)
+    return lo, hi, True
 
 
 def fill_null_bytes(arr: pa.Array, fill: bytes) -> pa.Array:
@@ -550,7 +567,9 @@ def encode_date(info: ColumnInfo, arr: pa.Array, compressor: str) -> EncodedPage
     keys = days + DATE_OFFSET
     if nulls is not None:
         keys[nulls] = NULL_DATE_KEY
-    smin, smax, present = _minmax_np(keys, nulls)
+    # the null key counts in the statistics, as Java's KeyPageStatsCollector sees every key: CarbonData
+    # answers ``IS NULL`` by looking for key 1 between min and max
+    smin, smax, present = _minmax_np(keys, None)
     return _finish(
         keys.astype(">i4").tobytes(),
         compressor,

@@ -20,11 +20,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonSchemaError, CarbonTableError
-from carbon_ds.format import compress, direct_dictionary
+from carbon_ds.format import compress, direct_dictionary, old_versions
 from carbon_ds.format.arrow_types import ColumnNode, arrow_type
 from carbon_ds.format.chunk_decode import decode_pages
 from carbon_ds.format.chunk_header import parse_data_chunk3
 from carbon_ds.format.column_view import column_view
+from carbon_ds.format.complex_nulls import COMPLEX_NULLS_KEY, all_fields_null, drop_rows, one_null_element_rows
 from carbon_ds.format.decode import (
     NULL_BITSETS_KEY,
     Page,
@@ -94,27 +95,6 @@ def _parse_chunk_header(data: bytes, path: str, offset: int) -> DataChunk3:
     return _PARSED.get_or_parse(data, lambda: parse_data_chunk3(data, path, offset), kind=DataChunk3)
 
 
-def _refuse_old_footer(footer: bytes, path: str, at: int) -> None:
-    """Name the format of a CarbonData 1.0-1.2 file instead of failing on its footer.
-
-    V1/V2 files end in a ``FileFooter`` whose field 1 is the i32 ``version``; V3's ``FileFooter3`` starts
-    with the i64 ``num_rows`` (format/src/main/thrift/carbondata.thrift). In Thrift's compact protocol the
-    first field header is then 0x15 (field 1, i32) rather than 0x16 (field 1, i64)."""
-    if len(footer) < 2 or footer[0] != 0x15:
-        return
-    raw, shift = 0, 0
-    for b in footer[1:6]:
-        raw |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            break
-    version = (raw >> 1) ^ -(raw & 1)
-    raise CarbonFormatError(
-        f"CarbonData format V{version} file (FileFooter version {version}, written by CarbonData 1.0-1.2): "
-        "carbon-ds reads format V3 only (CarbonData 1.1+ by default); rewrite the segment with CarbonData 1.3 or "
-        "later (e.g. ALTER TABLE ... COMPACT 'MAJOR') to read it", path, at)
-
-
 class CarbonDataFile:
     """One ``.carbondata`` file: header and footer on open, column chunks on demand."""
 
@@ -166,6 +146,8 @@ class CarbonDataFile:
         if self.size < 16:
             raise CarbonFormatError(f"file of {self.size} bytes is too short for CarbonData V3", self.path, 0)
         (footer_at,) = struct.unpack(">q", self._read(self.size - 8, 8))
+        if 0 <= footer_at < self.size - 8:  # a V1/V2 file of no rows has its footer at 0
+            old_versions.check_footer(self._read(footer_at, min(8, self.size - 8 - footer_at)), self.path, footer_at)
         if not 0 < footer_at < self.size - 8:
             if SYNC_MARKER in self._read(0, min(self.size, 4096)):
                 raise CarbonFormatError("a ROW_V1 stream file (CarbonData Streaming segment): it has no footer and "
@@ -178,10 +160,12 @@ class CarbonDataFile:
                 self.path, self.size - 8)
         self._footer_at = footer_at
         tail = self._read(footer_at, self.size - 8 - footer_at)
-        _refuse_old_footer(tail, self.path, footer_at)
         self.footer = _parse_cached(FileFooter3, tail, self.path, footer_at)
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
-        self._exact_nulls = (self.footer.extra_info or {}).get(NULL_BITSETS_KEY) == "exact"
+        extra = self.footer.extra_info or {}
+        self._exact_nulls = extra.get(NULL_BITSETS_KEY) == "exact"
+        # CarbonData's null arrays and structs (format/complex_nulls.py): all files but older carbon-ds ones
+        self._carbondata_complex_nulls = not self._exact_nulls or extra.get(COMPLEX_NULLS_KEY) == "carbondata"
         starts = [o for b in self._blocklets for o in (b.column_data_chunks_offsets or [])]
         header_end = min(starts) if starts else footer_at
         if not 0 < header_end <= footer_at:
@@ -426,6 +410,11 @@ class CarbonDataFile:
             typ = arrow_type(node)
             out = []
             for (counts, mask), child in zip(parents, children, strict=True):
+                if self._carbondata_complex_nulls:
+                    null_rows = one_null_element_rows(counts, child)
+                    counts, child = drop_rows(counts, child, null_rows)
+                    if null_rows.any():
+                        mask = null_rows if mask is None else mask | null_rows
                 offsets = np.zeros(len(counts) + 1, np.int32)
                 np.cumsum(counts, out=offsets[1:])
                 m = pa.array(mask) if mask is not None else None
@@ -443,6 +432,9 @@ class CarbonDataFile:
             out = []
             for j, p in enumerate(pages):
                 mask = null_mask(p)
+                empty = all_fields_null([k[j] for k in kids]) if self._carbondata_complex_nulls else None
+                if empty is not None:
+                    mask = empty if mask is None else mask | empty
                 out.append(
                     pa.StructArray.from_arrays(
                         [k[j] for k in kids], fields=list(typ), mask=pa.array(mask) if mask is not None else None

@@ -21,6 +21,7 @@ import pyarrow as pa
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonSchemaError
 from carbon_ds.format import compress as compress_mod
 from carbon_ds.format.arrow_types import columns_for, in_schema_order, nest
+from carbon_ds.format.complex_nulls import COMPLEX_NULLS_KEY
 from carbon_ds.format.decode import NULL_BITSETS_KEY
 from carbon_ds.format.encode import to_chunk2
 from carbon_ds.format.index import index_bytes
@@ -341,7 +342,9 @@ class CarbonWriter:
             blocklet_info_list3=[b.info for b in self._file_blocklets],
             is_sort=self.options.is_sort,
             # string nulls are exact in the presence bitsets, so a stored "@NU#LL$!" reads back as that string
-            extra_info={"written_by": self.options.written_by, "version": WRITER_VERSION, NULL_BITSETS_KEY: "exact"},
+            # complex nulls in CarbonData's shape: read as CarbonData reads them (older carbon-ds files: by null bits)
+            extra_info={"written_by": self.options.written_by, "version": WRITER_VERSION, NULL_BITSETS_KEY: "exact",
+                        COMPLEX_NULLS_KEY: "carbondata"},
         )
         self._emit(footer.to_bytes())
         self._emit(struct.pack(">q", footer_offset))

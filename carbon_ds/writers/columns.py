@@ -16,6 +16,7 @@ import pyarrow.compute as pc
 from carbon_ds.errors import CarbonSchemaError
 from carbon_ds.format import encode as E
 from carbon_ds.format.arrow_types import COMPLEX, ColumnNode
+from carbon_ds.format.complex_nulls import null_as_one_null_element
 from carbon_ds.format.compress import compress
 from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType, decimal_to_bytes, serialize
 from carbon_ds.format.stat_bytes import DATE_OFFSET, dimension_bytes, measure_bytes
@@ -284,22 +285,24 @@ class ColumnEncoder:
         self.raw = []
 
     def _complex(self, node: ColumnNode, arr: pa.Array, infos, out: list[E.EncodedPage]) -> None:
+        # a null array, map or struct is stored in CarbonData's shape, without null bits in the parent page
+        # (see format/complex_nulls.py)
         info = next(infos)
         dt = node.data_type
-        nulls = E.null_mask(arr)
         if dt in (DataType.ARRAY, DataType.MAP):
             if dt == DataType.MAP:
                 arr = map_as_list(arr)
-            counts = np.asarray(pc.list_value_length(arr).fill_null(0).to_numpy(zero_copy_only=False), np.int64)
+            arr = null_as_one_null_element(arr)
+            counts = np.asarray(pc.list_value_length(arr).to_numpy(zero_copy_only=False), np.int64)
             starts = np.cumsum(counts) - counts
             starts[counts == 0] = 0  # Java writes start 0 for an empty array
             raw = np.stack([counts, starts], axis=1).astype(">i4").tobytes()
-            out.append(E.encode_complex_parent(info, raw, len(arr), nulls, self.compressor))
+            out.append(E.encode_complex_parent(info, raw, len(arr), None, self.compressor))
             self._complex(node.children[0], arr.flatten(), infos, out)
         elif dt == DataType.STRUCT:
             raw = np.full(len(arr), len(node.children), dtype=">i2").tobytes()
-            out.append(E.encode_complex_parent(info, raw, len(arr), nulls, self.compressor))
-            for ch_node, ch_arr in zip(node.children, arr.flatten(), strict=True):
+            out.append(E.encode_complex_parent(info, raw, len(arr), None, self.compressor))
+            for ch_node, ch_arr in zip(node.children, arr.flatten(), strict=True):  # fields of a null row: null
                 self._complex(ch_node, ch_arr, infos, out)
         else:
             out.append(encode_primitive(info, arr, self.compressor))

@@ -184,6 +184,19 @@ def test_adaptive_floating_and_delta_floating():
     assert decode_page(p).to_pylist() == [2.5, 2.0, 0.0]
 
 
+def test_delta_floating_float_page_takes_max_in_float_arithmetic():
+    # AdaptiveDeltaFloatingCodec of a FLOAT page: max = (long) ((long) 10^d * (float) pageMax), a long times a
+    # float, so the product is rounded to float first: 10 * 675864.6875f = 6758647.0f, not 6758646.875.
+    # CarbonData 2.3.0 stored 675864.6875 as byte 0 = (byte) (6758647 - 6758646.875); read as (6758647 - 0) / 10
+    p = page(column(DataType.FLOAT), bytes([0]), 1, [E.ADAPTIVE_DELTA_FLOATING],
+             meta(MetaType.FLOAT, MetaType.BYTE, 675864.6875, 675864.6875, decimals=1))
+    assert decode_page(p).to_pylist() == [675864.6875]
+    # a DOUBLE page multiplies in double: (long) (10 * 2.55) = 25
+    p = page(column(DataType.DOUBLE), bytes([0, 5]), 2, [E.ADAPTIVE_DELTA_FLOATING],
+             meta(MetaType.DOUBLE, MetaType.BYTE, 2.55, 2.0, decimals=1))
+    assert decode_page(p).to_pylist() == [2.5, 2.0]
+
+
 def test_direct_compress_double_with_nulls():
     values = np.array([1.5, 0.0, -2.25])
     p = page(column(DataType.DOUBLE), values.tobytes(), 3, [E.DIRECT_COMPRESS],

@@ -46,7 +46,8 @@ def test_marker_text_round_trips(tmp_path, dictionary, page_rows):
     assert got.column("vc").to_pylist() == [M, None, "x", M, "", None]
     assert got.column("bin").to_pylist() == [M.encode(), None, b"x", M.encode(), b"", None]
     assert got.column("ls").to_pylist() == [[M, None], None, ["x"], [], [None, M, ""], [M]]
-    assert got.column("st").to_pylist() == [{"a": M}, {"a": None}, None, {"a": "y"}, {"a": M}, {"a": ""}]
+    # a struct of only null fields reads as null, as CarbonData reads it (tests/format/test_complex_nulls.py)
+    assert got.column("st").to_pylist() == [{"a": M}, None, None, {"a": "y"}, {"a": M}, {"a": ""}]
     assert got.column("s").null_count == 2
 
 

@@ -103,6 +103,35 @@ def test_floating_codec_choice(values, encoding, store, decimals):
     assert (page.encoders[0], meta.store_type, meta.decimal_count) == (encoding, store, decimals)
 
 
+def _float_page_java_reads(values: list[float]) -> tuple[np.ndarray, np.ndarray]:
+    """A FLOAT page of ``values`` as CarbonData's AdaptiveFloatingCodec decodes it: the row path
+    (``decodeDouble``: stored / 10^k in double, then narrowed) and the vector path of a FLOAT page
+    (``decodeAndFillVector``: (float) stored / (float) 10^k)."""
+    page = encode_floating(_info(DataType.FLOAT), np.array(values, np.float32), None, "snappy")
+    meta = encoder_meta.parse(page.encoder_meta[0])
+    if page.encoders[0] != E.ADAPTIVE_FLOATING:
+        return np.array(values, np.float32), np.array(values, np.float32)
+    raw = bytes(decompress("snappy", page.data))
+    if meta.store_type == M.SHORT_INT:
+        stored = np.array([int.from_bytes(raw[i:i + 3], "big", signed=True) for i in range(0, len(raw), 3)])
+    else:
+        stored = np.frombuffer(raw, {M.BYTE: "<i1", M.SHORT: "<i2", M.INT: "<i4"}[meta.store_type]).astype(np.int64)
+    factor = 10.0 ** meta.decimal_count
+    return (stored / factor).astype(np.float32), stored.astype(np.float32) / np.float32(factor)
+
+
+def test_float_pages_read_back_exactly_by_both_java_decoders():
+    # -928694.4375 at two decimals stores -92869444, past 2^24: (float) of it loses the last digit, so the
+    # vector path read 1 ulp low
+    rng = np.random.default_rng(7)
+    pages = [[-928694.4375], [0.1, 0.25, -3.5], [16777217.0 / 8], *(rng.uniform(-1e6, 1e6, 50).tolist() for _ in range(20)),
+             *(rng.integers(-1000, 1000, 50).astype(float).tolist() for _ in range(5))]
+    for values in pages:
+        want = np.array(values, np.float32)
+        row, vector = _float_page_java_reads(values)
+        assert row.tobytes() == want.tobytes() and vector.tobytes() == want.tobytes(), values
+
+
 def test_null_bitset_is_java_bitset_bytes():
     mask = np.zeros(20, bool)
     mask[[1, 9]] = True
@@ -139,6 +168,34 @@ def test_long_strings_drop_minmax(tmp_path):
     mm = files[0].blocklets[0].block_index.min_max_index
     assert mm.min_max_presence == [False, True]
     assert (mm.min_values[1], mm.max_values[1]) == (b"x", b"y")
+
+
+def test_date_statistics_count_the_null_key(tmp_path):
+    # KeyPageStatsCollector sees every row's key, a null's key 1 too: CarbonData's IS NULL on a DATE looks
+    # for key 1 between min and max
+    key = 1073741823 + 10957  # 2000-01-01
+    files = write_files(pa.table({"d": pa.array([None, dt.date(2000, 1, 1)]), "e": pa.array([None, None], pa.date32())}),
+                        str(tmp_path))
+    mm = files[0].blocklets[0].block_index.min_max_index
+    assert mm.min_max_presence == [True, True]
+    assert (mm.min_values[0], mm.max_values[0]) == (struct.pack(">i", 1), struct.pack(">i", key))
+    assert (mm.min_values[1], mm.max_values[1]) == (struct.pack(">i", 1), struct.pack(">i", 1))
+    _, footer, data = _footer(files[0].path)
+    page = _chunks(data, footer)[0].data_chunk_list[0].min_max
+    assert (page.min_values[0], page.max_values[0]) == (struct.pack(">i", 1), struct.pack(">i", key))
+
+
+@pytest.mark.parametrize("local_dictionary", [True, False])
+def test_string_statistics_count_the_null_marker(tmp_path, local_dictionary):
+    # CarbonData's load hands a null string to StringStatsCollector as its stored bytes @NU#LL$!, and its
+    # IS NULL filter looks for them between min and max
+    files = write_files(pa.table({"s": ["a", None, "b"], "t": pa.array([None, None, None], pa.string()),
+                                  "u": ["x", "y", "!"]}), str(tmp_path),
+                        options=WriterOptions(local_dictionary_enable=local_dictionary))
+    mm = files[0].blocklets[0].block_index.min_max_index
+    assert mm.min_max_presence == [True, True, True]
+    assert list(zip(mm.min_values, mm.max_values, strict=True)) == [
+        (b"@NU#LL$!", b"b"), (b"@NU#LL$!", b"@NU#LL$!"), (b"!", b"y")]
 
 
 def test_null_only_page_has_no_minmax(tmp_path):

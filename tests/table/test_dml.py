@@ -16,6 +16,7 @@ from carbon_ds import faults
 from carbon_ds.ddl.statement_parser import DeleteRows, parse_row_dml
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.expressions.values import SqlExpr
+from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus
 from carbon_ds.table.table import CarbonTable
 
@@ -92,7 +93,10 @@ def test_delta_files_status_and_horizontal_compaction(tmp_path):
     assert len(deltas) == 1
     body = json.load(open(deltas[0]))
     data_file = glob.glob(os.path.join(path, "Fact", "Part0", "Segment_0", "*.carbondata"))[0]
-    block = os.path.basename(data_file).split(".")[0]
+    # CarbonData's block name: the data file's name without load timestamp and extensions, as
+    # SegmentUpdateStatusManager.getDeltaFiles derives it from the data file's path
+    block = os.path.basename(data_file).rsplit(".", 1)[0].rsplit("-", 1)[0]
+    assert block == "part-0-0_batchno0-0-0"
     assert body == {"blockletDetailsMap": {"0_0": {"id": "0", "pageId": 0, "deletedRows": [0, 1, 2]}},
                     "blockName": block}
     assert os.path.basename(deltas[0]).rsplit("-", 1)[0] == block  # CarbonData's getBlockNameFromDeleteDeltaFile
@@ -118,6 +122,30 @@ def test_delta_files_status_and_horizontal_compaction(tmp_path):
     assert len(st[0]["deltaFileStamps"]) == 2
     assert t.count() == 95 and carbon_ds.read_table(path).num_rows == 95
     assert t.delete("a < 3") == 0  # already deleted rows are not counted again
+
+
+def test_deltas_named_by_earlier_versions_still_apply_and_move_to_carbondata_names(tmp_path, monkeypatch):
+    # carbon-ds once named a block's deltas with the data file's load timestamp in the block name; CarbonData
+    # (SegmentUpdateStatusManager.getDeltaFiles) never found those. Such a table reads as before, and the next
+    # DELETE of a block rewrites its deletes into one delta under CarbonData's name.
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(pa.table({"a": pa.array(range(100), pa.int64())}), path)
+    with monkeypatch.context() as m:
+        m.setattr(D, "block_name", D.legacy_block_name)
+        assert CarbonTable.open(path).delete("a < 3") == 3
+    folder = os.path.join(path, "Fact", "Part0", "Segment_0")
+    data_file = glob.glob(os.path.join(folder, "*.carbondata"))[0]
+    legacy = os.path.basename(data_file).split(".")[0]
+    assert [os.path.basename(f).rsplit("-", 1)[0] for f in glob.glob(os.path.join(folder, "*.deletedelta"))] == [legacy]
+    t = CarbonTable.open(path)
+    assert sorted(carbon_ds.read_table(path).column("a").to_pylist()) == list(range(3, 100))
+    assert t.delete("a = 50", threshold=5) == 1
+    st = json.load(open(os.path.join(path, "Metadata", t.load_details()[0].update_status_file)))
+    assert st[0]["blockName"] == "part-0-0_batchno0-0-0" and st[0]["deletedRowsInBlock"] == "4"
+    assert len(st[0]["deltaFileStamps"]) == 1
+    moved = os.path.join(folder, f"part-0-0_batchno0-0-0-{st[0]['deltaFileStamps'][0]}.deletedelta")
+    assert json.load(open(moved))["blockletDetailsMap"]["0_0"]["deletedRows"] == [0, 1, 2, 50]
+    assert sorted(carbon_ds.read_table(path).column("a").to_pylist()) == [a for a in range(3, 100) if a != 50]
 
 
 def test_fully_deleted_block_is_marked_and_skipped(tmp_path):

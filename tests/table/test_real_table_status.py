@@ -226,7 +226,8 @@ def test_inspect_shows_versioned_status_streaming_and_refusals(table: Path, caps
     (table / "Metadata" / f"tablestatus_{VERSION}").write_text(json.dumps(entries))
     assert main(["inspect", str(table)]) == 0
     out = capsys.readouterr().out
-    assert f"tablestatus_{VERSION} (versioned table status, latestversion={VERSION})" in out
+    assert f"tablestatus_{VERSION} (live: table property latestversion in Metadata/schema)" in out
+    assert f"versioned table status: version {VERSION}; 0 other version file(s)" in out
     assert "writes refused: sort_scope='global_sort'" in out
     assert "|1 |Streaming Finish|" in out
 

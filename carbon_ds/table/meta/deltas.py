@@ -2,8 +2,12 @@
 
 - ``<blockName>-<ts>.deletedelta`` next to the data file, JSON
   ``{"blockletDetailsMap": {"<blocklet>_<page>": {"id": "<blocklet>", "pageId": p, "deletedRows": [...]}},
-  "blockName": "<blockName>"}``; rows are offsets within the page. ``blockName`` is the data file name up to
-  its first '.', so CarbonData's ``getBlockNameFromDeleteDeltaFile`` (text before the last '-') gives it back.
+  "blockName": "<blockName>"}``; rows are offsets within the page. ``blockName`` is the data file name without
+  its load timestamp and extensions (``part-0-0_batchno0-0-3`` for ``part-0-0_batchno0-0-3-<ts>.snappy.carbondata``):
+  CarbonData's DELETE names it so (``CarbonUpdateUtil.getBlockName`` of the tuple id's block) and its readers
+  find a file's deltas by it (``SegmentUpdateStatusManager.getDeltaFiles``). Tables written by carbon-ds before
+  kept the load timestamp in it; their entries are read by the name they record, and a later DELETE moves the
+  block to CarbonData's name.
 - ``Metadata/tableupdatestatus-<ts>``: a JSON array with one object per block that has deltas:
   segmentName, blockName, segmentStatus ("Success", or "Marked for Delete" once every row is deleted),
   deleteDeltaStartTimestamp / deleteDeltaEndTimestamp, deltaFileStamps, actualBlockName, deletedRowsInBlock.
@@ -43,7 +47,14 @@ MARKED_FOR_DELETE = "Marked for Delete"
 
 
 def block_name(path: str) -> str:
-    """``part-0-0_batchno0-0-3-1700000000000`` for ``.../part-0-0_batchno0-0-3-1700000000000.snappy.carbondata``."""
+    """``part-0-0_batchno0-0-3`` for ``.../part-0-0_batchno0-0-3-1700000000000.snappy.carbondata``: the name
+    CarbonData gives a data file's delete deltas."""
+    return legacy_block_name(path).rsplit("-", 1)[0]
+
+
+def legacy_block_name(path: str) -> str:
+    """The data file name up to its first '.', the delta block name of carbon-ds versions before (and of a data
+    file whose CarbonData block name another file of its folder shares)."""
     return posixpath.basename(norm_path(path)).split(".", 1)[0]
 
 

@@ -19,7 +19,7 @@ from carbon_ds.format.hive import check_partition_columns
 from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
 from carbon_ds.fs import Storage, dirname, resolve
 from carbon_ds.readers.external.base import ExternalRef
-from carbon_ds.table.meta import deltas, guards, schema_file, tablestatus, validity
+from carbon_ds.table.meta import deltas, guards, schema_file, status_versions, tablestatus, validity
 from carbon_ds.table.meta.data_files import is_stream, segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
@@ -30,7 +30,7 @@ from carbon_ds.table.meta.properties import check_names
 from carbon_ds.table.meta.status_edit import StatusEdit
 from carbon_ds.table.meta.tablestatus import LoadDetail
 
-STATUS_VERSION_PROPERTY = "latestversion"  # CarbonTable.getTableStatusVersion
+STATUS_VERSION_PROPERTY = status_versions.VERSION_PROPERTY
 
 
 @dataclass(frozen=True)
@@ -115,10 +115,14 @@ def int_or_none(text: str | None) -> int | None:
 class TableHandle:
     """A CarbonData table folder: ``Metadata/schema``, ``Metadata/tablestatus`` and its segments."""
 
-    def __init__(self, storage: Storage, path: str, info: TableInfo):
+    def __init__(self, storage: Storage, path: str, info: TableInfo, status_version: str | None = None):
+        """``status_version``: read the segment list ``Metadata/tablestatus_<status_version>`` (a table of
+        CarbonData's versioned table status), not the one the table names or the newest."""
         self.storage = storage
         self.path = path
         self.info = info
+        self.read_status_version = (status_versions.check_version(status_version, f"table {storage.uri(path)}")
+                                    if status_version else "")
 
     # ------------------------------------------------------------------ paths
     @staticmethod
@@ -130,30 +134,47 @@ class TableHandle:
         return self.schema_path_of(self.path)
 
     @property
+    def named_status_version(self) -> tuple[str, str]:
+        """(version, who named it): the read option ``status_version`` given to ``open``, else the table
+        property ``latestversion`` (CarbonData 2.3.1+ with carbon.enable.multi.version.table.status); ("", "")
+        when neither names one (see meta.status_versions)."""
+        if self.read_status_version:
+            return self.read_status_version, status_versions.FROM_OPTION
+        named = (self.properties.get(STATUS_VERSION_PROPERTY) or "").strip()
+        return (named, status_versions.FROM_SCHEMA) if named else ("", "")
+
+    def live_status(self) -> status_versions.LiveStatus:
+        """The segment list file a read takes now: a named version, the plain ``tablestatus``, or the newest
+        ``tablestatus_<version>`` when only version files exist (meta.status_versions)."""
+        return status_versions.locate(self.storage, self.path, *self.named_status_version)
+
+    @property
     def status_version(self) -> str:
-        """Table property ``latestversion`` (CarbonData 2.3.1+ with carbon.enable.multi.version.table.status):
-        the live segment list is ``Metadata/tablestatus_<version>`` (CarbonTablePath.getTableStatusFilePath)."""
-        return (self.properties.get(STATUS_VERSION_PROPERTY) or "").strip()
+        """The version of the live segment list ("" when it is the plain ``Metadata/tablestatus``)."""
+        return self.live_status().version
 
     @property
     def tablestatus_path(self) -> str:
-        version = self.status_version
-        return Storage.join(self.path, "Metadata", f"tablestatus_{version}" if version else "tablestatus")
+        """The live segment list file."""
+        return self.live_status().path
 
     def check_writable(self, operation: str, data: bool = False) -> None:
-        """Refuse a change of a table whose segment list is versioned: CarbonData commits there by writing a new
-        ``tablestatus_<version>`` and pointing ``latestversion`` in the schema at it, which carbon-ds does not
-        do, and an in-place edit would be missed by CarbonData sessions that cached the version. With ``data``
-        (the change writes data files: load, UPDATE, compaction, ADD SEGMENT) also refuse tables with a feature
-        carbon-ds cannot keep (meta.guards: indexes, MV, buckets, global sort, spatial index, global or
-        direct-dictionary timestamp columns)."""
-        version = self.status_version
+        """Refuse a change of a table whose segment list version is named, by the schema's ``latestversion``
+        or by the read option ``status_version``: CarbonData commits there by writing a new
+        ``tablestatus_<version>`` and pointing ``latestversion`` at it, and carbon-ds does not rewrite the
+        schema. (A table holding only version files, none named, takes commits: meta.status_edit.) With
+        ``data`` (the change writes data files: load, UPDATE, compaction, ADD SEGMENT) also refuse tables
+        with a feature carbon-ds cannot keep (meta.guards: indexes, MV, buckets, global sort, spatial index,
+        global or direct-dictionary timestamp columns)."""
+        version, named_by = self.named_status_version
         if version:
+            fix = ("open the table without status_version to change it" if named_by == status_versions.FROM_OPTION
+                   else "make the change with CarbonData, or remove the latestversion property from the schema "
+                   "(the newest tablestatus_<version> is then the live one) before writing with carbon-ds")
             raise CarbonTableError(
-                f"{operation} refused on {self.uri}: table property {STATUS_VERSION_PROPERTY}={version!r} "
-                f"(CarbonData's versioned table status, Metadata/tablestatus_{version}) is read but not written "
-                "by carbon-ds; make the change with CarbonData, or set carbon.enable.multi.version.table.status="
-                "false there and rewrite the table's status before writing with carbon-ds"
+                f"{operation} refused on {self.uri}: its segment list is Metadata/tablestatus_{version}, named by "
+                f"the {named_by}; carbon-ds commits a new version only to tables whose newest version file is the "
+                f"live one; {fix}"
             )
         blockers = guards.write_blockers(self.info) if data else []
         if blockers:
@@ -175,7 +196,7 @@ class TableHandle:
     def edit_status(self, operation: str, **lock_options) -> StatusEdit:
         """``with table.edit_status("DELETE SEGMENT") as edit:`` change ``edit.entries``; committed on leaving
         the block (see meta.status_edit). ``lock_options``: the table lock's (timeout, ...)."""
-        return StatusEdit(self.storage, self.tablestatus_path, self.lock(operation=operation, **lock_options))
+        return StatusEdit(self.storage, self.path, self.live_status, self.lock(operation=operation, **lock_options))
 
     def update_lock(self, operation: str, timeout: float = 0.0, pid_bound: bool = True,
                     pid: int | None = None) -> TableLock:
@@ -194,9 +215,11 @@ class TableHandle:
 
     @classmethod
     def open(cls, path: str | os.PathLike, *, storage_options: dict[str, Any] | None = None,
-             filesystem: pafs.FileSystem | None = None):
+             filesystem: pafs.FileSystem | None = None, status_version: str | int | None = None):
         """Open the table at ``path`` (a local path or a URI pyarrow.fs understands); ``storage_options`` or
-        ``filesystem`` configure its store (see :func:`carbon_ds.fs.resolve`).
+        ``filesystem`` configure its store (see :func:`carbon_ds.fs.resolve`). ``status_version`` reads the
+        segment list ``Metadata/tablestatus_<status_version>`` of a table with CarbonData's versioned table
+        status (by default: the version the schema names, else the plain file, else the newest version).
 
         Raises:
             CarbonTableError: ``path`` holds no ``Metadata/schema``.
@@ -208,7 +231,8 @@ class TableHandle:
                 f"not a CarbonData table: {storage.uri(schema_path)} does not exist "
                 "(use carbon_ds.read_table for a bare folder of .carbondata files)"
             )
-        return cls(storage, fs_path, schema_file.read(storage, schema_path))
+        version = None if status_version is None else str(status_version)
+        return cls(storage, fs_path, schema_file.read(storage, schema_path), version)
 
     @classmethod
     def create(
@@ -342,8 +366,24 @@ class TableHandle:
 
     # ------------------------------------------------------------------ segments
     def load_details(self) -> list[LoadDetail]:
-        """Every tablestatus entry, as stored (read afresh on each call)."""
-        return tablestatus.read(self.storage, self.tablestatus_path)
+        """Every entry of the live segment list, as stored (read afresh on each call).
+
+        Raises:
+            CarbonTableError: the version the schema or the read option names has no file.
+        """
+        named, named_by = self.named_status_version
+        if named:
+            live = status_versions.LiveStatus(status_versions.status_path(self.path, named), named, named_by)
+            entries, found = tablestatus.read_versioned(self.storage, live.path)
+            if found is None:
+                raise status_versions.missing_version(self.storage, self.path, live)
+            return entries
+        # the plain file first: a table of plain status pays no listing
+        entries, found = tablestatus.read_versioned(self.storage, status_versions.status_path(self.path))
+        if found is not None:
+            return entries
+        newest = status_versions.newest(self.storage, self.path)
+        return tablestatus.read(self.storage, status_versions.status_path(self.path, newest)) if newest else []
 
     def segments(self) -> list[SegmentInfo]:
         """Every segment of the table (any status), oldest first."""

@@ -1,40 +1,60 @@
-"""One edit of ``Metadata/tablestatus``: the only way carbon-ds changes that file.
+"""One edit of the table's segment list (``Metadata/tablestatus``): the only way carbon-ds changes it.
 
-``with table.edit_status("DELETE SEGMENT") as edit:`` takes the table lock, reads tablestatus once and
-remembers the version read; the block changes ``edit.entries`` in place; leaving the block replaces the file
-only if it is still that version (the commit point), and writes nothing when the entries did not change or
-the block raised. A lost race (the lock taken over after its lease, a writer outside carbon-ds, a second
-writer on a store without conditional writes) is a ``CarbonConcurrentError`` naming the lock's holder,
-with nothing written.
+``with table.edit_status("DELETE SEGMENT") as edit:`` takes the table lock, finds the live status file and
+reads it once, remembering the version read; the block changes ``edit.entries`` in place; leaving the block
+commits (the commit point), and writes nothing when the entries did not change or the block raised. A lost
+race (the lock taken over after its lease, a writer outside carbon-ds, a second writer on a store without
+conditional writes) is a ``CarbonConcurrentError`` naming the lock's holder, with nothing written.
+
+The plain file is replaced only if it is still the version read. A table whose segment list is versioned
+(meta.status_versions: only ``tablestatus_<version>`` files) gets a new version file instead, created only if
+no other version appeared since the read; the commit then warns (``CarbonStatusVersionWarning``) with the
+``ALTER TABLE ... SET SERDEPROPERTIES`` that points CarbonData's metastore at it.
 """
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Callable
 from types import TracebackType
 
-from carbon_ds.errors import CarbonConcurrentError
+from carbon_ds.errors import CarbonConcurrentError, CarbonStatusVersionWarning
 from carbon_ds.fs import Storage
+from carbon_ds.table.meta import status_versions as sv
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.locks import TableLock
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.tablestatus import IN_PROGRESS, OVERWRITE_IN_PROGRESS, LoadDetail
+
+_RESERVED = (IN_PROGRESS, OVERWRITE_IN_PROGRESS)
 
 
 class StatusEdit:
-    """A locked read-modify-write of one tablestatus file (see the module docstring)."""
+    """A locked read-modify-write of the live tablestatus file (see the module docstring)."""
 
-    def __init__(self, storage: Storage, status_path: str, lock: TableLock):
+    def __init__(self, storage: Storage, table_path: str, locate: Callable[[], sv.LiveStatus], lock: TableLock):
+        """``locate``: the live status file, asked once the lock is held."""
         self.storage = storage
-        self.path = status_path
+        self.table_path = table_path
+        self._locate = locate
         self.lock = lock
+        self.live: sv.LiveStatus | None = None
         self.entries: list[LoadDetail] = []
         self._version: str | None = None
         self._read_as = ""
         self._written = False
+        self.written_versions: list[str] = []  # tablestatus_<version> files this edit created
+
+    @property
+    def path(self) -> str:
+        """The status file the edit read (or last wrote)."""
+        assert self.live is not None, "the edit is not entered"
+        return self.live.path
 
     def __enter__(self) -> StatusEdit:
         self.lock.__enter__()
         try:
-            self.entries, self._version = ts.read_versioned(self.storage, self.path)
+            self.live = self._locate()
+            self.entries, self._version = ts.read_versioned(self.storage, self.live.path)
         except BaseException:
             self.lock.release()
             raise
@@ -47,10 +67,46 @@ class StatusEdit:
         text = ts.dumps(self.entries)
         if text == self._read_as:
             return
-        if self._written:  # our own earlier write of this edit is the base
-            self._version = self.storage.read_versioned(self.path)[1]
-        ts.replace_if_version(self.storage, self.path, self.entries, self._version)
+        assert self.live is not None, "the edit is not entered"
+        if self.live.versioned:
+            self._commit_version(text)
+        else:
+            if self._written:  # our own earlier write of this edit is the base
+                self._version = self.storage.read_versioned(self.path)[1]
+            ts.replace_if_version(self.storage, self.path, self.entries, self._version)
+        before = self._read_as
         self._read_as, self._written = text, True
+        if self.live.versioned:
+            self._tell(before)
+
+    def _commit_version(self, text: str) -> None:
+        """A new ``tablestatus_<version>`` after the one read, if that is still the newest."""
+        assert self.live is not None
+        base = self.live.version
+        now_newest = sv.newest(self.storage, self.table_path)
+        new = sv.next_version(base)
+        if now_newest != base or not self.storage.create_exclusive(sv.status_path(self.table_path, new),
+                                                                  text.encode("utf-8")):
+            raise CarbonConcurrentError(
+                f"commit to {self.storage.uri(self.live.path)} refused: another writer committed version "
+                f"{now_newest if now_newest != base else new} of the table's status after this writer read "
+                f"version {base} under the table lock; this commit was not applied, retry it")
+        self.live = sv.LiveStatus(sv.status_path(self.table_path, new), new, self.live.source)
+        self.written_versions.append(new)
+
+    def _tell(self, before: str) -> None:
+        """Warn once the edit leaves the table as users will see it: not after a reservation (a load's
+        "In Progress" entry), whose own commit follows."""
+        was = {e.name for e in ts.parse(before) if e.status in _RESERVED} if before else set()
+        if any(e.status in _RESERVED and e.name not in was for e in self.entries):
+            return
+        assert self.live is not None
+        warnings.warn(CarbonStatusVersionWarning(
+            f"{self.storage.uri(self.table_path)} keeps its segment list in versioned table status files: this "
+            f"commit wrote Metadata/tablestatus_{self.live.version}, which carbon-ds and CarbonData tables "
+            "created by path read as the newest version. Sessions that find the table through a metastore "
+            f"read the version it names; point it at this one in CarbonData: "
+            f"{sv.alter_statement(self.table_path, self.live.version)}"), stacklevel=3)
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

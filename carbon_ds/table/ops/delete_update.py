@@ -151,6 +151,7 @@ def _stage(table: TableHandle, matches: list[Match], threshold: int) -> Staged:
     stamp = max(ts.now_ms(), prev + 1)
     written: list[str] = []
     staged = Staged(D.status_file_name(stamp), base, stamp, set(), written, 0)
+    shared: dict[str, set[str]] = {}  # folder -> CarbonData block names more than one of its data files has
     try:
         for m in matches:
             if m.external is not None:  # never next to the external file: in the table's Metadata
@@ -159,6 +160,8 @@ def _stage(table: TableHandle, matches: list[Match], threshold: int) -> Staged:
             else:
                 folder = dirname(m.path)
                 block = D.block_name(m.path)
+                if block in _shared_blocks(table, folder, shared):
+                    block = D.legacy_block_name(m.path)  # CarbonData could not tell the files' deltas apart
                 actual = D.actual_block_name(table.path, m.path)
             old = statuses.get((m.segment, actual))
             if m.external is not None and old is not None and old.external:
@@ -170,9 +173,11 @@ def _stage(table: TableHandle, matches: list[Match], threshold: int) -> Staged:
             st = D.BlockStatus(m.segment, block, actual, D.SUCCESS, list(old.stamps) if old else [],
                                old.deleted if old else 0, m.external)
             rows = m.rows
-            if len(st.stamps) + 1 > threshold:
+            renamed = old is not None and old.block != block  # deltas under an earlier version's block name
+            if renamed or len(st.stamps) + 1 > threshold:
                 # horizontal compaction: one file with every deleted row replaces the block's deltas
-                rows = D.merge_rows(*[D.read_delta(table.storage, Storage.join(folder, D.delta_file_name(block, s)))
+                earlier = old.block if old is not None else block
+                rows = D.merge_rows(*[D.read_delta(table.storage, Storage.join(folder, D.delta_file_name(earlier, s)))
                                       for s in st.stamps], rows)
                 st.stamps = []
             written.append(D.write_delta(table.storage, folder, block, stamp, rows))
@@ -190,6 +195,15 @@ def _stage(table: TableHandle, matches: list[Match], threshold: int) -> Staged:
         _remove(table, written)
         raise
     return staged
+
+
+def _shared_blocks(table: TableHandle, folder: str, seen: dict[str, set[str]]) -> set[str]:
+    """CarbonData block names (data file names without load timestamp) that several data files of ``folder``
+    share, as a table updated by CarbonData 1.x can hold."""
+    if folder not in seen:
+        names = [D.block_name(f.path) for f in table.storage.list(folder) if f.path.endswith(".carbondata")]
+        seen[folder] = {n for n in names if names.count(n) > 1}
+    return seen[folder]
 
 
 def _remove(table: TableHandle, paths: list[str]) -> None:
