@@ -1,234 +1,341 @@
-"""Hostile-file fuzzing of whole tables: mutate one file of a written table (data, index, segment file,
-tablestatus, schema, delete delta) or of the real CarbonData corpus, then read it.
+"""Hostile-file probe: damage one file of a table (data, index, merged index, segment file, tablestatus,
+update status, delete delta, schema) or a real CarbonData file, then read it through one route.
 
-Every case must end as one of:
-  error   a carbon_ds.errors type (the file is refused, naming it),
-  same    exactly the original rows,
-  silent  rows read "successfully" but different from the original (undetected corruption),
-never as crash (any other exception) or hang (the worker is killed after --case-timeout seconds).
+    python benchmarks/fuzz.py --cases 2000              # the full run: prints and saves the tally
+    python benchmarks/fuzz.py --cases 120 --json        # the bounded sample tests/table/test_fuzz_tables.py runs
+    python benchmarks/fuzz.py --case 417 --seed 13      # one case again, with its damage and answer
+    python benchmarks/fuzz.py --routes plain,filter     # only these routes (``--no-spark``: all but Spark)
 
-    python benchmarks/fuzz.py --cases 4000            # thousands, prints and saves the tally
-    python benchmarks/fuzz.py --cases 150 --json      # the bounded sample tests/table/test_fuzz_tables.py runs
-    python benchmarks/fuzz.py --filter "id >= 0"      # tables read with a filter: planned by their index files
+Each case is seeded by (seed, case number) alone: the source, the file, the damage (fuzz_mutate) and the
+route (fuzz_routes). Outcomes: error (a carbon_ds.errors type; ``unnamed`` when its message does not name
+the damaged file), same, dup (a row id twice), silent (other rows without an error), crash (any other
+exception, a MemoryError, a dead worker), hang (no answer in --case-timeout seconds), rss (peak resident
+memory of the case over --rss-limit-mb).
 
-Cases run in a worker process, so a hang or a hard crash is seen and the run goes on with the next case.
+Cases run in a forked child of a worker process that has imported everything, under an address-space
+limit (RLIMIT_AS, so a bomb ends as a MemoryError rather than swapping the machine); the child's peak RSS
+comes from wait4. Spark cases run in a Spark worker (one SparkSession, its Python workers sampled from
+/proc for their RSS), killed and restarted on a hang.
 """
 
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import os
 import random
+import resource
+import select
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
 import time
 import traceback
-from decimal import Decimal
 from pathlib import Path
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import fuzz_routes as R  # noqa: E402
+
 CORPUS = Path(__file__).resolve().parents[2] / "shared/compat/carbondata-real"
-KINDS = (".carbondata", ".carbonindex", ".carbonindexmerge", ".segment", "tablestatus", "schema", ".deletedelta")
+ADDRESS_LIMIT = 6 << 30  # above what a well-behaved read maps (Arrow's and numba's reservations included)
 
 
-def build_table(root: str) -> str:
-    """A small table with every kind of metadata file: two segments, a delete delta, several types."""
-    import pyarrow as pa
-
-    from carbon_ds.api import write_table
-    from carbon_ds.table.table import CarbonTable
-
-    path = os.path.join(root, "t")
-    for seg in range(2):
-        n = 300
-        ids = list(range(seg * n, seg * n + n))
-        write_table(pa.table({
-            "id": pa.array(ids, pa.int64()),
-            "s": pa.array([None if i % 17 == 0 else ("@NU#LL$!" if i % 23 == 0 else f"v{i % 40}") for i in ids]),
-            "d": pa.array([i / 8 for i in ids], pa.float64()),
-            "dec": pa.array([Decimal(i) / 100 for i in ids], pa.decimal128(12, 2)),
-            "ts": pa.array([dt.datetime(2024, 1, 1, tzinfo=dt.UTC) + dt.timedelta(minutes=i) for i in ids],
-                           pa.timestamp("ms", tz="UTC")),
-            "l": pa.array([[i, i + 1] if i % 5 else None for i in ids], pa.list_(pa.int32())),
-        }), path)
-    CarbonTable.open(path).delete("id IN (7, 57, 107, 307, 407, 599)")
-    return path
+# ---------------------------------------------------------------- case worker (forks one child per case)
+def _child(case: dict, fd: int) -> None:
+    limit = case.get("address_limit") or ADDRESS_LIMIT
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+    try:
+        got = R.run_route(case["route"], case["path"])
+        res = R.judge_value(got, R.load_expected(case["expected"]))
+    except BaseException as e:  # noqa: BLE001 - judged: ours, or a crash
+        res = R.judge_error(e, case["target"])
+        if res["outcome"] == "crash":
+            res["message"] += " | " + "".join(traceback.format_exception(e)[-3:])[-700:]
+    os.write(fd, (json.dumps(res) + "\n").encode())
 
 
-def _files(table: str) -> list[str]:
-    out = []
-    for dirpath, _, names in os.walk(table):
-        for n in names:
-            if n.endswith(KINDS) or n in ("tablestatus", "schema"):
-                if not n.endswith(".lock"):
-                    out.append(os.path.join(dirpath, n))
-    return sorted(out)
+def _run_forked(case: dict, timeout: float) -> dict:
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        os.close(r)
+        try:
+            _child(case, w)
+        finally:
+            os._exit(0)
+    os.close(w)
+    out = b""
+    deadline = time.monotonic() + timeout
+    hung = False
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            hung = True
+            os.kill(pid, signal.SIGKILL)
+            break
+        ready, _, _ = select.select([r], [], [], left)
+        if ready:
+            chunk = os.read(r, 1 << 16)
+            if not chunk:
+                break
+            out += chunk
+    os.close(r)
+    _, status, usage = os.wait4(pid, 0)
+    rss_mb = usage.ru_maxrss / 1024
+    if hung:
+        return {"outcome": "hang", "message": f"no answer in {timeout}s", "rss_mb": rss_mb}
+    if not out:
+        how = f"signal {os.WTERMSIG(status)}" if os.WIFSIGNALED(status) else f"exit code {os.WEXITSTATUS(status)}"
+        return {"outcome": "crash", "message": f"the case's process died ({how})", "rss_mb": rss_mb}
+    res = json.loads(out.decode())
+    res["rss_mb"] = rss_mb
+    return res
 
 
-def mutate(rng: random.Random, data: bytes) -> bytes:
-    b = bytearray(data)
-    if not b:
-        return b"\x00"
-    kind = rng.random()
-    if kind < 0.15:
-        return bytes(b[: rng.randrange(len(b))])
-    for _ in range(rng.randint(1, 4)):
-        pos = rng.randrange(len(b))
-        if kind < 0.6:
-            b[pos] ^= 1 << rng.randrange(8)
-        elif kind < 0.8:
-            b[pos] = rng.choice([0x00, 0xFF, 0x7F, 0x80, rng.randrange(256)])
-        else:
-            n = rng.randint(1, 8)
-            b[pos : pos + n] = rng.randbytes(n)
-    return bytes(b)
+def case_worker() -> None:
+    """Serve cases from stdin (JSON lines), one answer line each."""
+    # everything a route imports, loaded before any fork (each child would load it again otherwise)
+    import duckdb  # noqa: F401
+    import polars  # noqa: F401
 
-
-# ---------------------------------------------------------------- worker side
-
-
-def _read_all(path: str, single_file: bool, filter: str | None = None):
+    import carbon_ds.duckdb  # noqa: F401
+    import carbon_ds.polars  # noqa: F401
     from carbon_ds.api import read_table
-    from carbon_ds.readers import CarbonDataFile
+    from carbon_ds.readers import CarbonDataFile  # noqa: F401
 
-    if single_file:
-        with CarbonDataFile(path) as f:
-            t = f.read()
-        t.validate(full=True)
-        return t
-    t = read_table(path, filter=filter)  # an unfiltered read takes every file whole and never its index
-    t.validate(full=True)
-    return t.sort_by("id")
+    for warm in sys.argv[sys.argv.index("--worker") + 1:]:
+        read_table(warm)  # compiles (or loads) the numba kernels once
+    print(json.dumps({"ready": True}), flush=True)
+    for line in sys.stdin:
+        case = json.loads(line)
+        print(json.dumps(_run_forked(case, case["timeout"])), flush=True)
 
 
-def worker() -> None:
-    """Read cases from stdin (JSON lines), answer one JSON line each."""
-    from carbon_ds.errors import CarbonError
+# ---------------------------------------------------------------- Spark worker
+def spark_worker() -> None:
+    from common import spark_session
 
+    spark = spark_session(memory="1g")
+    print(json.dumps({"ready": True}), flush=True)
     for line in sys.stdin:
         case = json.loads(line)
         try:
-            got = _read_all(case["path"], case["single"], case.get("filter"))
-            with open(case["expected"], "rb") as fh:
-                import pyarrow as pa
-
-                want = pa.ipc.open_file(fh).read_all()
-            out = "same" if got.equals(want) else "silent"
-            msg = ""
-            if out == "silent":  # which columns changed: says what kind of damage went unnoticed
-                changed = [n for n in want.column_names if n not in got.column_names or got.num_rows != want.num_rows
-                           or not got.column(n).equals(want.column(n))]
-                msg = f"rows {want.num_rows} -> {got.num_rows}, columns changed: {', '.join(changed) or 'none'}"
-        except CarbonError as e:
-            out, msg = "error", str(e)[:200]
-        except Exception as e:  # noqa: BLE001 - the point is to find these
-            out, msg = "crash", "".join(traceback.format_exception(e)[-3:])[-800:]
-        print(json.dumps({"outcome": out, "message": msg}), flush=True)
+            got = R.spark_route(spark, case["route"], case["path"])
+            want = R.load_expected(case["expected"]) if case["expected"] else None
+            res = R.judge_value(got, want) if want is not None else {"outcome": "same", "message": ""}
+            if case.get("save"):
+                R.save_expected(got, case["save"])
+        except BaseException as e:  # noqa: BLE001
+            res = R.judge_error(e, case["target"])
+        print(json.dumps(res), flush=True)
 
 
-# ---------------------------------------------------------------- driver side
+def _group_rss_mb(pgid: int) -> float:
+    """Resident memory of the Python processes of a process group (the JVM is left out: its heap is sized
+    by its own settings)."""
+    total = 0
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit():
+            continue
+        try:
+            with open(f"/proc/{pid}/stat") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            if int(fields[2]) != pgid:
+                continue
+            with open(f"/proc/{pid}/status") as fh:
+                status = fh.read()
+            if "java" in status.split("\n", 1)[0]:
+                continue
+            rss = next(ln for ln in status.splitlines() if ln.startswith("VmRSS:"))
+            total = max(total, int(rss.split()[1]))  # the largest process: the one decoding the case
+        except (OSError, StopIteration, ValueError, IndexError):
+            continue
+    return total / 1024
 
 
 class Worker:
-    def __init__(self, env: dict):
-        self.env = env
+    """A worker process answering JSON lines; restarted after a hang or a death."""
+
+    def __init__(self, args: list[str], env: dict, start_timeout: float = 300):
+        self.args, self.env, self.start_timeout = args, env, start_timeout
         self.proc: subprocess.Popen | None = None
 
-    def run(self, case: dict, timeout: float) -> dict:
+    def _start(self) -> None:
+        self.proc = subprocess.Popen([sys.executable, __file__, *self.args], stdin=subprocess.PIPE,
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, env=self.env,
+                                     start_new_session=True)
+        line = self._line(self.start_timeout)
+        if line is None or not json.loads(line).get("ready"):
+            self.kill()
+            raise RuntimeError(f"worker {self.args[0]} did not start")
+
+    def _line(self, timeout: float, sample=None) -> str | None:
+        assert self.proc is not None and self.proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return None
+            ready, _, _ = select.select([self.proc.stdout], [], [], min(left, 0.1))
+            if ready:
+                return self.proc.stdout.readline()
+            if sample is not None:
+                sample()
+
+    def run(self, case: dict, timeout: float, sample_rss: bool = False) -> dict:
         if self.proc is None or self.proc.poll() is not None:
-            self.proc = subprocess.Popen([sys.executable, __file__, "--worker"], stdin=subprocess.PIPE,
-                                         stdout=subprocess.PIPE, text=True, env=self.env)
-        assert self.proc.stdin and self.proc.stdout
+            self._start()
+        assert self.proc is not None and self.proc.stdin is not None
         self.proc.stdin.write(json.dumps(case) + "\n")
         self.proc.stdin.flush()
-        import selectors
+        peak = [0.0]
+        pgid = self.proc.pid
 
-        sel = selectors.DefaultSelector()
-        sel.register(self.proc.stdout, selectors.EVENT_READ)
-        if not sel.select(timeout):
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
-            return {"outcome": "hang", "message": f"no answer in {timeout}s"}
-        line = self.proc.stdout.readline()
+        def sample():
+            peak[0] = max(peak[0], _group_rss_mb(pgid))
+
+        line = self._line(timeout + 30, sample if sample_rss else None)  # the worker's own timer comes first
+        if line is None:
+            self.kill()
+            return {"outcome": "hang", "message": f"no answer in {timeout}s", "rss_mb": peak[0]}
         if not line:
-            rc = self.proc.wait()
-            self.proc = None
-            return {"outcome": "crash", "message": f"worker died with exit code {rc}"}
-        return json.loads(line)
+            self.kill()
+            return {"outcome": "crash", "message": "worker died", "rss_mb": peak[0]}
+        res = json.loads(line)
+        if sample_rss:
+            res["rss_mb"] = peak[0]
+        return res
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+            self.proc.wait()
+        self.proc = None
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.stdin.close()  # type: ignore[union-attr]
-            self.proc.wait(timeout=30)
+            try:
+                self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.kill()
+        self.proc = None
 
 
-def run(cases: int, seed: int, case_timeout: float, corpus: bool = True, filter: str | None = None) -> dict:
-    import pyarrow as pa
+# ---------------------------------------------------------------- driver
+def plan_case(i: int, seed: int, sources: list[tuple[str, str, bool]], routes: list[str]) -> dict:
+    """What case ``i`` does, from (seed, i) alone."""
+    rng = random.Random(f"{seed}-{i}")
+    src, victim, single = rng.choice(sources)
+    allowed = [r for r in (R.FILE_ROUTES if single else R.TABLE_ROUTES) if r in routes] or ["file"]
+    route = rng.choice(allowed)
+    return {"i": i, "src": src, "victim": victim, "single": single, "route": route,
+            "kind": "corpus" + R.kind_of(victim) if single else R.kind_of(victim), "rng": rng}
 
-    env = dict(os.environ)
+
+def run(cases: int, seed: int, case_timeout: float, corpus: bool = True, routes: list[str] | None = None,
+        only: int | None = None, rss_limit_mb: float = 1024, verbose: bool = False) -> dict:
+    from fuzz_mutate import mutate
+
+    from carbon_ds.readers import CarbonDataFile
+
+    routes = list(routes or R.TABLE_ROUTES + R.FILE_ROUTES)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(Path(__file__).resolve().parents[1]),
+                                                        os.environ.get("PYTHONPATH", "")])}
     root = tempfile.mkdtemp(prefix="carbon-fuzz-")
     tally: dict[str, dict[str, int]] = {}
-    examples: dict[str, list[str]] = {"crash": [], "hang": [], "silent": []}
-    w = Worker(env)
+    by_route: dict[str, dict[str, int]] = {}
+    examples: dict[str, list[str]] = {k: [] for k in ("crash", "hang", "silent", "dup", "unnamed", "rss")}
+    peak = {"mb": 0.0, "case": None}
+    silent: dict[str, int] = {}
+    workers: dict[str, Worker] = {}
+    start = time.monotonic()
     try:
-        table = build_table(root)
-        sources = [(table, f, False) for f in _files(table)]
+        tables = R.build_sources(os.path.join(root, "src"))
+        sources = [(t, f, False) for t in tables for f in R.victims(t)]
         if corpus and CORPUS.is_dir():
             sources += [(str(p), str(p), True) for p in sorted(CORPUS.rglob("*.carbondata"))
                         if p.stat().st_size < 1 << 20]
-        expected = {}
-        for src, _, single in sources:
-            if src not in expected:
-                t = _read_all(src, single, filter)
-                expected[src] = os.path.join(root, f"expected-{len(expected)}.arrow")
-                with pa.OSFile(expected[src], "wb") as sink, pa.ipc.new_file(sink, t.schema) as wr:
-                    wr.write_table(t)
-        rng = random.Random(seed)
-        start = time.monotonic()
+        expected: dict[tuple[str, str], str] = {}
+        workers["case"] = Worker(["--worker", *tables], env)
+        spark_routes = [r for r in routes if r in R.SPARK_ROUTES]
+        if spark_routes:
+            workers["spark"] = Worker(["--spark-worker"], env)
+        for src in dict.fromkeys(s for s, _v, _single in sources):
+            single = not os.path.isdir(src)
+            for route in (R.FILE_ROUTES if single else R.TABLE_ROUTES):
+                if route not in routes:
+                    continue
+                out = os.path.join(root, f"expected-{len(expected)}")
+                if route in R.SPARK_ROUTES:
+                    res = workers["spark"].run({"route": route, "path": src, "expected": None, "save": out,
+                                                "target": src}, 600)
+                    if res["outcome"] != "same":
+                        raise RuntimeError(f"{route} cannot read the undamaged {src}: {res}")
+                elif single:
+                    with CarbonDataFile(src) as f:
+                        R.save_expected(f.read(), out)
+                else:
+                    R.save_expected(R.run_route(route, src), out)
+                expected[(src, route)] = out
         work = ""
-        for i in range(cases):
+        for i in range(cases) if only is None else [only]:
             if work:
-                shutil.rmtree(work)
-            # a fresh folder per case: readers cache metadata by path and file name
-            work = os.path.join(root, f"case{i}")
-            src, victim, single = rng.choice(sources)
-            kind = "corpus" if single else next((k for k in KINDS if os.path.basename(victim).endswith(k)), "?")
-            if single:
-                os.makedirs(work)
-                target = os.path.join(work, os.path.basename(victim))
-                shutil.copyfile(victim, target)
+                shutil.rmtree(work, ignore_errors=True)
+            c = plan_case(i, seed, sources, routes)
+            work = os.path.join(root, f"case{i}")  # a fresh folder per case: readers cache metadata by path
+            R.copy_source(c["src"], work)
+            if c["single"]:
+                target = os.path.join(work, os.path.basename(c["victim"]))
                 read_path = target
             else:
-                shutil.copytree(src, work)
-                target = os.path.join(work, os.path.relpath(victim, src))
+                target = os.path.join(work, os.path.relpath(c["victim"], c["src"]))
                 read_path = work
             with open(target, "rb") as fh:
                 data = fh.read()
+            damaged, label = mutate(c["rng"], c["kind"].removeprefix("corpus"), data)
             with open(target, "wb") as fh:
-                fh.write(mutate(rng, data))
-            res = w.run({"path": read_path, "single": single, "expected": expected[src], "filter": filter},
-                        case_timeout)
-            tally.setdefault(kind, {}).setdefault(res["outcome"], 0)
-            tally[kind][res["outcome"]] += 1
-            last = res["message"].strip().splitlines()[-1:] or [""]
-            seen = {e.split(": ", 1)[-1] for e in examples.get(res["outcome"], [])}
-            cap = 100 if res["outcome"] == "silent" else 20  # every silent case, to explain them
-            if res["outcome"] in examples and len(examples[res["outcome"]]) < cap and (
-                    last[0] not in seen or res["outcome"] == "silent"):
-                examples[res["outcome"]].append(f"case {i} ({kind}): {last[0]}")
+                fh.write(damaged)
+            case = {"route": c["route"], "path": read_path, "expected": expected[(c["src"], c["route"])],
+                    "target": target, "timeout": case_timeout}
+            spark = c["route"] in R.SPARK_ROUTES
+            res = workers["spark" if spark else "case"].run(case, case_timeout, sample_rss=spark)
+            outcome = res["outcome"]
+            if outcome == "error" and not res.get("named", True):
+                outcome = "unnamed"
+            rss = float(res.get("rss_mb") or 0)
+            if rss > peak["mb"]:
+                peak.update(mb=round(rss, 1), case=i)
+            if rss > rss_limit_mb and outcome in ("error", "same", "unnamed"):
+                outcome = "rss"
+            tally.setdefault(c["kind"], {}).setdefault(outcome, 0)
+            tally[c["kind"]][outcome] += 1
+            by_route.setdefault(c["route"], {}).setdefault(outcome, 0)
+            by_route[c["route"]][outcome] += 1
+            line = (f"case {i} ({c['kind']}, {c['route']}, {label}): {res['message'].strip()[-400:]}"
+                    f" [{rss:.0f} MB]")
+            if outcome == "silent":
+                cls = R.silent_class(c["kind"], c["route"], label, res["message"])
+                silent[cls] = silent.get(cls, 0) + 1
+                line += f" [class: {cls}]"
+            if outcome in examples and len(examples[outcome]) < 400:
+                examples[outcome].append(line)
+            if verbose or only is not None:
+                print(f"{outcome}: {line}", flush=True)
         elapsed = time.monotonic() - start
     finally:
-        w.close()
+        for w in workers.values():
+            w.close()
         shutil.rmtree(root, ignore_errors=True)
     totals: dict[str, int] = {}
     for per in tally.values():
         for k, v in per.items():
             totals[k] = totals.get(k, 0) + v
-    return {"cases": cases, "seed": seed, "seconds": round(elapsed, 1), "totals": totals, "by_file": tally,
+    return {"cases": cases if only is None else 1, "seed": seed, "seconds": round(elapsed, 1), "totals": totals,
+            "by_file": tally, "by_route": by_route, "peak_rss_mb": peak, "silent_classes": silent,
             "examples": examples}
 
 
@@ -236,24 +343,40 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cases", type=int, default=2000)
     ap.add_argument("--seed", type=int, default=13)
-    ap.add_argument("--case-timeout", type=float, default=30.0)
+    ap.add_argument("--case", type=int, help="run only this case number")
+    ap.add_argument("--case-timeout", type=float, default=60.0)
+    ap.add_argument("--rss-limit-mb", type=float, default=1024)
     ap.add_argument("--no-corpus", action="store_true")
-    ap.add_argument("--filter", help="read the tables with this SQL filter (exercises index pruning)")
+    ap.add_argument("--routes", help="comma-separated routes (default: all)")
+    ap.add_argument("--no-spark", action="store_true", help="every route but Spark's")
     ap.add_argument("--json", action="store_true", help="print only the JSON summary")
+    ap.add_argument("--verbose", action="store_true", help="print every case")
     ap.add_argument("--out", default="benchmarks/results")
     ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
-    args = ap.parse_args()
+    ap.add_argument("--spark-worker", action="store_true", help=argparse.SUPPRESS)
+    args, _rest = ap.parse_known_args()
     if args.worker:
-        worker()
+        case_worker()
         return
-    summary = run(args.cases, args.seed, args.case_timeout, corpus=not args.no_corpus, filter=args.filter)
+    if args.spark_worker:
+        spark_worker()
+        return
+    routes = args.routes.split(",") if args.routes else list(R.TABLE_ROUTES + R.FILE_ROUTES)
+    if args.no_spark:
+        routes = [r for r in routes if r not in R.SPARK_ROUTES]
+    summary = run(args.cases, args.seed, args.case_timeout, corpus=not args.no_corpus, routes=routes,
+                  only=args.case, rss_limit_mb=args.rss_limit_mb, verbose=args.verbose)
     if args.json:
         print(json.dumps(summary))
         return
-    print(json.dumps(summary, indent=2))
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "fuzz.json"), "w") as fh:
-        json.dump(summary, fh, indent=2)
+    print(json.dumps({k: v for k, v in summary.items() if k != "examples"}, indent=2))
+    for k, lines in summary["examples"].items():
+        for ln in lines[:30]:
+            print(f"{k}: {ln}")
+    if args.case is None:
+        os.makedirs(args.out, exist_ok=True)
+        with open(os.path.join(args.out, "fuzz.json"), "w") as fh:
+            json.dump(summary, fh, indent=2)
 
 
 if __name__ == "__main__":

@@ -30,7 +30,13 @@ from typing import Any
 
 import pyarrow.fs as pafs
 
-from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonOptionError
+from carbon_ds.errors import (
+    CarbonError,
+    CarbonFormatError,
+    CarbonMissingFileError,
+    CarbonOptionError,
+    CarbonTableError,
+)
 
 
 @dataclass(frozen=True)
@@ -153,6 +159,18 @@ class Storage:
         if not is_inside(path, root) or norm_path(path) == norm_path(root):
             return False
         return not self.is_local or is_inside(self.real_path(dirname(path)), self.real_path(root))
+
+    def require_inside(self, path: str, root: str, what: str) -> None:
+        """Refuse to write or delete ``path`` when its folder is reached through a symbolic link that leads
+        out of ``root`` (local disks; ``what`` names the operation for the message).
+
+        Raises:
+            CarbonTableError: naming the link and where it leads.
+        """
+        if self.is_local and not self.resolves_inside(path, root):
+            raise CarbonTableError(
+                f"{what} refused: {dirname(path)} resolves to {self.real_path(dirname(path))}, outside the table "
+                f"{root} (a symbolic link); a table's LockFiles, Metadata and .Trash must be its own folders")
 
     def links(self, folder: str) -> list[tuple[str, str]]:
         """(link, real target) of every symbolic link in ``folder``'s tree, ``folder`` included, looking

@@ -106,7 +106,10 @@ class Page:
 
     @_computed_once
     def compressor(self) -> str:
-        return compress.normalize(self.chunk.chunk_meta.compressor_name)
+        try:
+            return compress.normalize(self.chunk.chunk_meta.compressor_name)
+        except CarbonFormatError as e:
+            raise self.fail(str(e)) from None
 
     def section(self, start: int, length: int | None) -> memoryview:
         n = length or 0
@@ -440,9 +443,9 @@ def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int, exact
     if metas:
         try:
             m = encoder_meta.parse(bytes(metas[0]))
+            comp = compress.normalize(m.compressor)
         except CarbonFormatError as e:
             raise CarbonFormatError(f"column {name!r} local dictionary meta: {e}", path, offset) from None
-        comp = compress.normalize(m.compressor)
         if m.column_type == ColumnType.PLAIN_LONG_VALUE or column.data_type in (DataType.VARCHAR, DataType.BINARY):
             width = 4
     try:

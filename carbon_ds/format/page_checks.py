@@ -314,6 +314,11 @@ def check_stats(page: Any, arr: pa.Array, known: tuple[Any, Any] | None = None) 
 
 
 def _within(page: Any, vmin: Any, vmax: Any, lo: Any, hi: Any, unit: str) -> None:
-    if vmin < lo or vmax > hi:
+    try:
+        outside = vmin < lo or vmax > hi
+    except TypeError:  # statistics of another kind than the values (a damaged column description)
+        raise _fail(page, f"the page's stored min/max [{lo!r}, {hi!r}] are not of the kind of its decoded "
+                          f"values [{vmin!r}, {vmax!r}]") from None
+    if outside:
         raise _fail(page, f"decoded values [{vmin!r}, {vmax!r}] lie outside the page's stored min/max "
                           f"[{lo!r}, {hi!r}]{unit}")

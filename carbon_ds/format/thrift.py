@@ -291,6 +291,27 @@ class CompactReader:
             self.read_value(wire, None)
         self.depth -= 1
 
+    def declared_length(self, field_id: int) -> int | None:
+        """The element count a struct's list field ``field_id`` declares, read from its header alone: the
+        fields before it are skipped, the list is not read (None when the struct has no such list). Lets a
+        caller refuse a list by its size before a single element becomes an object."""
+        last = 0
+        while True:
+            head = self.byte()
+            wire = head & 0x0F
+            if wire == STOP:
+                return None
+            delta = head >> 4
+            last = last + delta if delta else self.zigzag()
+            if wire in (TRUE, FALSE):
+                continue
+            if last == field_id and wire == LIST:
+                list_head = self.byte()
+                n = list_head >> 4
+                return self.varint() if n == 15 else n
+            self._check_wire(wire, None)
+            self.read_value(wire, None)
+
     def _enter(self) -> None:
         self.depth += 1
         if self.depth > _MAX_DEPTH:

@@ -27,6 +27,7 @@ from carbon_ds.format.chunk_header import parse_data_chunk3
 from carbon_ds.format.column_view import column_view
 from carbon_ds.format.complex_nulls import COMPLEX_NULLS_KEY, all_fields_null, drop_rows, one_null_element_rows
 from carbon_ds.format.decode import (
+    MAX_PAGE_ROWS,
     NULL_BITSETS_KEY,
     Page,
     decode_page,
@@ -47,6 +48,7 @@ from carbon_ds.format.structs import (
     FileFooter3,
     FileHeader,
 )
+from carbon_ds.format.thrift import CompactReader
 from carbon_ds.fs import Storage
 
 
@@ -60,6 +62,7 @@ class _KeptPages:
 
 
 _NO_BYTES = memoryview(b"")  # a page a pruned read skips: never decoded
+MIN_CHUNK_BYTES = 8  # a column chunk's DataChunk3 header with one page header: never fewer bytes
 DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
 READ_THREADS = os.cpu_count() or 1  # threads one ``read`` of a whole file may use
 # Below this many values (rows x columns) a whole-file read decodes in the caller's thread: handing pieces to
@@ -160,6 +163,7 @@ class CarbonDataFile:
                 self.path, self.size - 8)
         self._footer_at = footer_at
         tail = self._read(footer_at, self.size - 8 - footer_at)
+        self._refuse_blocklets_beyond_the_body(tail, footer_at)
         self.footer = _parse_cached(FileFooter3, tail, self.path, footer_at)
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
         extra = self.footer.extra_info or {}
@@ -188,6 +192,21 @@ class CarbonDataFile:
             v.columns, v.absent, v.nodes, v.virtual, v.schema)
         self._index = {id(c): i for i, c in enumerate(self.columns)}
 
+    def _refuse_blocklets_beyond_the_body(self, footer: bytes, footer_at: int) -> None:
+        """Refuse a footer declaring more blocklets than the bytes before it could hold, from the list's header
+        (a blocklet has at least one column chunk, whose header takes at least MIN_CHUNK_BYTES), before the
+        footer is parsed: a footer repeating its blocklet 200,000 times would otherwise be 20 MB of objects."""
+        if len(footer) < 1 << 16:
+            return  # a few thousand blocklets at most: parsed and checked one by one
+        try:
+            declared = CompactReader(footer, self.path, footer_at).declared_length(3)  # blocklet_index_list
+        except CarbonFormatError:
+            return  # the parser says what is wrong
+        if declared is not None and declared * MIN_CHUNK_BYTES > footer_at:
+            raise CarbonFormatError(f"footer declares {declared} blocklets, more than the {footer_at} bytes before "
+                                    f"it can hold (a blocklet takes at least {MIN_CHUNK_BYTES} bytes)",
+                                    self.path, footer_at)
+
     def _check_footer(self, header_end: int) -> None:
         ncols = len(self.columns)
         total = 0
@@ -204,16 +223,52 @@ class CarbonDataFile:
                     )
             if info.num_rows < 0:
                 raise CarbonFormatError(f"blocklet {b} has {info.num_rows} rows", self.path, self._footer_at)
+            self._check_pages(b, info)
             total += info.num_rows
         if total != self.footer.num_rows:
             raise CarbonFormatError(
                 f"blocklets hold {total} rows but the footer says {self.footer.num_rows}", self.path, self._footer_at
             )
-        self._chunk_starts = sorted({o for b in self._blocklets for o in b.column_data_chunks_offsets})
+        starts = [o for b in self._blocklets for o in b.column_data_chunks_offsets]
+        self._chunk_starts = sorted(set(starts))
+        if len(self._chunk_starts) != len(starts):
+            # every column chunk of every blocklet is written once: a shared offset is a blocklet listed twice
+            # (or a damaged offset), and reading it would return the same rows again
+            seen: dict[int, tuple[int, int]] = {}
+            for b, info in enumerate(self._blocklets):
+                for c, o in enumerate(info.column_data_chunks_offsets):
+                    if o in seen:
+                        b0, c0 = seen[o]
+                        raise CarbonFormatError(
+                            f"footer lists blocklet {b} column {c} at offset {o}, where blocklet {b0} column {c0} "
+                            "lies: a column chunk is stored once, so the footer is damaged", self.path, self._footer_at)
+                    seen[o] = (b, c)
+
+    def _check_pages(self, b: int, info: BlockletInfo3) -> None:
+        """The footer's page counts against its row counts and the file: each page holds 1 to MAX_PAGE_ROWS
+        rows, and each page of the first column has a header of at least a byte in its chunk."""
+        rows, pages, per_page = info.num_rows, info.number_number_of_pages, info.row_count_in_page
+        where = f"blocklet {b} of {rows} rows"
+        if pages is not None and (pages < 0 or pages > max(rows, 1) or 0 < pages and pages * MAX_PAGE_ROWS < rows):
+            raise CarbonFormatError(f"{where} has {pages} pages in the footer, expected 1 to {max(rows, 1)} pages "
+                                    f"of at most {MAX_PAGE_ROWS} rows", self.path, self._footer_at)
+        if pages and pages > self._footer_at:
+            raise CarbonFormatError(f"{where}: {pages} pages cannot fit in a file of {self.size} bytes",
+                                    self.path, self._footer_at)
+        if per_page:
+            if pages is not None and pages and len(per_page) != pages:
+                raise CarbonFormatError(f"{where}: the footer gives {len(per_page)} page row counts for {pages} "
+                                        "pages", self.path, self._footer_at)
+            if sum(per_page) != rows or min(per_page) < 0 or max(per_page) > MAX_PAGE_ROWS:
+                raise CarbonFormatError(f"{where}: the footer's page row counts add up to {sum(per_page)} "
+                                        f"(each must be 0 to {MAX_PAGE_ROWS})", self.path, self._footer_at)
 
     def _compressor_name(self) -> str:
         if self.header.compressor_name:
-            return compress.normalize(self.header.compressor_name)
+            try:
+                return compress.normalize(self.header.compressor_name)
+            except CarbonFormatError as e:
+                raise CarbonFormatError(f"file header: {e}", self.path, 0) from None
         base = posixpath.basename(self.path).lower()
         for name in compress.COMPRESSORS:
             if base.endswith(f".{name}.carbondata"):
@@ -231,6 +286,11 @@ class CarbonDataFile:
         self.close()
 
     # ------------------------------------------------------------------ metadata
+    @property
+    def footer_offset(self) -> int:
+        """Where the footer starts (index entries record it)."""
+        return self._footer_at
+
     def blocklet_rows(self, i: int) -> int:
         return int(self._blocklet(i).num_rows)
 
@@ -297,8 +357,16 @@ class CarbonDataFile:
         start, end, hlen = self._chunk_span(b, c)
         if whole:
             buf = memoryview(self._read(start, end - start))
-            return buf, start, end, hlen, _parse_chunk_header(bytes(buf[:hlen]), self.path, start)
-        return None, start, end, hlen, _parse_chunk_header(self._read(start, hlen), self.path, start)
+            head = bytes(buf[:hlen])
+        else:
+            buf, head = None, self._read(start, hlen)
+        pages = self._blocklet(b).number_number_of_pages
+        declared = _declared_pages(head)
+        if pages and declared is not None and declared != pages:
+            # refused from the list's header, before its page headers become objects (a few KB each)
+            raise CarbonFormatError(f"column {self.columns[c].column_name!r} of blocklet {b} has {declared} page "
+                                    f"headers, the footer says {pages} pages", self.path, start)
+        return buf, start, end, hlen, _parse_chunk_header(head, self.path, start)
 
     def read_column_chunk(self, blocklet: int, column_index: int, hold: bool = False) -> DataChunk3:
         """The DataChunk3 header of a column chunk; with ``hold`` its header (and on remote storage its
@@ -330,6 +398,10 @@ class CarbonDataFile:
             raise CarbonFormatError(
                 f"column {col.column_name!r} has {n} pages where its parent has {len(expected)}", self.path, start
             )
+        if expected is None and info.number_number_of_pages and n != info.number_number_of_pages:
+            raise CarbonFormatError(
+                f"column {col.column_name!r} of blocklet {b} has {n} page headers, the footer says "
+                f"{info.number_number_of_pages} pages", self.path, start)
         pos = 0
         pages = []
         remaining = info.num_rows
@@ -364,6 +436,11 @@ class CarbonDataFile:
                 rows = _at(info.row_count_in_page, j)
             if rows is None:
                 rows = remaining if n == 1 else min(DEFAULT_PAGE_ROWS, remaining)
+            elif expected is None and not 0 <= rows <= remaining:
+                # checked before any page is decoded: the pages' rows must add up to the blocklet's
+                raise CarbonFormatError(
+                    f"column {col.column_name!r} page {j} of blocklet {b} holds {rows} rows, but only {remaining} "
+                    f"of the footer's {info.num_rows} are left for it", self.path, start)
             remaining -= rows
             if need is not None and j not in need:
                 pages.append(None)  # no bytes read: never decoded
@@ -372,6 +449,10 @@ class CarbonDataFile:
                 Page(col, dc2, raws[j], int(rows), self.path, start + lo, exact_nulls=self._exact_nulls,
                      check_stats=check, timestamp_keys=self._timestamp_keys)
             )
+        if expected is None and remaining:
+            raise CarbonFormatError(
+                f"column {col.column_name!r} of blocklet {b}: its pages hold {info.num_rows - remaining} rows, the "
+                f"footer says {info.num_rows}", self.path, start)
         return chunk, pages
 
     def _page_bytes(self, buf: memoryview | None, start: int, spans: list[tuple[int, int]],
@@ -542,6 +623,22 @@ class CarbonDataFile:
         k = len(names)
         batches = [pa.RecordBatch.from_arrays(arrays[i : i + k], schema=schema) for i in range(0, len(arrays), k)]
         return pa.Table.from_batches(batches, schema=schema)
+
+
+def _declared_pages(head: bytes) -> int | None:
+    """How many page headers a DataChunk3 declares, from its first field's list header (Thrift compact:
+    field 1 a list of structs); None when it does not start that way (the parser then says what is wrong)."""
+    if len(head) < 2 or head[0] != 0x19 or head[1] & 0x0F != 0x0C:
+        return None
+    if head[1] >> 4 != 0x0F:
+        return head[1] >> 4
+    n, shift = 0, 0
+    for byte in head[2:12]:
+        n |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return n
+        shift += 7
+    return None
 
 
 def _at(values: list[int] | None, j: int) -> int | None:

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
+from carbon_ds.errors import CarbonFormatError
 from carbon_ds.expressions import AlwaysTrue, Expr, might_match
 from carbon_ds.format.structs import ColumnSchema, DataChunk3
 from carbon_ds.readers import column_stats as S
@@ -62,6 +63,7 @@ def surviving_pages(f: CarbonDataFile, blocklet: int, expr: Expr, hold: bool = F
     if n_pages is None:
         n = f.page_count(blocklet)
         return list(range(n)), n
+    _check_against_blocklet(f, blocklet, columns, trusted, per_column)
     keep = []
     for j in range(n_pages):
         merged: S.Stats = {}
@@ -71,6 +73,28 @@ def surviving_pages(f: CarbonDataFile, blocklet: int, expr: Expr, hold: bool = F
         if might_match(expr, S.lookup(merged)):
             keep.append(j)
     return keep, n_pages
+
+
+def _check_against_blocklet(f: CarbonDataFile, blocklet: int, columns: list[ColumnSchema], trusted: list[bool],
+                            per_column: dict[str, list[S.Stats]]) -> None:
+    """A blocklet's min/max in the footer is its pages' merged: a page whose statistics were damaged (and
+    would rule its rows out wrongly) shows as a difference, refused before any page is pruned by them."""
+    blocks = f.footer.blocklet_index_list or []
+    index = blocks[blocklet] if blocklet < len(blocks) else None
+    if index is None or index.min_max_index is None:
+        return
+    whole = S.unit_stats(columns, trusted, index.min_max_index, None)
+    for name, pages in per_column.items():
+        want, got = whole.get(name), S.merge(pages).get(name)
+        if want is None or got is None:
+            continue
+        for what, a, b in (("min", want.min, got.min), ("max", want.max, got.max)):
+            if a is None or b is None or a != a or b != b:  # unknown, or NaN
+                continue
+            if a != b:
+                raise CarbonFormatError(
+                    f"column {name!r} of blocklet {blocklet}: its pages' {what} is {b!r}, the footer's {a!r} (the "
+                    "page statistics and the footer disagree)", f.path)
 
 
 def read_pruned(f: CarbonDataFile, blocklet: int, columns: list[str] | None, prune: Expr | None = None

@@ -250,7 +250,8 @@ class CarbonReader(DataSourceReader):
         deletes = source.deletes
         statuses = [deletes.status_of(p.path, p.segment_id) for p in pieces] if deletes is not None else []
         return PlannedSnapshot(version, now, tuple(p.segment_id for p in pieces),
-                               tuple(st for st in statuses if st is not None))
+                               tuple(st for st in statuses if st is not None),
+                               deletes.where if deletes is not None else None)
 
     def _rows_only(self) -> bool:
         """A relation declared with no column at all (``.schema(StructType([]))``, e.g. the rewrite of

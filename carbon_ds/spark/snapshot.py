@@ -46,12 +46,13 @@ class PlannedSnapshot:
     planned_ms: int  # wall clock of the planning (driver)
     segments: tuple[str | None, ...]  # segment id of each piece, in piece order
     statuses: tuple[BlockStatus, ...]  # committed delete status of the pieces' files that have deletes
+    status_file: str | None = None  # the update status file they come from (for messages)
 
     def deletes(self, storage, table_path: str) -> Deletes | None:
         """The snapshot's deletes of this partition's files (None when none of them has any)."""
         if not self.statuses:
             return None
-        return Deletes(storage, table_path, {st.key: st for st in self.statuses})
+        return Deletes(storage, table_path, {st.key: st for st in self.statuses}, self.status_file)
 
 
 def version_of(details: list[LoadDetail]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import TYPE_CHECKING
 
-from carbon_ds.errors import CarbonMissingFileError, CarbonTableError
+from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonTableError
 from carbon_ds.format.index import parse_index
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.external.base import ExternalRef
@@ -20,23 +20,32 @@ if TYPE_CHECKING:
 
 
 def _data_files_in_folder(
-    storage: Storage, folder: str, index_names: list[str] | None, merge_name: str | None
+    storage: Storage, folder: str, index_names: list[str] | None, merge_name: str | None, listed_by: str = ""
 ) -> list[tuple[str, int]]:
+    """The committed data files of a segment folder; ``listed_by`` names the segment file for messages."""
     listing = storage.list(folder)
     data = [(f.path, f.size) for f in listing if f.path.endswith(DATA_EXT)]
+    by = f" (listed by segment file {listed_by})" if listed_by else ""
+    if merge_name and not any(basename(f.path) == merge_name for f in listing):
+        raise CarbonMissingFileError(f"segment folder {storage.uri(folder)} has no merged index {merge_name}{by}")
     if index_names is None or merge_name:
         # Without a per-task list (1.x tables, or a merged index that covers every committed task) the
         # folder holds exactly the committed files.
         if merge_name and not data:
-            raise CarbonMissingFileError(f"segment folder {storage.uri(folder)} has a merged index but no data file")
+            raise CarbonMissingFileError(f"segment folder {storage.uri(folder)} has a merged index but no data "
+                                         f"file{by}")
         return data
+    names = {basename(f.path) for f in listing}
+    lost = [i for i in index_names if i not in names]
+    if lost:
+        raise CarbonMissingFileError(f"segment folder {storage.uri(folder)} has no index file {lost[0]}{by}")
     owned = [(p, s) for p, s in data if any(owned_by_index(basename(p), i) for i in index_names)]
     # every committed task wrote at least one data file: a task without one lost its files
     lost = [i for i in index_names if not any(owned_by_index(basename(p), i) for p, _s in owned)]
     if lost:
         raise CarbonMissingFileError(
             f"segment folder {storage.uri(folder)}: no data file of committed task index {lost[0]}"
-            + (f" (and {len(lost) - 1} more)" if len(lost) > 1 else "")
+            + (f" (and {len(lost) - 1} more)" if len(lost) > 1 else "") + by
         )
     return owned
 
@@ -70,6 +79,52 @@ def _stream_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
     return out
 
 
+def _segment_file(table: TableHandle, detail: LoadDetail) -> segfiles.SegmentFile:
+    """The segment file a tablestatus entry names, checked to be that load's."""
+    try:
+        seg = segfiles.read(table.storage, table.path, detail.segment_file or "")
+    except FileNotFoundError:
+        raise CarbonMissingFileError(
+            f"tablestatus {table.storage.uri(table.tablestatus_path)} names segment file {detail.segment_file} for "
+            f"segment {detail.name}, but {table.storage.uri(segfiles.segments_dir(table.path))} holds no such file"
+        ) from None
+    _check_owner(detail, seg, (detail.file_format or COLUMNAR).lower(), table.storage.uri(table.tablestatus_path))
+    return seg
+
+
+def _listed_files(table: TableHandle, seg: segfiles.SegmentFile, fmt: str
+                  ) -> tuple[list[tuple[str, int]], dict[str, ExternalRef], dict[str, int]]:
+    """(path, size) of the data files a segment file lists, how to read the external ones, and the row
+    counts recorded for external files unchanged since."""
+    storage = table.storage
+    found: list[tuple[str, int]] = []
+    refs: dict[str, ExternalRef] = {}
+    rows: dict[str, int] = {}
+    recorded = recorded_rows(seg.options)
+    options = {k: v for k, v in seg.options.items() if k.lower() != FOOTER_ROWS}
+    for folder, details in seg.folders(table.path):
+        if details.status and details.status != "Success" and details.status != "Marked for Update":
+            continue
+        if fmt != COLUMNAR or not details.is_relative and any(not f.endswith(INDEX_EXT) for f in details.files):
+            # External folders list their data files directly.
+            for name in details.files:
+                path = Storage.join(folder, name) if "/" not in name else name
+                if name in recorded:
+                    size, mtime = storage.stat(path)
+                    n, want_size, want_mtime = recorded[name]
+                    if size == want_size and mtime == want_mtime:
+                        rows[path] = n  # else changed since ADD SEGMENT: counted from its footer again
+                else:
+                    size = storage.size(path)
+                found.append((path, size))
+                if fmt != COLUMNAR:
+                    refs[path] = external_ref(fmt, details.partitions, options)
+            continue
+        indexes = [f for f in details.files if f.endswith(INDEX_EXT)]
+        found.extend(_data_files_in_folder(storage, folder, indexes, details.merge_file_name, seg.source or ""))
+    return found, refs, rows
+
+
 def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFile]) -> list[DataFile]:
     """The data files of one segment, as ``data_file`` values (path, size, segment, format, external ref)."""
     if is_stream(detail):
@@ -80,29 +135,20 @@ def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
     refs: dict[str, ExternalRef] = {}  # non-carbondata files: how to read them
     rows: dict[str, int] = {}  # external files whose recorded footer row count still holds
     if detail.segment_file:
-        seg = segfiles.read(storage, table.path, detail.segment_file)
-        recorded = recorded_rows(seg.options)
-        options = {k: v for k, v in seg.options.items() if k.lower() != FOOTER_ROWS}
-        for folder, details in seg.folders(table.path):
-            if details.status and details.status != "Success" and details.status != "Marked for Update":
-                continue
-            if fmt != COLUMNAR or not details.is_relative and any(not f.endswith(INDEX_EXT) for f in details.files):
-                # External folders list their data files directly.
-                for name in details.files:
-                    path = Storage.join(folder, name) if "/" not in name else name
-                    if name in recorded:
-                        size, mtime = storage.stat(path)
-                        n, want_size, want_mtime = recorded[name]
-                        if size == want_size and mtime == want_mtime:
-                            rows[path] = n  # else changed since ADD SEGMENT: counted from its footer again
-                    else:
-                        size = storage.size(path)
-                    found.append((path, size))
-                    if fmt != COLUMNAR:
-                        refs[path] = external_ref(fmt, details.partitions, options)
-                continue
-            indexes = [f for f in details.files if f.endswith(INDEX_EXT)]
-            found.extend(_data_files_in_folder(storage, folder, indexes, details.merge_file_name))
+        seg = _segment_file(table, detail)
+        try:
+            found, refs, rows = _listed_files(table, seg, fmt)
+        except CarbonError as e:
+            if seg.source and seg.source not in str(e):  # say which segment file led there
+                raise type(e)(f"{e} (listed by segment file {seg.source})") from None
+            raise
+        dropped = any(d.status not in ("Success", "Marked for Update") for d in seg.location_map.values())
+        if not found and fmt == COLUMNAR and not dropped and (detail.data_size or "0").isdigit() \
+                and int(detail.data_size or 0):
+            # an empty load records 0 bytes: a segment file listing nothing for a load of data lost its list
+            raise CarbonFormatError(
+                f"segment file {seg.source} lists no data file for segment {detail.name}, whose tablestatus entry "
+                f"records {detail.data_size} bytes of data ({storage.uri(table.tablestatus_path)})", seg.source)
     elif detail.path:
         found = [(f.path, f.size) for f in storage.list(detail.path, recursive=True) if is_data_file(f.path, fmt)]
         if fmt != COLUMNAR:
@@ -117,6 +163,20 @@ def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
         found = _data_files_in_folder(storage, folder, None, None)
     return [data_file(p, s, detail.name, fmt, refs.get(p), rows.get(p)) if p in rows
             else data_file(p, s, detail.name, fmt, refs.get(p)) for p, s in sorted(found)]
+
+
+def _check_owner(detail: LoadDetail, seg: segfiles.SegmentFile, fmt: str, status: str) -> None:
+    """A segment file belongs to its tablestatus entry: its name starts with the load name (``<segNo>_<ms>``)
+    and a segment folder it lists in the table is that load's. A damaged load name or segment file name would
+    otherwise read one load's rows as another's, with another's deletes."""
+    name = detail.segment_file or ""
+    folder_ids = {key.rstrip("/").rsplit("/Segment_", 1)[1] for key, d in seg.location_map.items()
+                  if d.is_relative and "/Fact/Part0/Segment_" in key}
+    if not name.startswith(f"{detail.name}_") or fmt == COLUMNAR and folder_ids - {detail.name}:
+        raise CarbonTableError(
+            f"tablestatus {status}: entry {detail.name!r} names segment file {seg.source or name}, which belongs to "
+            f"segment {name.split('_', 1)[0]!r}" + (f" and lists folders of segments {sorted(folder_ids)}"
+                                                     if folder_ids else "") + ": the two files disagree")
 
 
 FOOTER_ROWS = "carbon_ds.footer_rows"

@@ -36,6 +36,7 @@ import pyarrow as pa
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.fs import Storage, norm_path
 from carbon_ds.readers.carbon_file import CarbonDataFile
+from carbon_ds.table.meta import tablestatus
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.meta.trash import find_in_trash
 
@@ -44,6 +45,10 @@ EXTERNAL_DIR = "external_deltas"
 STATUS_PREFIX = "tableupdatestatus-"
 SUCCESS = "Success"
 MARKED_FOR_DELETE = "Marked for Delete"
+# CarbonData writes SegmentStatus names here, as in tablestatus (Success and Marked for Delete in practice)
+SEGMENT_STATUSES = frozenset({tablestatus.SUCCESS, tablestatus.FAILURE, tablestatus.PARTIAL_SUCCESS,
+                              tablestatus.MARKED_FOR_DELETE, tablestatus.MARKED_FOR_UPDATE, tablestatus.COMPACTED,
+                              tablestatus.IN_PROGRESS})
 
 
 def block_name(path: str) -> str:
@@ -95,6 +100,7 @@ class BlockStatus:
     stamps: list[str] = field(default_factory=list)
     deleted: int = 0
     external: dict | None = None  # file_identity of an external file
+    counted: bool = field(default=False, compare=False)  # the entry records deletedRowsInBlock
 
     @property
     def key(self) -> tuple[str, str]:
@@ -116,16 +122,48 @@ class BlockStatus:
 
     @classmethod
     def from_json(cls, obj: dict, where: str) -> BlockStatus:
+        if not isinstance(obj, dict):
+            raise CarbonFormatError(f"tableupdatestatus entry must be a JSON object, found {str(obj)[:80]}", where)
+        named = [k for k in ("segmentName", "blockName") if not isinstance(obj.get(k), str)]
+        if named:
+            raise CarbonFormatError(f"tableupdatestatus entry {str(obj)[:200]} has no text {named[0]}", where)
         try:
             stamps = obj.get("deltaFileStamps")
             if not stamps:  # older writers only give the range: one file per end stamp
                 stamps = [obj["deleteDeltaEndTimestamp"]] if obj.get("deleteDeltaEndTimestamp") else []
-            return cls(str(obj["segmentName"]), str(obj["blockName"]),
-                       str(obj.get("actualBlockName") or obj["blockName"]), str(obj.get("segmentStatus", SUCCESS)),
-                       [str(s) for s in stamps], int(obj.get("deletedRowsInBlock") or 0),
-                       obj.get("externalFile") or None)
-        except (KeyError, TypeError, ValueError) as e:
-            raise CarbonFormatError(f"tableupdatestatus entry {obj!r} lacks or mangles {e}", where) from None
+            st = cls(str(obj["segmentName"]), str(obj["blockName"]),
+                     str(obj.get("actualBlockName") or obj["blockName"]), str(obj.get("segmentStatus", SUCCESS)),
+                     [str(s) for s in stamps], int(obj.get("deletedRowsInBlock") or 0),
+                     obj.get("externalFile") or None, obj.get("deletedRowsInBlock") not in (None, ""))
+        except (KeyError, TypeError, ValueError, AttributeError) as e:
+            raise CarbonFormatError(f"tableupdatestatus entry {str(obj)[:200]} lacks or mangles {e}", where) from None
+        st._check_names(where)
+        return st
+
+    def _check_names(self, where: str) -> None:
+        """Names that become paths stay inside the table: the block and stamps make a delta file's name in the
+        data file's folder, and ``actualBlockName`` may only add partition folders (an external file's entry
+        names its file, recorded as external)."""
+        bad = None
+        if self.status not in SEGMENT_STATUSES:
+            bad = f"segmentStatus {self.status!r} (expected one of {', '.join(sorted(SEGMENT_STATUSES))})"
+        elif not _plain_name(self.block) or not _plain_name(self.segment):
+            bad = f"blockName {self.block!r} / segmentName {self.segment!r} (expected plain names)"
+        elif any(not s.isdigit() for s in self.stamps):
+            bad = f"deltaFileStamps {self.stamps!r} (expected epoch milliseconds)"
+        elif not self.external and not _relative_inside(self.actual):
+            bad = f"actualBlockName {self.actual!r} (expected a file name, or one under partition folders)"
+        if bad is not None:
+            raise CarbonFormatError(f"tableupdatestatus entry of segment {self.segment!r} has {bad}", where)
+
+
+def _plain_name(name: str) -> bool:
+    return bool(name) and name not in (".", "..") and not any(ch in name for ch in "/\\\0")
+
+
+def _relative_inside(path: str) -> bool:
+    """A relative path that stays below its base: no empty, '.' or '..' part, no backslash or NUL."""
+    return bool(path) and all(_plain_name(part) for part in path.split("/"))
 
 
 def status_file_name(stamp: int) -> str:
@@ -191,7 +229,9 @@ def read_status(storage: Storage, table_path: str, name: str) -> dict[tuple[str,
 
 def write_status(storage: Storage, table_path: str, name: str, statuses: dict[tuple[str, str], BlockStatus]) -> None:
     body = json.dumps([s.to_json() for _k, s in sorted(statuses.items())], separators=(",", ":"))
-    storage.write_atomic(status_path(table_path, name), body.encode("utf-8"))
+    path = status_path(table_path, name)
+    storage.require_inside(path, table_path, f"writing update status {name}")
+    storage.write_atomic(path, body.encode("utf-8"))
 
 
 def write_delta(storage: Storage, folder: str, block: str, stamp: int | str,
@@ -213,16 +253,25 @@ def read_delta(storage: Storage, path: str) -> dict[tuple[int, int], np.ndarray]
         try:
             data = json.loads(storage.read_text(path))
             out: dict[tuple[int, int], np.ndarray] = {}
+            block = data.get("blockName")
+            if block is not None and not posixpath.basename(norm_path(path)).startswith(f"{block}-"):
+                raise ValueError(f"its blockName {str(block)[:100]!r} is not the block its name says")
             for key, d in (data.get("blockletDetailsMap") or {}).items():
                 b = int(d.get("id", key.split("_")[0]))
                 p = int(d.get("pageId", key.split("_")[-1]))
-                rows = np.asarray(d.get("deletedRows") or [], dtype=np.int64)
+                listed = d.get("deletedRows") or []
+                if not isinstance(listed, list):
+                    raise ValueError(f"deletedRows of {key!r} is not a list")
+                rows = np.asarray(listed, dtype=np.int64)
+                if b < 0 or p < 0 or rows.ndim != 1 or (rows.size and rows.min() < 0):
+                    raise ValueError(f"entry {key!r} names blocklet {b}, page {p}, rows {listed[:5]}: "
+                                     "none may be negative")
                 prev = out.get((b, p))
                 out[(b, p)] = rows if prev is None else np.union1d(prev, rows)
             return out
         except FileNotFoundError:
             raise CarbonFormatError("committed delete delta file is missing", where) from None
-        except (ValueError, AttributeError, TypeError) as e:
+        except (ValueError, AttributeError, TypeError, OverflowError) as e:
             raise CarbonFormatError(f"delete delta file is not the expected JSON: {e}", where) from None
 
     return _cached(_DELTA_CACHE, storage.uri(path), load)
@@ -238,14 +287,47 @@ def merge_rows(*maps: dict[tuple[int, int], np.ndarray]) -> dict[tuple[int, int]
 
 @dataclass
 class FileDeletes:
-    """The committed deletes of one data file."""
+    """The committed deletes of one data file (``sources``: its delta files, for messages)."""
 
     marked: bool
     rows: dict[tuple[int, int], np.ndarray]
+    sources: tuple[str, ...] = ()
 
     @property
     def count(self) -> int:
         return int(sum(len(v) for v in self.rows.values()))
+
+    def check_shape(self, path: str, page_rows: list[list[int] | None], blocklet_rows: list[int | None],
+                    shape_from: str | None = None) -> None:
+        """Refuse deletes of rows the data file at ``path`` does not hold: a blocklet, page or row past its
+        blocklets (``blocklet_rows``), their pages and the pages' rows (``page_rows[b]``; None: unknown),
+        as the footer or the index gives them. Run once per file, before any of its rows is used."""
+        for (b, p), rows in self.rows.items():
+            if not len(rows):
+                continue
+            top = int(rows.max())
+            found = None
+            if b >= len(blocklet_rows):
+                found = f"blocklet {b}, but the file has {len(blocklet_rows)} blocklets"
+            else:
+                pages = page_rows[b] if b < len(page_rows) else None
+                if pages is not None and p >= len(pages):
+                    found = f"page {p} of blocklet {b}, which has {len(pages)} pages"
+                elif pages is not None and top >= pages[p]:
+                    found = f"row {top} of page {p} of blocklet {b}, a page of {pages[p]} rows"
+                elif pages is None and blocklet_rows[b] is not None and top >= blocklet_rows[b]:  # type: ignore[operator]
+                    found = f"row {top} of page {p} of blocklet {b}, a blocklet of {blocklet_rows[b]} rows"
+            if found is not None:
+                named = ", ".join(self.sources) or "its delete delta"
+                given = f" (as the index {shape_from} gives the file)" if shape_from else ""
+                raise CarbonFormatError(f"delete delta {named} deletes {found}{given}; the data file is {path}",
+                                        self.sources[0] if self.sources else path)
+
+    def check_file(self, f: CarbonDataFile) -> None:
+        """``check_shape`` against an open data file's footer."""
+        if self.rows:
+            self.check_shape(f.path, [f.page_rows(b) for b in range(f.num_blocklets)],
+                             [f.blocklet_rows(b) for b in range(f.num_blocklets)])
 
     def blocklet_has(self, blocklet: int) -> bool:
         return self.marked or any(b == blocklet for b, _p in self.rows)
@@ -261,7 +343,11 @@ class FileDeletes:
         starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
         mask = np.ones(int(sizes.sum()), dtype=bool)
         for i, rows in hits:
-            rows = rows[rows < sizes[i]]
+            if len(rows) and rows[-1] >= sizes[i]:  # rows are sorted (np.unique / union1d)
+                named = ", ".join(self.sources) or "a delete delta"
+                raise CarbonFormatError(f"{named} deletes row {int(rows[-1])} of page {pages[i]} of blocklet "
+                                        f"{blocklet}, a page of {int(sizes[i])} rows",
+                                        self.sources[0] if self.sources else None)
             mask[starts[i] + rows] = False
         return mask
 
@@ -278,10 +364,12 @@ def unit_keep_mask(fd: FileDeletes, units: list[int], unit_rows: list[int]) -> n
 class Deletes:
     """The committed deletes of a table: ``lookup(path, segment)`` per data file (None: nothing deleted)."""
 
-    def __init__(self, storage: Storage, table_path: str, statuses: dict[tuple[str, str], BlockStatus]):
+    def __init__(self, storage: Storage, table_path: str, statuses: dict[tuple[str, str], BlockStatus],
+                 where: str | None = None):
         self.storage = storage
         self.table_path = table_path
         self.statuses = statuses
+        self.where = where  # the update status file (for messages)
         # Data file names carry their segment id and load time, so the name alone is unique in a table:
         # callers that lost the segment id (Spark partitions) look up by name.
         self.by_actual = {actual: st for (_seg, actual), st in statuses.items()}
@@ -309,8 +397,17 @@ class Deletes:
         if st.external:
             self._check_identity(path, st)
             folder = external_folder(self.table_path, st.segment)
-        rows = merge_rows(*[self._delta(Storage.join(folder, delta_file_name(st.block, s))) for s in st.stamps])
-        return FileDeletes(st.status == MARKED_FOR_DELETE, rows)
+        paths = [Storage.join(folder, delta_file_name(st.block, s)) for s in st.stamps]
+        rows = merge_rows(*[self._delta(p) for p in paths])
+        fd = FileDeletes(st.status == MARKED_FOR_DELETE, rows, tuple(self.storage.uri(p) for p in paths))
+        if st.counted and not fd.marked and fd.count != st.deleted:
+            # the update status keeps each block's total of deleted rows (CarbonData adds every DELETE's count):
+            # the one record a damaged or lost delta file can be checked against
+            raise CarbonFormatError(
+                f"update status {self.where or 'tableupdatestatus'} records {st.deleted} deleted rows of "
+                f"{path}, its delete delta files {', '.join(fd.sources) or '(none)'} delete {fd.count}",
+                fd.sources[0] if fd.sources else self.where)
+        return fd
 
     def _check_identity(self, path: str, st: BlockStatus) -> None:
         want = st.external or {}
@@ -332,24 +429,62 @@ class Deletes:
         except CarbonFormatError:
             # superseded since this snapshot was planned and moved to the trash by CLEAN FILES
             moved = None if self.storage.exists(path) else find_in_trash(self.storage, self.table_path, path)
-            if moved is None:
-                raise
-            return read_delta(self.storage, moved)
+            if moved is not None:
+                return read_delta(self.storage, moved)
+            if self.where is not None and not self.storage.exists(path):
+                raise CarbonFormatError(f"update status {self.where} names delete delta file "
+                                        f"{self.storage.uri(path)}, which does not exist", self.where) from None
+            raise
 
     def is_marked(self, path: str, segment: str | None) -> bool:
         st = self.status_of(path, segment)
         return st is not None and st.status == MARKED_FOR_DELETE
 
-    def deleted_rows(self, path: str, segment: str | None) -> int:
+    def check_blocks(self, files: list, segments: set[str], listed_by: dict[str, str] | None = None) -> None:
+        """Every partly deleted block of ``segments`` (Success entries) is one of their data ``files``: a
+        damaged entry (segment or block name) would otherwise leave its deleted rows in the table unseen.
+        Entries of other segments (compacted, deleted, not read) are not checked; a block marked whole
+        may have been cleaned away."""
+        hit = {key for f in files for key in [self._key_of(f.path, f.segment_id)] if key is not None}
+        # data file names carry their load's id and time: a block is one file of the table, whatever segment
+        # an entry names
+        held = {actual_block_name(self.table_path, f.path): f.segment_id for f in files}
+        for key, st in self.statuses.items():
+            if st.status == SUCCESS and key not in hit and not st.external and held.get(st.actual, st.segment) != \
+                    st.segment:
+                raise CarbonFormatError(
+                    f"update status has deleted rows of block {st.actual!r} in segment {st.segment}, but the table "
+                    f"holds that block in segment {held[st.actual]}", self.where)
+            if st.segment in segments and st.status == SUCCESS and key not in hit:
+                seg_file = (listed_by or {}).get(st.segment)
+                raise CarbonFormatError(
+                    f"update status has deleted rows of block {st.actual!r} in segment {st.segment}, but segment "
+                    f"{st.segment}" + (f" (segment file {seg_file})" if seg_file else "") + " holds no such data "
+                    "file: the segment's files and the update status disagree", self.where)
+
+    def _key_of(self, path: str, segment: str | None) -> tuple[str, str] | None:
         st = self.status_of(path, segment)
-        return st.deleted if st is not None else 0
+        return st.key if st is not None else None
+
+    def deleted_rows(self, path: str, segment: str | None) -> int:
+        """Rows of a file its delta files delete (what a read drops; the update status's own
+        ``deletedRowsInBlock`` is a summary no read uses, so a count never depends on it alone)."""
+        fd = self.lookup(path, segment)
+        return fd.count if fd is not None else 0
 
 
 def for_table(storage: Storage, table_path: str, entries: list[LoadDetail]) -> Deletes | None:
     name = committed_status_name(entries)
     if name is None:
+        updated = [e.name for e in entries if e.readable and e.update_delta_end]
+        if updated:  # a DELETE / UPDATE committed: its update status file must be named
+            raise CarbonFormatError(
+                f"tablestatus records deletes or updates of segments {', '.join(updated[:5])} "
+                "(updateDeltaEndTimestamp) but names no update status file (updateStatusFileName), so their "
+                "deleted rows cannot be found", storage.uri(Storage.join(table_path, "Metadata", "tablestatus")))
         return None
-    return Deletes(storage, table_path, read_status(storage, table_path, name))
+    return Deletes(storage, table_path, read_status(storage, table_path, name),
+                   storage.uri(status_path(table_path, name)))
 
 
 def file_keep_mask(storage: Storage, path: str, fd: FileDeletes) -> np.ndarray:
@@ -357,6 +492,7 @@ def file_keep_mask(storage: Storage, path: str, fd: FileDeletes) -> np.ndarray:
 
     f = CarbonDataFile(path, storage=storage)
     try:
+        fd.check_file(f)
         parts = []
         for b in range(f.num_blocklets):
             sizes = f.page_rows(b)

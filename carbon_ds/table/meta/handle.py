@@ -17,7 +17,7 @@ import pyarrow.fs as pafs
 from carbon_ds.errors import CarbonOptionError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format.hive import check_partition_columns
 from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
-from carbon_ds.fs import Storage, dirname, resolve
+from carbon_ds.fs import Storage, dirname, norm_path, resolve
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import deltas, guards, schema_file, status_versions, tablestatus, validity
 from carbon_ds.table.meta.data_files import is_stream, segment_files
@@ -426,16 +426,21 @@ class TableHandle:
         out: list[DataFile] = []
         updated = deltas.committed_status_name(details) is not None  # Java checks names only then
         seen: set[str] = set()
+        listed: list[DataFile] = []
         for detail in map(validity.as_read, self.selected(segments, details)):
             if detail.name in seen:
                 continue
             seen.add(detail.name)
             files = segment_files(self, detail, DataFile)
+            listed += files
             if updated:
                 files = [f for f in files if not validity.stale_by_name(self.path, detail, f.path)]
             out.extend(files)
+        _check_listed_once(out)
         deletes = self.deletes(details)
         if deletes is not None:  # a block whose every row is deleted is marked, not rewritten: skip it
+            deletes.check_blocks(listed, seen, {d.name: self.storage.uri(Storage.join(
+                self.path, "Metadata", "segments", d.segment_file)) for d in details if d.segment_file})
             out = [f for f in out if not deletes.is_marked(f.path, f.segment_id)]
         return out
 
@@ -474,6 +479,19 @@ class TableHandle:
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.uri!r})"
+
+
+def _check_listed_once(files: list[DataFile]) -> None:
+    """A data file belongs to one segment: listed twice (two tablestatus entries sharing a segment file or
+    folder, a segment file naming a folder twice) its rows would be read twice."""
+    owner: dict[str, str] = {}
+    for f in files:
+        key = norm_path(f.path)
+        if key in owner:
+            raise CarbonTableError(f"data file {f.path} is listed by segment {owner[key]} and by segment "
+                                   f"{f.segment_id}: the tablestatus and segment files disagree (a file belongs "
+                                   "to one segment), so its rows would be read twice")
+        owner[key] = f.segment_id
 
 
 def _check_folder(storage: Storage, fs_path: str) -> None:

@@ -64,6 +64,7 @@ class TableLock:
         pid: int | None = None,
     ):
         self.storage = storage
+        self.table_path = table_path
         self.path = lock_path(storage, table_path, name)
         self.timeout = timeout
         self.stale_after = stale_after
@@ -155,7 +156,15 @@ class TableLock:
             self.storage.delete(self.path)
         return False
 
+    def check_folders(self) -> None:
+        """A lock is taken to write the table: its lock folder and its Metadata must be the table's own (a link
+        out of it would let this writer create and delete files, or commit, elsewhere)."""
+        what = f"taking lock {self.name} of {self.storage.uri(self.table_path)}"
+        self.storage.require_inside(self.path, self.table_path, what)
+        self.storage.require_inside(Storage.join(self.table_path, "Metadata", "tablestatus"), self.table_path, what)
+
     def acquire(self) -> None:
+        self.check_folders()
         deadline = time.monotonic() + self.timeout
         delay = 0.005
         while True:
@@ -186,6 +195,7 @@ class TableLock:
         if not self.held:
             return
         self.held = False
+        self.storage.require_inside(self.path, self.table_path, f"releasing lock {self.name}")
         existing = self._read_existing()
         # If our lock was broken as stale and re-taken, the file is someone else's: leave it.
         if existing is not None and existing[0] == self.token:
@@ -271,6 +281,7 @@ def remove_locks(storage: Storage, table_path: str, force: bool = False) -> list
     else:
         found = stale_locks(storage, table_path)
     for path, _holder in found:
+        storage.require_inside(path, table_path, f"removing lock {path}")
         storage.delete(path)
     return [f"{storage.uri(p)} ({h})" for p, h in found]
 
@@ -285,6 +296,7 @@ def update_lock(storage: Storage, table_path: str, operation: str, timeout: floa
     """
     lock = TableLock(storage, table_path, UPDATE_LOCK, timeout=timeout, stale_after=UPDATE_LOCK_STALE_S,
                      operation=operation, pid_bound=pid_bound, pid=pid)
+    lock.check_folders()
     try:
         lock.acquire()
     except CarbonTableError:

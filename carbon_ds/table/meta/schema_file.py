@@ -12,7 +12,7 @@ import uuid
 
 import pyarrow as pa
 
-from carbon_ds.errors import CarbonFormatError
+from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
 from carbon_ds.format.arrow_types import arrow_schema, columns_for
 from carbon_ds.format.parse_cache import BytesCache
 from carbon_ds.format.structs import (
@@ -76,10 +76,25 @@ def _parse(data: bytes, where: str) -> TableInfo:
         raise CarbonFormatError(f"schema file has {len(data) - used} trailing bytes after TableInfo", where)
     if info.fact_table is None or not info.fact_table.table_columns:
         raise CarbonFormatError("schema file has no fact table columns", where)
+    ids: dict[str, str] = {}
     for c in info.fact_table.table_columns:
         if c.data_type not in DataType._value2member_map_:
             raise CarbonFormatError(f"column {c.column_name!r} has data type {c.data_type}, expected one of "
                                     f"{', '.join(f'{t.value} ({t.name})' for t in DataType)}", where)
+        if c.data_type == DataType.DECIMAL and not (0 <= (c.precision or 0) <= 38 and 0 <= (c.scale or 0)
+                                                    and (c.scale or 0) <= max(c.precision or 38, 1)):
+            raise CarbonFormatError(f"column {c.column_name!r} is DECIMAL({c.precision}, {c.scale}): expected a "
+                                    "precision of 1 to 38 and a scale of 0 to the precision", where)
+        # data files name their columns by id: two columns of one id would read the same stored values
+        if c.column_id in ids and not c.invisible:
+            raise CarbonFormatError(f"columns {ids[c.column_id]!r} and {c.column_name!r} share the column id "
+                                    f"{c.column_id!r}", where)
+        if not c.invisible:
+            ids[c.column_id] = c.column_name
+    try:
+        table_arrow_schema(info)
+    except (CarbonSchemaError, ValueError, KeyError, IndexError) as e:
+        raise CarbonFormatError(f"schema file's columns are unusable: {e}", where) from None
     return info
 
 

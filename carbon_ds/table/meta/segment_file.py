@@ -17,6 +17,9 @@ from carbon_ds.errors import CarbonFormatError
 from carbon_ds.fs import Storage
 
 SEGMENT_EXT = ".segment"
+# a folder's status (CarbonData's SegmentStatus names; a dropped partition's folder is Marked for Delete)
+FOLDER_STATUSES = frozenset({"Success", "Marked for Update", "Marked for Delete", "Failure", "Partial Success",
+                             "In Progress", "Compacted"})
 
 
 def segment_dir_rel(segment_id: str) -> str:
@@ -56,13 +59,20 @@ class SegmentFile:
     location_map: dict[str, FolderDetails] = field(default_factory=dict)
     options: dict[str, str] = field(default_factory=dict)
     other: dict = field(default_factory=dict)  # e.g. segmentMetaDataInfo written by CarbonData 2.x
+    source: str | None = field(default=None, compare=False)  # the file it was read from (for messages)
 
     def folders(self, table_path: str) -> list[tuple[str, FolderDetails]]:
-        """(absolute folder path, details) for each location."""
+        """(absolute folder path, details) for each location. A relative location stays inside the table: a
+        '..' in it is refused (an outside folder is recorded as one, ``isRelative`` false)."""
         out = []
         for key, details in self.location_map.items():
             if details.is_relative:
-                out.append((Storage.join(table_path, *[p for p in key.split("/") if p]), details))
+                parts = [p for p in key.split("/") if p]
+                if any(p in (".", "..") or "\\" in p or "\0" in p for p in parts):
+                    raise CarbonFormatError(f"locationMap folder {key!r} is relative to the table but leads out of "
+                                            "it ('..'); a folder outside the table is recorded with isRelative "
+                                            "false", self.source)
+                out.append((Storage.join(table_path, *parts), details))
             else:
                 out.append((key, details))
         return out
@@ -86,15 +96,34 @@ def parse(text: str, where: str) -> SegmentFile:
     for key, d in (doc.get("locationMap") or {}).items():
         if not isinstance(d, dict):
             raise CarbonFormatError(f"locationMap entry {key!r} must be an object, found {d!r}", where)
-        locations[key] = FolderDetails(
-            files=list(d.get("files") or []),
-            partitions=list(d.get("partitions") or []),
+        details = FolderDetails(
+            files=_strings(d.get("files"), f"locationMap {key!r} files", where),
+            partitions=_strings(d.get("partitions"), f"locationMap {key!r} partitions", where),
             status=d.get("status") or "Success",
             merge_file_name=d.get("mergeFileName"),
-            is_relative=bool(d.get("isRelative", True)),
+            is_relative=d.get("isRelative", True),
         )
+        if details.status not in FOLDER_STATUSES or not isinstance(details.is_relative, bool) or not (
+                details.merge_file_name is None or isinstance(details.merge_file_name, str)):
+            raise CarbonFormatError(
+                f"locationMap {key!r} has status {details.status!r}, isRelative {details.is_relative!r}, mergeFileName "
+                f"{details.merge_file_name!r}: expected one of {', '.join(sorted(FOLDER_STATUSES))}, true or false, "
+                "a file name", where)
+        if details.is_relative and any("/" in n or "\\" in n or n in (".", "..")
+                                       for n in [*details.files, details.merge_file_name or ""]):
+            raise CarbonFormatError(f"locationMap {key!r} lists {details.files[:5]}: a folder in the table lists "
+                                    "file names, without '/' or '..'", where)
+        locations[key] = details
     other = {k: v for k, v in doc.items() if k not in ("locationMap", "options")}
-    return SegmentFile(locations, dict(doc.get("options") or {}), other)
+    return SegmentFile(locations, dict(doc.get("options") or {}), other, source=where)
+
+
+def _strings(value, what: str, where: str) -> list[str]:
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise CarbonFormatError(f"{what} must be a list of strings, found {str(value)[:100]}", where)
+    return list(value)
 
 
 def read(storage: Storage, table_path: str, name: str) -> SegmentFile:
@@ -105,6 +134,7 @@ def read(storage: Storage, table_path: str, name: str) -> SegmentFile:
 def write(storage: Storage, table_path: str, name: str, segment: SegmentFile) -> str:
     """Write a segment file once; its name carries a timestamp, so it never replaces another."""
     path = Storage.join(segments_dir(table_path), name)
+    storage.require_inside(path, table_path, f"writing segment file {name}")
     storage.write_atomic(path, segment.to_bytes())
     return path
 

@@ -38,6 +38,12 @@ OVERWRITE_IN_PROGRESS = "Overwrite In Progress"
 STREAMING = "Streaming"
 STREAMING_FINISH = "Streaming Finish"
 
+# every loadStatus CarbonData (SegmentStatus's serialized names, "Update" unused since 1.x, and the
+# "Insert ..." spellings of its messages) and carbon-ds write; another value is damage
+STATUSES = frozenset({SUCCESS, FAILURE, PARTIAL_SUCCESS, MARKED_FOR_DELETE, MARKED_FOR_UPDATE, COMPACTED,
+                      IN_PROGRESS, OVERWRITE_IN_PROGRESS, STREAMING, STREAMING_FINISH, "Update",
+                      "Insert In Progress", "Insert Overwrite In Progress"})
+
 # Columnar segments whose data is part of the table (streaming segments, row format, are read by their own
 # rule: meta.data_files.is_stream).
 READABLE = frozenset({SUCCESS, MARKED_FOR_UPDATE, PARTIAL_SUCCESS})
@@ -135,7 +141,24 @@ class LoadDetail:
                 known[_ATTRS[key]] = text
             else:
                 other[key] = text
-        return cls(**known, other=other)  # type: ignore[arg-type]
+        detail = cls(**known, other=other)  # type: ignore[arg-type]
+        detail.check_names(where)
+        return detail
+
+    def check_names(self, where: str) -> None:
+        """Refuse names that would lead out of the table once made into paths: the load name becomes the
+        folder ``Fact/Part0/Segment_<name>``, the segment and update status file names files in ``Metadata``.
+        (An external segment's folder is its ``path``, recorded as such.)"""
+        if self.status not in STATUSES:
+            raise CarbonFormatError(f"tablestatus entry {self.name!r} has loadStatus {self.status!r}, expected one "
+                                    f"of {', '.join(sorted(STATUSES))}", where)
+        for key, value in (("loadName", self.name), ("segmentFile", self.segment_file),
+                           ("updateStatusFileName", self.update_status_file)):
+            if value is not None and (value in (".", "..") or any(ch in value for ch in "/\\\0")
+                                      or (key == "loadName" and not value)):
+                raise CarbonFormatError(
+                    f"tablestatus entry {self.name!r} has {key} {value!r}: expected a plain name, without '/', "
+                    "'\\' or '..', which could not lead out of the table", where)
 
     def to_json(self) -> dict[str, str]:
         out: dict[str, str] = {}
@@ -156,7 +179,12 @@ def parse(text: str, where: str = "tablestatus") -> list[LoadDetail]:
         raise CarbonFormatError(f"tablestatus is not valid JSON: {e.msg} at char {e.pos}", where) from None
     if not isinstance(data, list):
         raise CarbonFormatError(f"tablestatus must be a JSON array, found {type(data).__name__}", where)
-    return [LoadDetail.from_json(o, where) for o in data]
+    entries = [LoadDetail.from_json(o, where) for o in data]
+    names = [e.name for e in entries]
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise CarbonFormatError(f"tablestatus lists segment {twice[0]!r} more than once", where)
+    return entries
 
 
 def dumps(entries: list[LoadDetail]) -> str:

@@ -85,6 +85,9 @@ class IndexClaim:
     index: str  # the .carbonindex / .carbonindexmerge file
     rows: tuple[int, ...]  # rows of every blocklet
     min_max: tuple  # every blocklet's BlockletMinMaxIndex (None when the entry has none)
+    footer_offset: int | None = None  # where the file's footer starts, as the index records it
+    file_size: int | None = None  # the file's size in bytes, when the index records it
+    problem: str | None = None  # the index entries contradict themselves (FileEntry.problem)
 
 
 @dataclass(frozen=True)
@@ -120,13 +123,21 @@ class FileEntry:
     external: ExternalRef | None = None  # set for a non-carbondata file (units: row groups / stripes)
     source: str | None = None  # the index file these entries come from (None: the data file's footer)
     min_max: list = field(default_factory=list)  # each blocklet's raw BlockletMinMaxIndex, as the index has it
+    page_rows: list[list[int] | None] = field(default_factory=list)  # each blocklet's rows per page (None: unknown)
+    file_rows: int | None = None  # the whole file's rows, which every entry of the file repeats
+    footer_offset: int | None = None
+    file_size: int | None = None
+    # the entries contradict themselves: the file is refused when it is read (a file the index names but the
+    # table does not list, a leftover of a failed task, is never opened, so the index is not refused whole)
+    problem: str | None = None
 
     def claim(self) -> IndexClaim | None:
         """The index's word on the file, when it knows every blocklet's rows (entries written before
         CarbonData kept per-blocklet info describe a whole file and are not checked)."""
         if self.source is None or self.external is not None or any(r is None for r in self.rows):
             return None
-        return IndexClaim(self.source, tuple(self.rows), tuple(self.min_max))  # type: ignore[arg-type]
+        return IndexClaim(self.source, tuple(self.rows), tuple(self.min_max),  # type: ignore[arg-type]
+                          self.footer_offset, self.file_size, self.problem)
 
 
 _CACHE: dict[tuple[str, int, int | None], dict[str, FileEntry]] = {}
@@ -145,11 +156,26 @@ def _entries_of(header, entries, table_columns: list[ColumnSchema] | None = None
     for e in entries:
         rows = e.blocklet_info.num_rows if e.blocklet_info is not None else None
         mm = e.block_index.min_max_index if e.block_index is not None else None
-        fe = out.setdefault(basename(e.file_name), FileEntry([], [], source=source))
+        name = basename(e.file_name)
+        fe = out.get(name)
+        if fe is None:
+            fe = out[name] = FileEntry([], [], source=source, file_rows=e.num_rows, footer_offset=e.offset,
+                                       file_size=e.file_size)
+        elif (fe.file_rows, fe.footer_offset, fe.file_size) != (e.num_rows, e.offset, e.file_size):
+            fe.problem = fe.problem or (
+                f"its entries disagree on the file: rows {fe.file_rows} and {e.num_rows}, footer offset "
+                f"{fe.footer_offset} and {e.offset}, size {fe.file_size} and {e.file_size}")
         fe.min_max.append(mm)
         fe.blocklets.append({**S.unit_stats(columns, trusted, mm, rows), **column_map.default_stats(absent, rows)})
         fe.rows.append(rows)
         fe.pages.append(int(e.blocklet_info.number_number_of_pages or 0) if e.blocklet_info is not None else 0)
+        per_page = e.blocklet_info.row_count_in_page if e.blocklet_info is not None else None
+        fe.page_rows.append([int(r) for r in per_page] if per_page else None)
+    for fe in out.values():
+        # every entry repeats the file's row count: its blocklets must add up to it
+        if all(r is not None for r in fe.rows) and sum(fe.rows) != fe.file_rows:  # type: ignore[arg-type]
+            fe.problem = fe.problem or (f"its blocklets of {fe.rows[:8]} rows do not add up to the file's "
+                                        f"{fe.file_rows} rows its entries record")
     return out
 
 
@@ -192,6 +218,23 @@ def folder_index(storage: Storage, folder: str, table_columns: list[ColumnSchema
     return found
 
 
+def index_claims(storage: Storage, files: list[tuple[str, str | None]],
+                 table_columns: list[ColumnSchema] | None = None) -> dict[str, IndexClaim]:
+    """What the index files in each file's folder say of it (path -> claim), for reads that take files
+    whole and do not plan by the index: the footer is still checked against it when the file is opened."""
+    folders: dict[str, dict[str, FileEntry]] = {}
+    out: dict[str, IndexClaim] = {}
+    for path, _seg in files:
+        folder = dirname(path)
+        if folder not in folders:
+            folders[folder] = folder_index(storage, folder, table_columns)
+        entry = folders[folder].get(posixpath.basename(path))
+        claim = entry.claim() if entry is not None else None
+        if claim is not None:
+            out[path] = claim
+    return out
+
+
 def _footer_entry(storage: Storage, path: str, table_columns: list[ColumnSchema] | None = None) -> FileEntry:
     f = CarbonDataFile(path, storage, table_columns)
     try:
@@ -206,7 +249,7 @@ def _footer_entry(storage: Storage, path: str, table_columns: list[ColumnSchema]
             stats.append({**S.unit_stats(columns, trusted, mm, n), **column_map.default_stats(absent, n)})
             rows.append(n)
             pages.append(int(f.blocklet_info(b).number_number_of_pages or 0))
-        return FileEntry(stats, rows, pages)
+        return FileEntry(stats, rows, pages, page_rows=[f.page_rows(b) for b in range(f.num_blocklets)])
     finally:
         f.close()
 
@@ -223,7 +266,8 @@ def _prune_file(path: str, entry: FileEntry, expr: Expr, segment_id: str | None,
     counts.files_read += 1
     counts.blocklets_read += len(keep)
     rows = [entry.rows[i] for i in keep]
-    n = None if any(r is None for r in rows) else sum(rows)  # type: ignore[arg-type]
+    # rows of entries that contradict themselves are not taken: a count then opens the file, which is refused
+    n = None if entry.problem is not None or any(r is None for r in rows) else sum(rows)  # type: ignore[arg-type]
     if plan.exact_rows is not None:
         plan.exact_rows = None if n is None else plan.exact_rows + n
     blocklets = None if len(keep) == len(entry.blocklets) else tuple(keep)

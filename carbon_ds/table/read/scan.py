@@ -161,21 +161,25 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
     deletes = source.deletes
     found = source.data_files
     cols = table.columns
-    tables = [_file_rows(table, f, names, target, cols, deletes) for f in found]
+    claims = pruning.index_claims(table.storage, [(f.path, f.segment_id) for f in found
+                                                  if f.file_format == COLUMNAR], cols)
+    tables = [_file_rows(table, f, names, target, cols, deletes, claims.get(f.path)) for f in found]
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables)
 
 
-def _file_rows(table: TableHandle, f: DataFile, names, target: pa.Schema, cols, deletes: Deletes | None) -> pa.Table:
-    """One planned file's live rows; read from the trash when CLEAN FILES has moved it since planning."""
+def _file_rows(table: TableHandle, f: DataFile, names, target: pa.Schema, cols, deletes: Deletes | None,
+               claim: pruning.IndexClaim | None = None) -> pa.Table:
+    """One planned file's live rows, its footer checked against ``claim`` (its index entry); read from the
+    trash when CLEAN FILES has moved it since planning."""
     if f.external is not None:  # deletes of an external file are applied by its reader (units, not pages)
         fd = deletes.lookup(f.path, f.segment_id) if deletes is not None else None
         if fd is not None and fd.marked:
             return target.empty_table()
         return read_file(table.storage, f, names, target, cols, fd)
     try:
-        data = read_file(table.storage, f, names, target, cols)
+        data = read_file(table.storage, f, names, target, cols, claim=claim)
     except FileNotFoundError:
         moved = find_in_trash(table.storage, table.path, f.path) if f.file_format == COLUMNAR else None
         if moved is None:
@@ -253,8 +257,7 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
     p = planned if planned is not None else plan(source, expr)
     if isinstance(expr, AlwaysTrue) and p.exact_rows is not None:
         # metadata only: the index row counts less each block's committed deleted rows
-        return p.exact_rows - (sum(deletes.deleted_rows(pc.path, pc.segment_id) for pc in p.pieces)
-                               if deletes is not None else 0)
+        return p.exact_rows - (_deleted_by_index(p, deletes) if deletes is not None else 0)
     if not p.pieces:
         return 0
     cols = sorted(expr.columns())[:1] if not isinstance(expr, AlwaysTrue) else []
@@ -265,6 +268,21 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
     return sum(t.num_rows for t in read_pieces(source.storage, p.pieces, expr, cols, source.schema, True,
                                                        deletes=deletes, table_columns=source.columns,
                                                        table_path=_table_path(source)))
+
+
+def _deleted_by_index(p: pruning.Plan, deletes: Deletes) -> int:
+    """Rows the delete deltas remove from the planned pieces, each delta checked against the blocklets and
+    pages the index gives its file (no data file is opened)."""
+    total = 0
+    for piece in p.pieces:
+        fd = deletes.lookup(piece.path, piece.segment_id)
+        if fd is None:
+            continue
+        entry = p.entries.get(piece.path)
+        if entry is not None:
+            fd.check_shape(piece.path, entry.page_rows, entry.rows, entry.source)
+        total += fd.count
+    return total
 
 
 def _table_path(source: Snapshot) -> str | None:

@@ -37,9 +37,9 @@ from carbon_ds.table.meta.deltas import Deletes, FileDeletes, unit_keep_mask
 from carbon_ds.table.meta.handle import DataFile
 from carbon_ds.table.meta.naming import COLUMNAR
 from carbon_ds.table.meta.trash import open_planned
-from carbon_ds.table.read.pruning import Counts, Piece
+from carbon_ds.table.read.pruning import Counts, IndexClaim, Piece
 
-__all__ = ["OpenPiece", "Reading", "TaskReader", "check_claim", "read_pieces"]
+__all__ = ["OpenPiece", "Reading", "TaskReader", "check_claim", "check_index_claim", "read_pieces"]
 
 
 @dataclass
@@ -71,6 +71,8 @@ class TaskReader:
         f = open_planned(piece.path, self.storage, self.table_columns, self.table_path)
         try:
             check_claim(piece, f)
+            if fd is not None:
+                fd.check_file(f)
         except BaseException:
             f.close()
             raise
@@ -152,10 +154,20 @@ def check_claim(piece: Piece, f: CarbonDataFile) -> None:
     """Refuse a data file whose footer disagrees with the index entry it was planned from (blocklet count,
     rows per blocklet, blocklet min/max): the plan may have skipped rows the file holds. Uses only what is
     already in memory: the planned entry and the footer read when ``f`` was opened."""
-    claim = piece.claim
+    check_index_claim(piece.claim, f)
+
+
+def check_index_claim(claim: IndexClaim | None, f: CarbonDataFile) -> None:
+    """``check_claim`` for a claim alone (reads of whole files, planned without pieces)."""
     if claim is None:
         return
     where = f"the index {claim.index} and the footer of {f.path}"
+    if claim.file_size is not None and claim.file_size != f.size:
+        raise CarbonFormatError(f"{where} disagree: the index records a file of {claim.file_size} bytes, the file "
+                                f"has {f.size}", f.path)
+    if claim.footer_offset is not None and claim.footer_offset != f.footer_offset:
+        raise CarbonFormatError(f"{where} disagree: the index records the footer at offset {claim.footer_offset}, "
+                                f"the file has it at {f.footer_offset}", f.path)
     if len(claim.rows) != f.num_blocklets:
         raise CarbonFormatError(f"{where} disagree: the index lists {len(claim.rows)} blocklets, the footer "
                                 f"{f.num_blocklets}", f.path)
@@ -170,6 +182,8 @@ def check_claim(piece: Piece, f: CarbonDataFile) -> None:
         if mm is not None and got is not None and mm != got:
             raise CarbonFormatError(f"{where} disagree on blocklet {b}: the index's min/max "
                                     f"{_mm_text(mm)} differ from the footer's {_mm_text(got)}", f.path)
+    if claim.problem is not None:
+        raise CarbonFormatError(f"the index {claim.index} is damaged for {f.path}: {claim.problem}", f.path)
 
 
 def _mm_text(mm) -> str:
@@ -300,9 +314,11 @@ def _unit_rows(path: str, out: pa.Table, chosen: list[int], rows: list[int | Non
 
 
 def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, target: pa.Schema,
-              table_columns: list[ColumnSchema] | None = None, deletes: FileDeletes | None = None) -> pa.Table:
+              table_columns: list[ColumnSchema] | None = None, deletes: FileDeletes | None = None,
+              claim: IndexClaim | None = None) -> pa.Table:
     """Every row of one data file (``columns`` of it, None: all) as exactly ``target``; with the table's
-    ``table_columns`` the file is read through the table's current columns (see meta.column_map)."""
+    ``table_columns`` the file is read through the table's current columns (see meta.column_map). With
+    ``claim`` (its index entry) a footer that disagrees with its index is refused before any page is read."""
     if data_file.file_format != COLUMNAR:
         if data_file.external is None:
             raise CarbonTableError(
@@ -311,6 +327,7 @@ def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, 
         return read_external(storage, data_file.path, data_file.external, columns, target,
                              table_columns=table_columns, deletes=deletes)
     with CarbonDataFile(data_file.path, storage, table_columns) as f:
+        check_index_claim(claim, f)
         return conform(f.read(columns=columns if columns is not None else target.names), target, data_file.path)
 
 
