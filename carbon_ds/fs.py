@@ -95,6 +95,18 @@ class Storage:
             raise CarbonError(f"not a file: {self.uri(path)}")
         return info.size, info.mtime_ns
 
+    def signature(self, path: str) -> tuple[int, int, int] | None:
+        """(size, mtime in ns, inode) of a file or folder on a local disk, in one system call: what caches of
+        parsed metadata check before they answer (a file written again, or a folder whose entries changed,
+        gets another). None when absent, and on object stores (no folder times; their caches are not used)."""
+        if not self.is_local:
+            return None
+        try:
+            st = os.stat(path)
+        except OSError:
+            return None
+        return st.st_size, st.st_mtime_ns, st.st_ino
+
     def mtime_ns(self, path: str) -> int | None:
         """When ``path`` was last written (None when the store does not say, or it is not a file)."""
         info = self.fs.get_file_info(path)

@@ -11,6 +11,7 @@ import bisect
 import os
 import posixpath
 import struct
+import threading
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
@@ -64,6 +65,20 @@ _NO_BYTES = memoryview(b"")  # a page a pruned read skips: never decoded
 MIN_CHUNK_BYTES = 8  # a column chunk's DataChunk3 header with one page header: never fewer bytes
 DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record per-page row counts
 READ_THREADS = os.cpu_count() or 1  # threads one ``read`` of a whole file may use
+# Below this many values (rows x columns) a whole-file read decodes in the caller's thread: handing pieces to
+# threads costs more than decoding them (a table of many small segments read one file after another)
+PARALLEL_MIN_VALUES = 1 << 18
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+
+
+def _shared_pool() -> ThreadPoolExecutor:
+    """One pool for every whole-file read of the process (threads are started once, not per file)."""
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="carbon-file-read")
+        return _pool
 
 # Parsed footers, headers and column-chunk headers by their exact bytes: a query re-opens the same files
 # query after query (Spark reuses its Python workers), and parsing a chunk's page headers or a footer of many
@@ -600,14 +615,13 @@ class CarbonDataFile:
         nodes = self._resolve(columns)
         schema = pa.schema([self.schema.field(n.name) for n in nodes])
         threads = min(READ_THREADS, self.num_blocklets * len(nodes))
-        if threads < 2:
+        if threads < 2 or self.num_rows * len(nodes) < PARALLEL_MIN_VALUES:
             return pa.Table.from_batches(list(self.iter_batches(columns)), schema=schema)
         # column chunks decode independently and the heavy work (decompression, numba kernels, Arrow
         # take) releases the GIL: spread (blocklet, column) pieces over threads
         names = [n.name for n in nodes]
         pieces = [(b, name) for b in range(self.num_blocklets) for name in names]
-        with ThreadPoolExecutor(threads) as pool:
-            arrays = list(pool.map(lambda piece: self.read_blocklet(piece[0], [piece[1]]).column(0), pieces))
+        arrays = list(_shared_pool().map(lambda piece: self.read_blocklet(piece[0], [piece[1]]).column(0), pieces))
         k = len(names)
         batches = [pa.RecordBatch.from_arrays(arrays[i : i + k], schema=schema) for i in range(0, len(arrays), k)]
         return pa.Table.from_batches(batches, schema=schema)

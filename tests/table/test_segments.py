@@ -127,14 +127,14 @@ def test_clean_files_trash_retention_and_force(tmp_path):
     t.delete_segments(["0", "1"])
     now = ts.now_ms()
     r = manage.clean_files(t, now_ms=now)
-    assert r.trashed == ["0", "1"] and r.removed_entries == ["0", "1"]
+    assert r.trashed == ["0", "1"] and r.removed_entries == ["1"]  # segment 0 stays, invisible (see below)
     assert not (tmp_path / "t" / "Fact" / "Part0" / "Segment_0").exists()
     trash = manage.trash_contents(t)
     assert list(trash) == [str(now)]
     assert sorted(f.split("/")[0] for f in trash[str(now)]) == ["Segment_0", "Segment_0", "Segment_1", "Segment_1"]
-    assert [s.id for s in t.segments()] == ["2", "3"]
+    assert [s.id for s in t.segments()] == ["0", "2", "3"]
     history = json.loads((tmp_path / "t" / "Metadata" / "tablestatus.history").read_text())
-    assert [h["loadName"] for h in history] == ["0", "1"]
+    assert [h["loadName"] for h in history] == ["1"]
     assert api.read_table(t.path).num_rows == 20
     # within retention the trash stays; after it, the sub-folder goes
     assert manage.clean_files(t, now_ms=now + 6 * DAY).expired_trash == []
@@ -159,9 +159,9 @@ def test_clean_keeps_top_id_so_ids_are_never_reused(tmp_path):
     t = _table(tmp_path, n=2)
     t.delete_segments(["0", "1"])
     r = t.clean_files()
-    assert r.removed_entries == ["0"]  # 1 stays as an invisible entry
+    assert r.removed_entries == []  # 1 (the top id) and 0 stay as invisible entries, as in CarbonData
     assert t.show_segments().count("\n") == 3  # header only
-    assert [(s.id, s.readable) for s in t.segments()] == [("1", False)]
+    assert [(s.id, s.readable) for s in t.segments()] == [("0", False), ("1", False)]
     assert api.write_table(pa.table({"a": pa.array([5], pa.int64())}), t.path) == "2"
     assert api.read_table(t.path).column("a").to_pylist() == [5]
     assert t.clean_files().removed_entries == ["1"]
@@ -188,7 +188,7 @@ def test_clean_files_crash_between_steps_leaves_table_readable(tmp_path, monkeyp
     t.delete_segments(["1"])
     real_write = ts.replace_if_version
 
-    def crash(storage, path, entries, version):
+    def crash(*_args):
         raise OSError("simulated crash before the tablestatus write")
 
     monkeypatch.setattr(ts, "replace_if_version", crash)
@@ -217,3 +217,35 @@ def test_real_1x_table_show_delete_clean(tmp_path, corpus):
     assert r.trashed == ["0"] and not (path / "Fact" / "Part0" / "Segment_0").exists()
     assert any(f.endswith(".carbondata") for fs in manage.trash_contents(t).values() for f in fs)
     assert t.to_arrow().num_rows == 0
+
+
+def test_clean_files_moves_history_as_carbondata_does(tmp_path):
+    """CLEAN FILES moves the entries it cleaned to tablestatus.history except two that stay invisible, as in
+    CarbonData (SegmentStatusManager.countInvisibleSegments / separateVisibleAndInvisibleSegments): segment 0,
+    whose updateStatusFileName is where CarbonData finds the table's deletes (getUpdateStatusFileName reads
+    segment 0's, SegmentUpdateStatusManager the first entry's), and the highest id. Live segments and the rows
+    read are untouched."""
+    t = _table(tmp_path, n=6)
+    assert t.delete("a = 25") == 1  # rows of segment 2 deleted: an update status file, named in every entry
+    status_name = ts.find(t.load_details(), "0").update_status_file
+    assert status_name
+    t.delete_segments(["0", "1", "5"])
+    before = api.read_table(t.path).sort_by("a")
+    live = [e for e in t.load_details() if e.readable]
+    r = t.clean_files(force=True)
+    assert r.removed_entries == ["1"]
+    entries = t.load_details()
+    assert [(e.name, e.visibility) for e in entries] == [("0", "false"), ("2", "true"), ("3", "true"),
+                                                          ("4", "true"), ("5", "false")]
+    assert entries[0].name == "0" and entries[0].update_status_file == status_name
+    assert [e for e in entries if e.readable] == live
+    history = json.loads((tmp_path / "t" / "Metadata" / "tablestatus.history").read_text())
+    assert [(h["loadName"], h["loadStatus"]) for h in history] == [("1", "Marked for Delete")]
+    assert api.read_table(t.path).sort_by("a").equals(before)
+    # a second clean has nothing to move; a later one appends to the history, never repeating an entry
+    assert t.clean_files(force=True).removed_entries == []
+    t.delete_segments(["3"])
+    assert t.clean_files(force=True).removed_entries == ["3"]
+    history = json.loads((tmp_path / "t" / "Metadata" / "tablestatus.history").read_text())
+    assert [h["loadName"] for h in history] == ["1", "3"]
+    assert [e.name for e in t.load_details()] == ["0", "2", "4", "5"]

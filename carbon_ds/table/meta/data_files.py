@@ -11,6 +11,7 @@ from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT, INDEX_EXT, is_data_file, owned_by_index
+from carbon_ds.table.meta.signed_cache import SignedCache, sign
 from carbon_ds.table.meta.tablestatus import STREAMING, STREAMING_FINISH, LoadDetail
 
 STREAM_FORMAT = "row_v1"  # carbon_ds.readers.external.row_v1
@@ -125,12 +126,34 @@ def _listed_files(table: TableHandle, seg: segfiles.SegmentFile, fmt: str
     return found, refs, rows
 
 
+# A carbondata segment's files by its segment file, while the segment file, its folders and the files are
+# unchanged (meta.signed_cache): the checks of a segment file against its folders run once per process.
+_LISTED = SignedCache(max_entries=100_000)
+
+
 def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFile]) -> list[DataFile]:
     """The data files of one segment, as ``data_file`` values (path, size, segment, format, external ref)."""
     if is_stream(detail):
         return _stream_files(table, detail, data_file)
-    storage = table.storage
     fmt = (detail.file_format or COLUMNAR).lower()
+    if not detail.segment_file or fmt != COLUMNAR or not table.storage.is_local:
+        return _segment_files(table, detail, data_file, fmt)
+    storage = table.storage
+    key = (table.path, detail.name, detail.segment_file, detail.data_size, data_file)
+    hit = _LISTED.get(storage, key)
+    if hit is not None:
+        return list(hit)
+    seg_path = Storage.join(segfiles.segments_dir(table.path), detail.segment_file)
+    before = sign(storage, [seg_path, segfiles.segment_dir(table.path, detail.name)])
+    files = _segment_files(table, detail, data_file, fmt)
+    after = sign(storage, [f.path for f in files])
+    if before is not None and after is not None and all(f.external is None for f in files):
+        _LISTED.put_signed(key, before + after, tuple(files))
+    return files
+
+
+def _segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFile], fmt: str) -> list[DataFile]:
+    storage = table.storage
     found: list[tuple[str, int]] = []
     refs: dict[str, ExternalRef] = {}  # non-carbondata files: how to read them
     rows: dict[str, int] = {}  # external files whose recorded footer row count still holds

@@ -19,7 +19,7 @@ from carbon_ds.format.hive import check_partition_columns
 from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
 from carbon_ds.fs import Storage, dirname, norm_path, resolve
 from carbon_ds.readers.external.base import ExternalRef
-from carbon_ds.table.meta import deltas, guards, schema_file, status_versions, tablestatus, validity
+from carbon_ds.table.meta import deltas, guards, schema_file, status_doc, status_versions, validity
 from carbon_ds.table.meta.data_files import is_stream, segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
@@ -366,7 +366,8 @@ class TableHandle:
 
     # ------------------------------------------------------------------ segments
     def load_details(self) -> list[LoadDetail]:
-        """Every entry of the live segment list, as stored (read afresh on each call).
+        """Every entry of the live segment list, as stored (read afresh on each call; the entries are shared
+        with this process's other readers and cannot be changed: see ``edit_status``).
 
         Raises:
             CarbonTableError: the version the schema or the read option names has no file.
@@ -374,16 +375,18 @@ class TableHandle:
         named, named_by = self.named_status_version
         if named:
             live = status_versions.LiveStatus(status_versions.status_path(self.path, named), named, named_by)
-            entries, found = tablestatus.read_versioned(self.storage, live.path)
+            entries, found = status_doc.read_versioned(self.storage, live.path)
             if found is None:
                 raise status_versions.missing_version(self.storage, self.path, live)
             return entries
         # the plain file first: a table of plain status pays no listing
-        entries, found = tablestatus.read_versioned(self.storage, status_versions.status_path(self.path))
+        entries, found = status_doc.read_versioned(self.storage, status_versions.status_path(self.path))
         if found is not None:
             return entries
         newest = status_versions.newest(self.storage, self.path)
-        return tablestatus.read(self.storage, status_versions.status_path(self.path, newest)) if newest else []
+        if not newest:
+            return []
+        return status_doc.read_versioned(self.storage, status_versions.status_path(self.path, newest))[0]
 
     def segments(self) -> list[SegmentInfo]:
         """Every segment of the table (any status), oldest first."""

@@ -20,10 +20,12 @@ from types import TracebackType
 
 from carbon_ds.errors import CarbonConcurrentError, CarbonStatusVersionWarning
 from carbon_ds.fs import Storage
+from carbon_ds.table.meta import status_doc
 from carbon_ds.table.meta import status_versions as sv
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.locks import TableLock
-from carbon_ds.table.meta.tablestatus import IN_PROGRESS, OVERWRITE_IN_PROGRESS, LoadDetail
+from carbon_ds.table.meta.status_doc import EntryList
+from carbon_ds.table.meta.tablestatus import IN_PROGRESS, OVERWRITE_IN_PROGRESS
 
 _RESERVED = (IN_PROGRESS, OVERWRITE_IN_PROGRESS)
 
@@ -38,9 +40,9 @@ class StatusEdit:
         self._locate = locate
         self.lock = lock
         self.live: sv.LiveStatus | None = None
-        self.entries: list[LoadDetail] = []
+        # the entries (meta.status_doc: objects are made for the entries the edit touches)
+        self.entries: EntryList = EntryList(status_doc.EMPTY)
         self._version: str | None = None
-        self._read_as = ""
         self._written = False
         self.written_versions: list[str] = []  # tablestatus_<version> files this edit created
 
@@ -54,39 +56,45 @@ class StatusEdit:
         self.lock.__enter__()
         try:
             self.live = self._locate()
-            self.entries, self._version = ts.read_versioned(self.storage, self.live.path)
+            doc, self._version = status_doc.read_doc(self.storage, self.live.path)
         except BaseException:
             self.lock.release()
             raise
-        self._read_as = ts.dumps(self.entries)
+        self.entries = EntryList(doc)
         return self
 
     def commit(self) -> None:
         """Write the entries now, still holding the lock (work that must follow the commit point under the
         same lock, as CLEAN FILES' sweep of files no entry names); later changes are written on exit."""
-        text = ts.dumps(self.entries)
-        if text == self._read_as:
+        entries = self.entries
+        if not entries.changed():
             return
         assert self.live is not None, "the edit is not entered"
+        texts = entries.texts()
+        data = status_doc.text_of(texts).encode("utf-8")
+        reserved_before = self._reserved() if self.live.versioned else set()
         if self.live.versioned:
-            self._commit_version(text)
+            self._commit_version(data)
         else:
             if self._written:  # our own earlier write of this edit is the base
                 self._version = self.storage.read_versioned(self.path)[1]
-            ts.replace_if_version(self.storage, self.path, self.entries, self._version)
-        before = self._read_as
-        self._read_as, self._written = text, True
+            ts.replace_if_version(self.storage, self.path, entries, self._version, data)  # type: ignore[arg-type]
+        status_doc.remember(self.storage, self.path, entries.written(data, texts))
+        self._written = True
         if self.live.versioned:
-            self._tell(before)
+            self._tell(reserved_before)
 
-    def _commit_version(self, text: str) -> None:
+    def _reserved(self) -> set[str]:
+        """Segments reserved ("In Progress") in what the edit read or last wrote."""
+        return {e.name for e in self.entries.base.details if e.status in _RESERVED}
+
+    def _commit_version(self, data: bytes) -> None:
         """A new ``tablestatus_<version>`` after the one read, if that is still the newest."""
         assert self.live is not None
         base = self.live.version
         now_newest = sv.newest(self.storage, self.table_path)
         new = sv.next_version(base)
-        if now_newest != base or not self.storage.create_exclusive(sv.status_path(self.table_path, new),
-                                                                  text.encode("utf-8")):
+        if now_newest != base or not self.storage.create_exclusive(sv.status_path(self.table_path, new), data):
             raise CarbonConcurrentError(
                 f"commit to {self.storage.uri(self.live.path)} refused: another writer committed version "
                 f"{now_newest if now_newest != base else new} of the table's status after this writer read "
@@ -94,11 +102,10 @@ class StatusEdit:
         self.live = sv.LiveStatus(sv.status_path(self.table_path, new), new, self.live.source)
         self.written_versions.append(new)
 
-    def _tell(self, before: str) -> None:
+    def _tell(self, was: set[str]) -> None:
         """Warn once the edit leaves the table as users will see it: not after a reservation (a load's
         "In Progress" entry), whose own commit follows."""
-        was = {e.name for e in ts.parse(before) if e.status in _RESERVED} if before else set()
-        if any(e.status in _RESERVED and e.name not in was for e in self.entries):
+        if any(e.name not in was for e in ts.with_status(self.entries, frozenset(_RESERVED))):
             return
         assert self.live is not None
         warnings.warn(CarbonStatusVersionWarning(

@@ -24,7 +24,7 @@ import time
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from carbon_ds.errors import CarbonConcurrentError, CarbonFormatError
+from carbon_ds.errors import CarbonConcurrentError, CarbonError, CarbonFormatError
 from carbon_ds.fs import Storage
 
 SUCCESS = "Success"
@@ -115,6 +115,27 @@ class LoadDetail:
     extra_info: str | None = None
     other: dict[str, str] = field(default_factory=dict)  # keys this version does not know, kept as read
 
+    def _fields(self) -> tuple:
+        return (*(getattr(self, a) for a in _KEYS), self.other)
+
+    def __eq__(self, other: object) -> bool:
+        # by value, whichever of the two classes (a shared entry equals its private copy)
+        if not isinstance(other, LoadDetail):
+            return NotImplemented
+        return self._fields() == other._fields()
+
+    def copy(self) -> LoadDetail:
+        """A private, changeable copy (of a shared entry too)."""
+        out = LoadDetail.__new__(LoadDetail)
+        out.__dict__.update(self.__dict__)
+        out.__dict__.pop("_sealed", None)
+        out.other = dict(self.other)
+        return out
+
+    def text(self) -> str:
+        """The entry as the file holds it (compact JSON, CarbonData's key order)."""
+        return json.dumps(self.to_json(), separators=(",", ":"), ensure_ascii=False)
+
     @property
     def readable(self) -> bool:
         return self.status in READABLE and (self.visibility or "true").lower() != "false"
@@ -170,6 +191,24 @@ class LoadDetail:
         return out
 
 
+class SharedLoadDetail(LoadDetail):
+    """An entry as read, shared by every reader of the same file content in this process (meta.status_doc):
+    it cannot be changed (``copy()`` gives a changeable one; commits change entries of ``edit_status``)."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if "_sealed" in self.__dict__:
+            raise CarbonError(f"tablestatus entry {self.name!r} as read is shared by this process's readers and "
+                              "cannot be changed: change entries inside table.edit_status(), or change a copy()")
+        object.__setattr__(self, name, value)
+
+    @classmethod
+    def seal(cls, detail: LoadDetail) -> SharedLoadDetail:
+        """``detail`` itself made shared (the caller gives up its reference)."""
+        detail.__class__ = cls
+        detail.__dict__["_sealed"] = True
+        return detail  # type: ignore[return-value]
+
+
 def parse(text: str, where: str = "tablestatus") -> list[LoadDetail]:
     if not text.strip():
         return []
@@ -191,7 +230,7 @@ def dumps(entries: list[LoadDetail]) -> str:
     return json.dumps([e.to_json() for e in entries], separators=(",", ":"), ensure_ascii=False)
 
 
-_READ_ATTEMPTS = 4
+READ_ATTEMPTS = 4
 
 
 def read(storage: Storage, path: str) -> list[LoadDetail]:
@@ -208,26 +247,32 @@ def read_versioned(storage: Storage, path: str) -> tuple[list[LoadDetail], str |
     and is read again, a few times, before it is reported as damaged.
     """
     where = storage.uri(path)
-    for attempt in range(_READ_ATTEMPTS):
+    for attempt in range(READ_ATTEMPTS):
         data, version = storage.read_versioned(path)
         try:
-            entries = [] if data is None else parse(_text(data, where), where)
+            entries = [] if data is None else parse(decode_text(data, where), where)
             break
         except CarbonFormatError:
-            if storage.is_local or attempt == _READ_ATTEMPTS - 1:
+            if storage.is_local or attempt == READ_ATTEMPTS - 1:
                 raise
-            time.sleep(0.05 * (attempt + 1))
+            pause(attempt)
     return entries, version
 
 
-def _text(data: bytes, where: str) -> str:
+def pause(attempt: int) -> None:
+    """The wait before reading a status file again that read as damaged (a remote store's torn read)."""
+    time.sleep(0.05 * (attempt + 1))
+
+
+def decode_text(data: bytes, where: str) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise CarbonFormatError(f"not valid UTF-8 text: {e.reason}", where, e.start) from None
 
 
-def replace_if_version(storage: Storage, path: str, entries: list[LoadDetail], version: str | None) -> None:
+def replace_if_version(storage: Storage, path: str, entries: list[LoadDetail], version: str | None,
+                       data: bytes | None = None) -> None:
     """Replace the file in one step, only if it is still ``version`` (what the edit read under the table
     lock): a concurrent reader sees the old list or the new one, never a mix. Only ``StatusEdit`` (the
     table's ``edit_status``) calls this.
@@ -236,7 +281,7 @@ def replace_if_version(storage: Storage, path: str, entries: list[LoadDetail], v
         CarbonConcurrentError: another writer changed the file since this commit read it (nothing written),
             or, where writes are not conditional, overwrote this commit right after it was written.
     """
-    data = dumps(entries).encode("utf-8")
+    data = dumps(entries).encode("utf-8") if data is None else data  # ``data``: the entries' text, made already
     if not storage.replace_if(path, data, version):
         raise CarbonConcurrentError(
             f"commit to {storage.uri(path)} refused: the file changed after this writer read it under the "
@@ -256,7 +301,7 @@ def _check_kept(storage: Storage, path: str, data: bytes, entries: list[LoadDeta
     now, _ = storage.read_versioned(path)
     if now == data:
         return
-    have = {(e.name, e.status) for e in parse(_text(now or b"", storage.uri(path)), storage.uri(path))}
+    have = {(e.name, e.status) for e in parse(decode_text(now or b"", storage.uri(path)), storage.uri(path))}
     lost = [e.name for e in entries if (e.name, e.status) not in have]
     if lost:
         raise CarbonConcurrentError(
@@ -266,14 +311,28 @@ def _check_kept(storage: Storage, path: str, data: bytes, entries: list[LoadDeta
         )
 
 
+# A commit's entries (meta.status_doc.EntryList) answer these without making an object of every entry; the
+# functions take plain lists too.
+
 def next_segment_id(entries: list[LoadDetail]) -> str:
     """Max integral segment id + 1 (compaction results such as "0.1" do not count)."""
+    if hasattr(entries, "max_id"):
+        return str(entries.max_id() + 1)
     ids = [int(e.name) for e in entries if e.name.isdigit()]
     return str(max(ids) + 1) if ids else "0"
 
 
 def find(entries: list[LoadDetail], segment_id: str) -> LoadDetail | None:
+    if hasattr(entries, "find"):
+        return entries.find(segment_id)
     for e in entries:
         if e.name == segment_id:
             return e
     return None
+
+
+def with_status(entries: list[LoadDetail], statuses: frozenset[str]) -> list[LoadDetail]:
+    """The entries whose status is one of ``statuses``."""
+    if hasattr(entries, "with_status"):
+        return entries.with_status(statuses)
+    return [e for e in entries if e.status in statuses]

@@ -386,13 +386,15 @@ def clean_files(
             if not force:
                 result.trash_folder = storage.uri(trash_run)
             _remove_dir(table, segfiles.segment_dir(table.path, e.name), result)
-        # 2. Then the metadata, in one atomic write. The entry with the highest id stays (invisible), so
-        # the next load never reuses an id that stale plans or the trash may still know.
+        # 2. Then the metadata, in one atomic write. As in CarbonData (SegmentStatusManager.
+        # countInvisibleSegments), two entries stay, invisible: the highest id, so the next load never reuses
+        # an id that stale plans or the trash may still know, and segment 0, whose updateStatusFileName is
+        # where CarbonData looks for the table's update status (SegmentStatusManager.getUpdateStatusFileName).
         top = ts.next_segment_id(entries)
-        keep_last = str(int(top) - 1) if top != "0" else None
-        removed = [e for e in victims if e.name != keep_last]
+        kept = {"0", str(int(top) - 1)} if top != "0" else set()
+        removed = [e for e in victims if e.name not in kept]
         for e in victims:
-            if e.name == keep_last:
+            if e.name in kept:
                 e.visibility = "false"
         if victims:
             history_path = Storage.join(table.path, "Metadata", HISTORY_FILE)

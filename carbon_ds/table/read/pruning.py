@@ -34,6 +34,7 @@ from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar
 from carbon_ds.table.meta import column_map
 from carbon_ds.table.meta.naming import INDEX_EXT, MERGE_INDEX_EXT
+from carbon_ds.table.meta.signed_cache import SignedCache, sign
 
 
 # ------------------------------------------------------------------------------------------ the filter
@@ -130,6 +131,13 @@ class FileEntry:
     # the entries contradict themselves: the file is refused when it is read (a file the index names but the
     # table does not list, a leftover of a failed task, is never opened, so the index is not refused whole)
     problem: str | None = None
+    _merged: S.Stats | None = field(default=None, repr=False, compare=False)
+
+    def file_stats(self) -> S.Stats:
+        """The whole file's statistics (its blocklets' merged), made once: index entries are cached."""
+        if self._merged is None:
+            self._merged = S.merge(self.blocklets)
+        return self._merged
 
     def claim(self) -> IndexClaim | None:
         """The index's word on the file, when it knows every blocklet's rows (entries written before
@@ -203,9 +211,20 @@ def read_index_file(storage: Storage, path: str, size: int, mtime: int | None,
     return out
 
 
+# What a folder's index files say, while the folder and those files are unchanged (meta.signed_cache): a
+# query over thousands of segments lists and reads none of them again.
+_FOLDERS = SignedCache(max_entries=100_000)
+
+
 def folder_index(storage: Storage, folder: str, table_columns: list[ColumnSchema] | None = None
                  ) -> dict[str, FileEntry]:
-    """Every data file named by the index files in ``folder`` (merge index files first)."""
+    """Every data file named by the index files in ``folder`` (merge index files first); the result is
+    shared (cached): callers do not change it."""
+    key = (storage.uri(folder), column_map.table_key(table_columns))
+    hit = _FOLDERS.get(storage, key)
+    if hit is not None:
+        return hit
+    before = sign(storage, [folder])
     found: dict[str, FileEntry] = {}
     listing = [f for f in storage.list(folder) if f.path.endswith((INDEX_EXT, MERGE_INDEX_EXT))]
     listing.sort(key=lambda f: (not f.path.endswith(MERGE_INDEX_EXT), f.path))
@@ -215,6 +234,9 @@ def folder_index(storage: Storage, folder: str, table_columns: list[ColumnSchema
                 found.setdefault(name, entry)
         except CarbonFormatError:
             continue  # an unreadable index only costs pruning: the file's footer is used instead
+    signed = sign(storage, [f.path for f in listing])
+    if before is not None and signed is not None:
+        _FOLDERS.put_signed(key, before + signed, found)
     return found
 
 
@@ -258,7 +280,7 @@ def _footer_entry(storage: Storage, path: str, table_columns: list[ColumnSchema]
 def _prune_file(path: str, entry: FileEntry, expr: Expr, segment_id: str | None, counts: Counts,
                 plan: Plan) -> bool:
     _count_all(entry, counts)
-    if not might_match(expr, S.lookup(S.merge(entry.blocklets))):
+    if not might_match(expr, S.lookup(entry.file_stats())):
         return False
     keep = [i for i, st in enumerate(entry.blocklets) if might_match(expr, S.lookup(st))]
     if not keep:
@@ -335,7 +357,7 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
             entries.append((path, entry))
         if seg is not None:
             counts.segments_total += 1
-            seg_stats = S.merge(b for _p, e in entries for b in e.blocklets)
+            seg_stats = entries[0][1].file_stats() if len(entries) == 1 else S.merge(e.file_stats() for _p, e in entries)
             if not might_match(expr, S.lookup(seg_stats)):
                 for _p, e in entries:  # still count what the segment held
                     _count_all(e, counts)

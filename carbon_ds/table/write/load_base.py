@@ -35,7 +35,7 @@ from carbon_ds.errors import CarbonTableError
 from carbon_ds.format.hive import normalize_spec
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.load_records import LoadHolder, dead_load, remove_record, write_record
+from carbon_ds.table.meta.load_records import IN_PROGRESS, LoadHolder, dead_load, remove_record, write_record
 from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.meta.properties import TableProperties
@@ -124,7 +124,7 @@ def fail_dead_loads(table: TableHandle, entries: list[LoadDetail], now: int | No
     remove its files, and why it was judged dead."""
     now = ts.now_ms() if now is None else now
     out = []
-    for e in entries:
+    for e in ts.with_status(entries, IN_PROGRESS):
         why = dead_load(table.storage, table.path, e, now, force)
         if why is None:
             continue

@@ -1,0 +1,376 @@
+"""A status file's parse, kept per process, so that reads and commits cost what changed, not the table's history.
+
+A table of 10,000 segments has a tablestatus of 2 MB. Parsing all of it into objects, and serialising every
+entry again, on each of a load's two status writes made a commit's time grow with the segments already there.
+Here the parse of a file is kept by the file's path and exact bytes (a changed file is never answered from a
+kept parse), as a ``Doc``:
+
+- each entry's JSON text as the file holds it, its name and status, and the largest integral segment id;
+- each entry as a ``SharedLoadDetail`` for readers: made once per entry per process, shared, unchangeable.
+
+A file that changed since its kept parse (another commit appended entries, or changed some near the end)
+keeps the entries of the longest unchanged prefix and parses only the rest. Damaged files are parsed by
+``tablestatus.parse``, so their errors are the same as ever.
+
+A commit (``StatusEdit``) gets an ``EntryList``: a list of the entries whose changeable objects are made
+only for the entries it touches; its text joins the untouched entries' texts as read with the touched ones
+rendered again. A load's reservation and commit so do work in proportion to the entries they touch; only
+byte-level steps (read, digest, compare, join, write) see the whole file.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Iterator, MutableSequence
+from dataclasses import dataclass
+from itertools import accumulate
+from typing import overload
+
+from carbon_ds.errors import CarbonFormatError
+from carbon_ds.fs import Storage
+from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.tablestatus import LoadDetail, SharedLoadDetail
+
+_WS = re.compile(r"[ \t\n\r]*")
+_DECODE = json.JSONDecoder().raw_decode
+_KEPT = 64  # status files whose parse a process keeps
+
+
+@dataclass(frozen=True, eq=False)
+class Doc:
+    """One status file content, parsed."""
+
+    data: bytes
+    texts: list[str]  # never changed once made (lists: slicing and joining them stays in C)
+    names: list[str]
+    statuses: list[str]
+    details: list[SharedLoadDetail]
+    max_id: int  # the largest integral segment id, -1 when none
+
+    def ends(self) -> list[int] | None:
+        """Byte offset just past each entry's text, for files written compactly in ASCII (else None)."""
+        if not self.data.isascii() or len(self.data) != 2 + sum(map(len, self.texts)) + max(len(self.texts) - 1, 0):
+            return None
+        return [1 + n + i for i, n in enumerate(accumulate(map(len, self.texts)))]
+
+
+EMPTY = Doc(b"", [], [], [], [], -1)
+
+
+def _max_id(names: Iterable[str], start: int = -1) -> int:
+    """The largest integral id of ``names``, or ``start`` when larger."""
+    return max(start, max(map(int, filter(str.isdigit, names)), default=start))
+
+
+def _parsed(items: list[tuple[dict, str]], where: str) -> tuple[list[str], list[SharedLoadDetail]]:
+    details = [SharedLoadDetail.seal(LoadDetail.from_json(obj, where)) for obj, _t in items]
+    return [t for _o, t in items], details
+
+
+def _scan(text: str, pos: int, first: bool) -> list[tuple[dict, str]]:
+    """(object, its text) of the entries of a JSON array from ``pos``: at its ``[`` (``first``), or just after
+    an element. Raises ValueError on anything but a well-formed array ending the text."""
+    out: list[tuple[dict, str]] = []
+    pos = _WS.match(text, pos).end()
+    if first:
+        if text[pos:pos + 1] != "[":
+            raise ValueError("not an array")
+        pos = _WS.match(text, pos + 1).end()
+        if text[pos:pos + 1] == "]":
+            pos += 1
+            if text[pos:].strip(" \t\n\r"):
+                raise ValueError("text after the array")
+            return out
+    else:
+        ch = text[pos:pos + 1]
+        if ch == "]":
+            if text[pos + 1:].strip(" \t\n\r"):
+                raise ValueError("text after the array")
+            return out
+        if ch != ",":
+            raise ValueError("no separator")
+        pos = _WS.match(text, pos + 1).end()
+    while True:
+        obj, end = _DECODE(text, pos)
+        out.append((obj, text[pos:end]))
+        pos = _WS.match(text, end).end()
+        ch = text[pos:pos + 1]
+        if ch == ",":
+            pos = _WS.match(text, pos + 1).end()
+            continue
+        if ch == "]" and not text[pos + 1:].strip(" \t\n\r"):
+            return out
+        raise ValueError("bad separator")
+
+
+def parse_doc(data: bytes, where: str, base: Doc | None) -> Doc:
+    """The parse of ``data``, reusing ``base``'s entries up to the first changed one."""
+    if base is not None and base.data == data:
+        return base
+    keep = _unchanged_prefix(base, data) if base is not None else 0
+    text = ts.decode_text(data, where)
+    try:
+        if keep:
+            ends = base.ends()  # type: ignore[union-attr]  # not None: _unchanged_prefix checked
+            items = _scan(text, ends[keep - 1], first=False)
+        else:
+            items = _scan(text, 0, first=True)
+        texts, details = _parsed(items, where)
+    except (ValueError, CarbonFormatError):
+        keep = 0
+        details = [SharedLoadDetail.seal(e) for e in ts.parse(text, where)]  # its errors, or a lenient parse
+        texts = [e.text() for e in details]
+    if keep:
+        assert base is not None
+        texts = base.texts[:keep] + texts
+        details = base.details[:keep] + details
+        names = base.names[:keep] + [d.name for d in details[keep:]]
+        statuses = base.statuses[:keep] + [d.status for d in details[keep:]]
+        top = base.max_id if keep == len(base.names) else _max_id(names[:keep])
+        top = _max_id(names[keep:], top)
+    else:
+        names = [d.name for d in details]
+        statuses = [d.status for d in details]
+        top = _max_id(names)
+    if len(set(names)) != len(names):
+        twice = sorted({n for n in names if names.count(n) > 1})
+        raise CarbonFormatError(f"tablestatus lists segment {twice[0]!r} more than once", where)
+    return Doc(data, texts, names, statuses, details, top)
+
+
+def _unchanged_prefix(base: Doc, data: bytes) -> int:
+    """How many of ``base``'s first entries ``data`` holds unchanged, followed by ``,`` or ``]``."""
+    ends = base.ends()
+    if not ends or not data.isascii():
+        return 0
+    old = memoryview(base.data)
+
+    def holds(k: int) -> bool:
+        end = ends[k - 1]
+        return data.startswith(old[:end]) and data[end:end + 1] in (b",", b"]")
+
+    if holds(len(ends)):  # the usual change: entries appended
+        return len(ends)
+    lo, hi = 0, len(ends) - 1  # holds(lo) (0: nothing kept), not holds(hi + 1)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if holds(mid):
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
+
+
+class _Kept:
+    """The parses this process keeps, by file (least recently used first out)."""
+
+    def __init__(self) -> None:
+        self._docs: OrderedDict[str, Doc] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, key: str) -> Doc | None:
+        with self._lock:
+            doc = self._docs.get(key)
+            if doc is not None:
+                self._docs.move_to_end(key)
+            return doc
+
+    def put(self, key: str, doc: Doc) -> None:
+        with self._lock:
+            self._docs[key] = doc
+            self._docs.move_to_end(key)
+            while len(self._docs) > _KEPT:
+                self._docs.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._docs.clear()
+
+
+KEPT = _Kept()
+
+
+def read_doc(storage: Storage, path: str) -> tuple[Doc, str | None]:
+    """(parse, version) of the status file at ``path``; an absent file is the empty doc with version None.
+    A torn read on a remote store (a commit landing in between) is read again, as ``tablestatus.read_versioned``
+    does."""
+    where = storage.uri(path)
+    for attempt in range(ts.READ_ATTEMPTS):
+        data, version = storage.read_versioned(path)
+        if data is None:
+            return EMPTY, None
+        try:
+            doc = parse_doc(data, where, KEPT.get(where))
+            break
+        except CarbonFormatError:
+            if storage.is_local or attempt == ts.READ_ATTEMPTS - 1:
+                raise
+            ts.pause(attempt)
+    KEPT.put(where, doc)
+    return doc, version
+
+
+def read_versioned(storage: Storage, path: str) -> tuple[list[LoadDetail], str | None]:
+    """Entries for a reader (shared, unchangeable) and the version read."""
+    doc, version = read_doc(storage, path)
+    return list(doc.details), version
+
+
+def remember(storage: Storage, path: str, doc: Doc) -> None:
+    """``doc`` is what this process just wrote at ``path``."""
+    KEPT.put(storage.uri(path), doc)
+
+
+class EntryList(MutableSequence[LoadDetail]):
+    """A commit's entries: a list whose changeable objects are made only for the entries it touches."""
+
+    def __init__(self, doc: Doc):
+        self._base = doc
+        self._items: list[LoadDetail | None] = [None] * len(doc.texts)  # None: untouched, still ``_src``
+        self._src: list[SharedLoadDetail | None] = list(doc.details)  # as read (None: a new entry)
+        self._texts: list[str | None] = list(doc.texts)
+        self._names: list[str] = list(doc.names)
+        self._statuses: list[str] = list(doc.statuses)
+        self._touched: set[int] = set()  # positions made changeable, while nothing moved
+        self._moved = False  # entries removed, replaced or inserted before the end
+
+    @property
+    def base(self) -> Doc:
+        """What the entries were read as (or last written as)."""
+        return self._base
+
+    # ---------------------------------------------------------------- the list
+    def __len__(self) -> int:
+        return len(self._items)
+
+    @overload
+    def __getitem__(self, i: int) -> LoadDetail: ...
+
+    @overload
+    def __getitem__(self, i: slice) -> list[LoadDetail]: ...
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        i = range(len(self))[i]
+        item = self._items[i]
+        if item is None:
+            item = self._items[i] = self._src[i].copy()  # type: ignore[union-attr]
+            self._touched.add(i)
+        return item
+
+    def __iter__(self) -> Iterator[LoadDetail]:
+        for i in range(len(self)):
+            yield self[i]
+
+    def __setitem__(self, i, value) -> None:
+        if isinstance(i, slice):
+            # entries kept keep their text as read: a slice assignment that only drops entries rewrites none
+            new = list(value)
+            was = {id(it): k for k, it in enumerate(self._items) if it is not None}
+            self._items[i] = new
+            self._texts[i] = [self._texts[was[id(v)]] if id(v) in was else None for v in new]
+            self._src[i] = [self._src[was[id(v)]] if id(v) in was else None for v in new]
+            self._names[i] = [v.name for v in new]
+            self._statuses[i] = [v.status for v in new]
+        else:
+            i = range(len(self))[i]
+            self._items[i], self._texts[i], self._src[i] = value, None, None
+            self._names[i], self._statuses[i] = value.name, value.status
+        self._moved = True
+
+    def __delitem__(self, i) -> None:
+        for column in (self._items, self._texts, self._src, self._names, self._statuses):
+            del column[i]
+        self._moved = True
+
+    def insert(self, index: int, value: LoadDetail) -> None:
+        at_end = index >= len(self)
+        for column, v in ((self._items, value), (self._texts, None), (self._src, None), (self._names, value.name),
+                          (self._statuses, value.status)):
+            column.insert(index, v)
+        if at_end and not self._moved:
+            self._touched.add(len(self) - 1)
+        else:
+            self._moved = True
+
+    # ---------------------------------------------------------------- what commits ask often
+    def _name(self, i: int) -> str:
+        item = self._items[i]
+        return item.name if item is not None else self._names[i]
+
+    def _status(self, i: int) -> str:
+        item = self._items[i]
+        return item.status if item is not None else self._statuses[i]
+
+    def find(self, name: str) -> LoadDetail | None:
+        """The entry of segment ``name`` (searched from the newest: commits look for their own)."""
+        for i in range(len(self) - 1, -1, -1):
+            if self._name(i) == name:
+                return self[i]
+        return None
+
+    def with_status(self, statuses: Iterable[str]) -> list[LoadDetail]:
+        """Entries whose status is one of ``statuses``; untouched entries are found by list scans in C."""
+        wanted = set(statuses)
+        if self._moved:
+            return [self[i] for i in range(len(self)) if self._status(i) in wanted]
+        found = set(self._touched)
+        for status in wanted:
+            at = -1
+            while True:
+                try:
+                    at = self._statuses.index(status, at + 1)
+                except ValueError:
+                    break
+                found.add(at)
+        return [self[i] for i in sorted(found) if self._status(i) in wanted]
+
+    def max_id(self) -> int:
+        """The largest integral segment id, -1 when none."""
+        if self._moved:
+            return _max_id([self._name(i) for i in range(len(self))])
+        return _max_id([self._name(i) for i in self._touched], self._base.max_id)
+
+    # ---------------------------------------------------------------- writing
+    def changed(self) -> bool:
+        """Whether writing the entries would change the file."""
+        if self._moved:
+            return self.texts() != self._base.texts
+        return len(self) != len(self._base.texts) or any(self._items[i] != self._src[i] for i in self._touched)
+
+    def texts(self) -> list[str]:
+        """Each entry's text: as read where unchanged, rendered again where changed."""
+        out = list(self._texts)
+        for i in (range(len(self)) if self._moved else self._touched):
+            item, src = self._items[i], self._src[i]
+            if item is not None and (src is None or item != src):
+                out[i] = item.text()
+        return out  # type: ignore[return-value]
+
+    def written(self, data: bytes, texts: list[str]) -> Doc:
+        """The doc of what was just written (``data``, made of ``texts``); this list continues from it."""
+        changed = range(len(self)) if self._moved else sorted(self._touched)
+        details: list[SharedLoadDetail] = list(self._src)  # type: ignore[arg-type]  # None where changed
+        statuses = list(self._statuses)
+        for i in changed:
+            item, src = self._items[i], self._src[i]
+            if item is not None and (src is None or item != src):
+                details[i] = SharedLoadDetail.seal(item.copy())
+            statuses[i] = details[i].status
+        names = [d.name for d in details] if self._moved else self._names
+        doc = Doc(data, texts, list(names), statuses, details,
+                  _max_id(names) if self._moved else self.max_id())
+        self._base, self._src, self._texts = doc, list(details), list(texts)  # type: ignore[arg-type]
+        self._names, self._statuses = list(doc.names), list(doc.statuses)
+        if self._moved:
+            self._touched = {i for i, it in enumerate(self._items) if it is not None}
+        self._moved = False
+        return doc
+
+
+def text_of(texts: list[str]) -> str:
+    return "[" + ",".join(texts) + "]"
