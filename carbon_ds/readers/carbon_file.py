@@ -80,6 +80,16 @@ def _shared_pool() -> ThreadPoolExecutor:
             _pool = ThreadPoolExecutor(READ_THREADS, thread_name_prefix="carbon-file-read")
         return _pool
 
+
+def _forget_pool_after_fork() -> None:
+    """A forked child has none of its parent's threads: work handed to the parent's pool would wait for
+    ever (a process that reads, then forks workers that read). The child starts its own pool when it reads."""
+    global _pool, _pool_lock
+    _pool, _pool_lock = None, threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pool_after_fork)
+
 # Parsed footers, headers and column-chunk headers by their exact bytes: a query re-opens the same files
 # query after query (Spark reuses its Python workers), and parsing a chunk's page headers or a footer of many
 # blocklets costs more than decoding a point lookup's pages. Within 8 MiB of keys (parsed objects take
