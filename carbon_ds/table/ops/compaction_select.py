@@ -97,8 +97,12 @@ class Settings:
         first, second = counts[0], (counts[1] if len(counts) > 1 else 0)
         return first, 0 if second == 1 else second
 
-    def auto_load_merge(self) -> bool:
+    def auto_load_merge(self, default: bool | None = None) -> bool:
+        """Whether loads merge small segments after their commit: the table property, else the setting,
+        else ``default`` (None: CarbonData's default, false)."""
         text, where = self.text(AUTO_LOAD_MERGE)
+        if default is not None and where == f"default of {SYSTEM[AUTO_LOAD_MERGE][0]}":
+            return default
         return parse_bool(text, where, False)
 
 
