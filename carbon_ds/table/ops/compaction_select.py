@@ -100,10 +100,14 @@ class Settings:
     def auto_load_merge(self, default: bool | None = None) -> bool:
         """Whether loads merge small segments after their commit: the table property, else the setting,
         else ``default`` (None: CarbonData's default, false)."""
-        text, where = self.text(AUTO_LOAD_MERGE)
-        if default is not None and where == f"default of {SYSTEM[AUTO_LOAD_MERGE][0]}":
+        if default is not None and not self.is_set(AUTO_LOAD_MERGE):
             return default
+        text, where = self.text(AUTO_LOAD_MERGE)
         return parse_bool(text, where, False)
+
+    def is_set(self, name: str) -> bool:
+        """Whether property ``name`` is given, as a table property or a setting (not left to its default)."""
+        return any(v is not None and str(v).strip() for v in (self.props.get(name), self.system.get(SYSTEM[name][0])))
 
 
 def parse_kind(kind: str) -> str:
