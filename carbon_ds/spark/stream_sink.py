@@ -5,7 +5,8 @@ worker), so nothing is reserved when the writer is made. The first task of a bat
 the batch's segment (carbon_ds.table.ops.stream_commit: shared by every task of the batch in this run);
 each task writes its files there; ``commit(messages, batch_id)`` flips it to "Success" with the batch's
 mark in the same tablestatus write, or does nothing when that batch is already committed (a replay after
-a crash between our commit and Spark's checkpoint). An empty batch commits nothing.
+a crash between our commit and Spark's checkpoint). An empty batch commits nothing. After a commit the
+batch segments are merged in the background (PostCommit ``stream_merge``; option ``auto_load_merge``).
 
 The query id (stable across restarts from one checkpoint), the batch id and the run id come from the
 task's local properties that Spark's micro-batch engine sets.
@@ -30,7 +31,7 @@ from carbon_ds.spark.driver_process import driver_holder
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.options import WRITE_OPTIONS
+from carbon_ds.table.meta.options import WRITE_OPTIONS, parse_bool
 from carbon_ds.table.ops.loads import PostCommit, resume_load
 from carbon_ds.table.ops.stream_commit import BatchAlreadyCommitted, StreamBatch, mark_batch, reserve_batch
 from carbon_ds.table.write.load_base import Reservation, TaskResult
@@ -45,7 +46,10 @@ BATCH_ID_PROPERTY = "streaming.sql.batchId"
 RUN_ID_PROPERTY = "spark.jobGroup.id"
 # Write options with no meaning for an append-only stream.
 REFUSED = ("partition", "partition_overwrite_mode")
-STREAM_WRITE_OPTIONS = ("checkpointlocation",)
+# Stream options that are not write options: ``auto_load_merge`` (true / false) says whether the sink merges
+# its small segments after commits (unset: yes, unless the table property auto_load_merge is false).
+AUTO_MERGE_OPTION = "auto_load_merge"
+STREAM_WRITE_OPTIONS = ("checkpointlocation", AUTO_MERGE_OPTION)
 
 
 @dataclass
@@ -80,6 +84,11 @@ class CarbonStreamWriter(DataSourceStreamArrowWriter):
             if key in lowered:
                 raise CarbonOptionError(f"option {key!r} is not supported by streaming writes (append only); "
                                         f"stream options: {', '.join(sorted(set(WRITE_OPTIONS) - set(REFUSED)))}")
+        merge = lowered.get(AUTO_MERGE_OPTION)
+        # the off switch, or a merge whatever the table says; unset: merge unless the table says false
+        self.post_commit = PostCommit(stream_merge="default" if merge is None else
+                                      "always" if parse_bool(merge, f"stream option {AUTO_MERGE_OPTION}") else None,
+                                      compact=False)
         write_options = {k: v for k, v in lowered.items() if k not in STREAM_WRITE_OPTIONS}
         table, self.load_options = prepare_table(path, to_arrow_schema(schema, timezone="UTC"), write_options)
         self.table_path = path
@@ -98,7 +107,7 @@ class CarbonStreamWriter(DataSourceStreamArrowWriter):
         if first is None:
             return StreamCommitMessage(batch, None, None)
         table = self._table()
-        reservation = reserve_batch(table, batch, PostCommit().names(), self.holder)
+        reservation = reserve_batch(table, batch, self.post_commit.names(), self.holder)
         if reservation is None:  # a replay of a committed batch: its rows are in the table already
             log.info("carbondata stream: batch %s of query %s already committed, rows skipped",
                      batch.batch_id, batch.query_id)

@@ -4,6 +4,7 @@ deleted rows gone from the files, sort order of merged files, mixed-format table
 from __future__ import annotations
 
 import hashlib
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -370,12 +371,25 @@ def test_delete_and_update_after_compaction_touch_the_merged_segment(tmp_path):
 
 def test_failed_automatic_compaction_keeps_the_committed_load(tmp_path):
     t, data = _table(tmp_path, 3, properties={"auto_load_merge": "true"})
+    # another compaction running: the load commits, and its merge is left to a later load (no failure)
     with TableLock(t.storage, t.path, compaction.COMPACTION_LOCK, operation="MAJOR COMPACTION"):
-        with pytest.warns(UserWarning, match="automatic compaction"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
             with t.load() as load:
                 load.write([_batch(3)])
     assert "0.1" not in _status(t)
-    assert _rows(t).equals(pa.concat_tables([*data, _batch(3)]).sort_by("id"))
+    # a merge that fails is reported as a warning, and the load stays committed
+
+    def disk_full(name):
+        if name == "compaction.written":
+            raise OSError("disk full")
+
+    with pytest.warns(UserWarning, match="automatic compaction"), faults.inject(disk_full):
+        with t.load() as load:
+            load.write([_batch(4)])
+    assert "0.1" not in _status(t) or _status(t)["0.1"][0] != ts.SUCCESS
+    data.append(_batch(3))
+    assert _rows(t).equals(pa.concat_tables([*data, _batch(4)]).sort_by("id"))
 
 
 # ------------------------------------------------------------------------------------------ unsorted runs

@@ -17,12 +17,19 @@ refused naming the holder and UPDATE/DELETE/overwrites fail clearly instead of l
 A crash or a failed task before 3 leaves the merged segment "In Progress" or "Failure" (never read), its
 files removed or left for the next compaction to remove, and the sources readable; the next compaction
 merges again under the same name. Concurrent appends take new integer ids and are never touched.
+
+Automatic merges after a load (``auto_compact``; ``merge_in_background`` for the streaming sink) take the
+compaction lock only: another compaction running means they do nothing (it merges these segments too), and
+they give way to UPDATE, DELETE, MERGE and overwrites instead of refusing them (``yield_to_writers``).
 """
 
 from __future__ import annotations
 
+import json
+import threading
 import warnings
 from collections.abc import Callable, Mapping
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 
 from carbon_ds import faults
@@ -33,7 +40,7 @@ from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import DataFile, TableHandle
 from carbon_ds.table.meta.load_records import LoadHolder, write_record
-from carbon_ds.table.meta.locks import UPDATE_LOCK_STALE_S, TableLock
+from carbon_ds.table.meta.locks import UPDATE_LOCK, UPDATE_LOCK_STALE_S, TableLock, holder_is_gone, lock_path
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops.compaction_merge import MergeTask, run_task
@@ -75,12 +82,26 @@ def local_runner(table: TableHandle) -> Runner:
     return run
 
 
+class CompactionBusy(CarbonTableError):
+    """Another compaction holds the table's compaction lock."""
+
+
+class CompactionYielded(CarbonTableError):
+    """An automatic merge gave way to an UPDATE, DELETE, MERGE or overwrite that started meanwhile."""
+
+
 def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: float = 0.0,
             runner: Runner | None = None, settings: Mapping[str, str] | None = None,
-            include_external: bool = False) -> list[Merged]:
+            include_external: bool = False, yield_to_writers: bool = False) -> list[Merged]:
     """Run a compaction; returns the merged segments ([] when nothing qualified).
 
     Args:
+        yield_to_writers: (automatic merges) take no update lock, so UPDATE, DELETE, MERGE and overwrites are
+            not refused because of the merge; a group whose commit would meet one of them running (its
+            update lock held), or their changes to its sources committed meanwhile, is dropped instead
+            (nothing committed, its sources stay as they are for a later merge). One narrow window stays:
+            such a writer that starts in the instant between that check and the merge's tablestatus write
+            finds its segments Compacted at its own commit and fails cleanly (nothing of it committed).
         include_external: CUSTOM only: the chosen segments may be added Parquet / ORC / CSV / JSON folders;
             their live rows (delete deltas applied) are rewritten into the merged carbondata segment and
             they become Compacted (their files are never deleted). Never done otherwise.
@@ -107,25 +128,41 @@ def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: 
     try:
         lock.acquire()
     except CarbonTableError:
-        raise CarbonTableError(
+        raise CompactionBusy(
             f"Compaction is in progress: {operation} of {table.uri} refused, another compaction "
             f"({lock.holder() or 'not recorded'}) holds {table.storage.uri(lock.path)}; retry when it has "
             "finished, or 'carbon-ds unlock' if that process is gone") from None
     runner = runner or local_runner(table)
-    with lock, table.update_lock(operation, lock_timeout):
+    writers = nullcontext() if yield_to_writers else table.update_lock(operation, lock_timeout)
+    with lock, writers:
         _drop_failed_merges(table)
         entries = table.load_details()
         # MAJOR repeats over the segments there at its start only (CarbonData: new loads wait)
         upto = max((id_order(e) for e in entries if mergeable(e)), default=None) if kind == MAJOR else None
         done: list[Merged] = []
-        while True:
+        while not (yield_to_writers and writer_running(table)):
             group = select(table, table.load_details(), kind, segments, settings, upto, include_external)
             if not group:
                 break
-            done.append(_merge_group(table, group, kind, runner, include_external))
+            try:
+                done.append(_merge_group(table, group, kind, runner, include_external, yield_to_writers))
+            except CompactionYielded:
+                break
             if kind == CUSTOM:
                 break
         return done
+
+
+def writer_running(table: TableHandle) -> bool:
+    """Whether an UPDATE, DELETE, MERGE or overwrite holds the table's update lock (its holder alive)."""
+    path = lock_path(table.storage, table.path, UPDATE_LOCK)
+    try:
+        info = json.loads(table.storage.read_text(path))
+    except FileNotFoundError:
+        return False
+    except (ValueError, OSError):
+        return True  # being written: taken just now
+    return not (isinstance(info, dict) and holder_is_gone(info))
 
 
 def _drop_failed_merges(table: TableHandle) -> None:
@@ -152,7 +189,7 @@ def plan_tasks(table: TableHandle, reservation: Reservation, files: list[DataFil
 
 
 def _merge_group(table: TableHandle, group: list[LoadDetail], kind: str, runner: Runner,
-                 include_external: bool = False) -> Merged:
+                 include_external: bool = False, yield_to_writers: bool = False) -> Merged:
     table.check_writable("compaction", data=True)
     start = ts.now_ms()
     ids = [e.name for e in group]
@@ -176,10 +213,20 @@ def _merge_group(table: TableHandle, group: list[LoadDetail], kind: str, runner:
 
         def finish(entries: list[LoadDetail]) -> None:
             faults.point("compaction.before_status")
-            _check_sources(table, entries, ids, None, include_external)
-            if D.committed_status_name(entries) != status_name:
-                raise CarbonTableError(f"compaction of {table.uri}: rows of segments {', '.join(ids)} were "
-                                       "updated or deleted meanwhile; nothing was committed")
+            try:
+                if yield_to_writers and writer_running(table):
+                    raise CompactionYielded(f"automatic merge into {name} of {table.uri} gave way to an "
+                                            "UPDATE/DELETE/overwrite that started meanwhile; nothing was committed")
+                _check_sources(table, entries, ids, None, include_external)
+                if D.committed_status_name(entries) != status_name:
+                    raise CarbonTableError(f"compaction of {table.uri}: rows of segments {', '.join(ids)} were "
+                                           "updated or deleted meanwhile; nothing was committed")
+            except CompactionYielded:
+                raise
+            except CarbonTableError as e:  # a writer won: an automatic merge gives way, a requested one fails
+                if yield_to_writers:
+                    raise CompactionYielded(str(e)) from e
+                raise
             now = str(ts.now_ms())
             for e in entries:
                 if e.name in ids:
@@ -207,14 +254,51 @@ def _check_sources(table: TableHandle, entries: list[LoadDetail], ids: list[str]
                                    "overwritten meanwhile); nothing was committed")
 
 
-def auto_compact(table: TableHandle, settings: Mapping[str, str] | None = None) -> list[Merged]:
+def auto_compact(table: TableHandle, settings: Mapping[str, str] | None = None, default: bool | None = None,
+                 force: bool = False) -> list[Merged]:
     """MINOR compaction after a load when ``auto_load_merge`` is true (table property, else the setting
-    ``carbon.enable.auto.load.merge``; off by default). Never raises: the load is committed either way, so a
-    failure (another compaction running, a lock held) is reported as a warning, as CarbonData logs it."""
+    ``carbon.enable.auto.load.merge``, else ``default``: off, CarbonData's default, unless the caller says;
+    ``force``: regardless). It gives way to every writer (``yield_to_writers``): appends go on beside it, and
+    an UPDATE, DELETE, MERGE or overwrite is never refused because of it. Never raises: the load is committed
+    either way, so a failure is reported as a warning, as CarbonData logs it; another merge running is not a
+    failure (it takes these segments too)."""
     try:
-        if not Settings(table, settings).auto_load_merge():
+        if not force and not Settings(table, settings).auto_load_merge(default):
             return []
-        return compact(table, MINOR, settings=settings)
+        return compact(table, MINOR, settings=settings, yield_to_writers=True)
+    except CompactionBusy:
+        return []
     except Exception as e:  # noqa: BLE001 - a committed load must not fail afterwards
         warnings.warn(f"automatic compaction of {table.uri} after a load did not run: {e}", stacklevel=2)
         return []
+
+
+# Merges running in the background, at most one per table in this process (meta: table uri -> thread)
+_RUNNING: dict[str, threading.Thread] = {}
+_RUNNING_LOCK = threading.Lock()
+
+
+def merge_in_background(table: TableHandle, default: bool | None = None, force: bool = False
+                        ) -> threading.Thread | None:
+    """``auto_compact`` in a thread of its own, so the writer that committed goes on at once (the streaming
+    sink's next batch). At most one per table in this process: while one runs, a new commit starts none (the
+    running merge selects again after each group, so it takes the new segments). Returns the thread, None
+    when one was running. A merge cut short (the process ends) leaves its merged segment "In Progress",
+    never read; the next compaction removes it and the sources stay readable."""
+    with _RUNNING_LOCK:
+        running = _RUNNING.get(table.uri)
+        if running is not None and running.is_alive():
+            return None
+        thread = threading.Thread(target=auto_compact, args=(table,), kwargs={"default": default, "force": force},
+                                  name=f"carbon-ds merge {table.uri}")
+        _RUNNING[table.uri] = thread
+        thread.start()
+    return thread
+
+
+def wait_for_merges(timeout: float | None = None) -> None:
+    """Wait for this process's background merges to end (tests, benchmarks, a clean shutdown)."""
+    with _RUNNING_LOCK:
+        threads = list(_RUNNING.values())
+    for thread in threads:
+        thread.join(timeout)

@@ -97,9 +97,17 @@ class Settings:
         first, second = counts[0], (counts[1] if len(counts) > 1 else 0)
         return first, 0 if second == 1 else second
 
-    def auto_load_merge(self) -> bool:
+    def auto_load_merge(self, default: bool | None = None) -> bool:
+        """Whether loads merge small segments after their commit: the table property, else the setting,
+        else ``default`` (None: CarbonData's default, false)."""
+        if default is not None and not self.is_set(AUTO_LOAD_MERGE):
+            return default
         text, where = self.text(AUTO_LOAD_MERGE)
         return parse_bool(text, where, False)
+
+    def is_set(self, name: str) -> bool:
+        """Whether property ``name`` is given, as a table property or a setting (not left to its default)."""
+        return any(v is not None and str(v).strip() for v in (self.props.get(name), self.system.get(SYSTEM[name][0])))
 
 
 def parse_kind(kind: str) -> str:

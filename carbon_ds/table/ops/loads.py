@@ -4,7 +4,8 @@ An overwrite (whole table, a static partition or a dynamic one) holds ``LockFile
 reservation to its commit or abort, so UPDATE and DELETE never base their delete deltas on rows an overwrite
 replaces; the lock's token travels in the reservation, so a commit in another process releases it. After
 the commit the load runs its declared post-commit hooks: ``compact`` is the MINOR compaction that the table
-property ``auto_load_merge`` asks for (it reports failures as warnings: the load is committed either way).
+property ``auto_load_merge`` asks for (it reports failures as warnings: the load is committed either way); the
+streaming sink's ``merge_*`` run it in the background, on by default (PostCommit).
 ``write_table``, the Spark writer and ``CarbonTable.load`` are thin calls of this.
 """
 
@@ -17,7 +18,7 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.load_records import LoadHolder
 from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import LoadOptions
-from carbon_ds.table.ops.compaction import auto_compact
+from carbon_ds.table.ops.compaction import auto_compact, merge_in_background
 from carbon_ds.table.write.load_base import Load, Reservation
 from carbon_ds.table.write.protocol import load_for, reserve_load
 
@@ -26,15 +27,25 @@ __all__ = ["PostCommit", "resume_load", "start_load"]
 
 @dataclass(frozen=True)
 class PostCommit:
-    """What runs after a load commits. ``compact``: automatic MINOR compaction when the table asks for it."""
+    """What runs after a load commits. ``compact``: automatic MINOR compaction when the table asks for it
+    (``auto_load_merge``; off by default, as in CarbonData), in the committing thread. ``stream_merge``: the
+    streaming sink's merge, in the background: ``"default"`` merges unless the table (or the setting) says
+    ``auto_load_merge`` false, ``"always"`` merges regardless, None: see ``compact``."""
 
     compact: bool = True
+    stream_merge: str | None = None
 
     def names(self) -> tuple[str, ...]:
+        if self.stream_merge is not None:
+            return (f"merge_{self.stream_merge}",)
         return ("compact",) if self.compact else ()
 
 
-_HOOKS: dict[str, Callable[[TableHandle], object]] = {"compact": auto_compact}
+_HOOKS: dict[str, Callable[[TableHandle], object]] = {
+    "compact": auto_compact,
+    "merge_default": lambda t: merge_in_background(t, default=True),
+    "merge_always": lambda t: merge_in_background(t, force=True),
+}
 
 
 def start_load(table: TableHandle, options: LoadOptions | None = None, overwrite: bool = False,

@@ -280,9 +280,12 @@ def _footer_entry(storage: Storage, path: str, table_columns: list[ColumnSchema]
 def _prune_file(path: str, entry: FileEntry, expr: Expr, segment_id: str | None, counts: Counts,
                 plan: Plan) -> bool:
     _count_all(entry, counts)
-    if not might_match(expr, S.lookup(entry.file_stats())):
+    if isinstance(expr, AlwaysTrue):  # nothing to prune by (an unfiltered read or count)
+        keep = list(range(len(entry.blocklets)))
+    elif not might_match(expr, S.lookup(entry.file_stats())):
         return False
-    keep = [i for i, st in enumerate(entry.blocklets) if might_match(expr, S.lookup(st))]
+    else:
+        keep = [i for i, st in enumerate(entry.blocklets) if might_match(expr, S.lookup(st))]
     if not keep:
         return False
     counts.files_read += 1
@@ -328,6 +331,10 @@ def _external_entry(storage: Storage, path: str, ref: ExternalRef, schema: pa.Sc
     return FileEntry(units, rows, [], ref)
 
 
+def _segment_stats(entries: list[tuple[str, FileEntry]]) -> S.Stats:
+    return entries[0][1].file_stats() if len(entries) == 1 else S.merge(e.file_stats() for _p, e in entries)
+
+
 def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr,
                use_index: bool = True, external: dict | None = None, schema: pa.Schema | None = None,
                table_columns: list[ColumnSchema] | None = None) -> Plan:
@@ -357,8 +364,7 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
             entries.append((path, entry))
         if seg is not None:
             counts.segments_total += 1
-            seg_stats = entries[0][1].file_stats() if len(entries) == 1 else S.merge(e.file_stats() for _p, e in entries)
-            if not might_match(expr, S.lookup(seg_stats)):
+            if not isinstance(expr, AlwaysTrue) and not might_match(expr, S.lookup(_segment_stats(entries))):
                 for _p, e in entries:  # still count what the segment held
                     _count_all(e, counts)
                 continue
