@@ -13,7 +13,7 @@ if ! command -v javac >/dev/null 2>&1; then
     echo "the CarbonData oracle needs 'javac' on PATH (a JDK 17+)" >&2
     exit 3
 fi
-want=$( { javac -version 2>&1; cat "$src/pom.xml" "$src"/src/*.java; } | sha256sum | cut -d' ' -f1)
+want=$( { javac -version 2>&1; cat "$src/pom.xml" "$src/log4j.properties" "$src"/src/*.java; } | sha256sum | cut -d' ' -f1)
 if [ -f "$out/stamp" ] && [ "$(cat "$out/stamp")" = "$want" ]; then
     exit 0
 fi

@@ -32,7 +32,7 @@ JVM_OPTIONS = [
       for p in ("java.nio", "jdk.internal.ref", "sun.nio.ch", "java.lang", "java.util", "java.lang.reflect")),
     "-Duser.timezone=UTC", "-Xmx1g", "-XX:+UseSerialGC", "-Xshare:auto", "-XX:TieredStopAtLevel=1",
 ]
-BATCH_TIMEOUT_S = 900
+BATCH_TIMEOUT_S = 3600  # a few minutes on two idle cores; a machine shared with other work takes several times that
 
 
 class OracleUnavailable(Exception):

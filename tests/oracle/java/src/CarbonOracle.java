@@ -11,6 +11,9 @@
 //       strings (null for SQL NULL) in schema order; complex values joined by the load's delimiters.
 //   {"id", "kind": "read", "path": folder, "projection": [names], "filter": expr, "out": file}
 //       CarbonReader over the folder; one JSON array per row in "out", values as canon() prints them.
+//       "paths": [folder, ...] instead of "path" reads each folder with its own CarbonReader, in order.
+//   {"id", "kind": "delete", "path": folder, "filter": expr}
+//       CarbonIUD deletes the rows of an SDK folder matching the filter (delete deltas beside its files).
 //   {"id", "kind": "table", "path": table, ...as read}
 //       the table read through its Metadata/schema and tablestatus (CarbonTableInputFormat), as
 //       CarbonData's engines read a table: segment statuses, delete deltas and update status apply.
@@ -66,6 +69,7 @@ import org.apache.carbondata.core.scan.expression.conditional.NotInExpression;
 import org.apache.carbondata.core.scan.expression.logical.AndExpression;
 import org.apache.carbondata.core.scan.expression.logical.OrExpression;
 import org.apache.carbondata.core.util.CarbonProperties;
+import org.apache.carbondata.sdk.file.CarbonIUD;
 import org.apache.carbondata.sdk.file.CarbonReader;
 import org.apache.carbondata.sdk.file.CarbonReaderBuilder;
 import org.apache.carbondata.sdk.file.CarbonWriter;
@@ -99,6 +103,11 @@ public final class CarbonOracle {
           rows = read(job, false);
         } else if (kind.equals("table")) {
           rows = read(job, true);
+        } else if (kind.equals("delete")) {
+          // CarbonData's own delete of an SDK folder's rows (delete delta files beside the data files)
+          CarbonIUD.getInstance(HADOOP).delete(job.get("path").getAsString(),
+              expression(job.getAsJsonObject("filter")));
+          rows = 0;
         } else {
           throw new IllegalArgumentException("unknown job kind " + kind);
         }
@@ -281,7 +290,7 @@ public final class CarbonOracle {
   // ------------------------------------------------------------------ reading
 
   static long read(JsonObject job, boolean asTable) throws Exception {
-    String path = job.get("path").getAsString();
+    String path = job.has("path") ? job.get("path").getAsString() : null;
     String[] projection = null;
     if (job.has("projection") && !job.get("projection").isJsonNull()) {
       JsonArray p = job.getAsJsonArray("projection");
@@ -296,8 +305,19 @@ public final class CarbonOracle {
     try (BufferedWriter out = Files.newBufferedWriter(Paths.get(job.get("out").getAsString()),
         StandardCharsets.UTF_8)) {
       Gson gson = new GsonBuilder().serializeNulls().disableHtmlEscaping().create();
-      Iterable<Object[]> source = asTable ? TableRows.read(path, projection, filter)
-          : sdkRows(path, projection, filter);
+      List<Object[]> source;
+      if (asTable) {
+        source = TableRows.read(path, projection, filter);
+      } else if (job.has("paths")) {
+        // one CarbonReader per folder: the SDK reads a flat folder; over a table root holding several
+        // Fact/Part0/Segment_<n> folders its filtered reads lose rows (CarbonData's own files too)
+        source = new ArrayList<>();
+        for (JsonElement p : job.getAsJsonArray("paths")) {
+          source.addAll(sdkRows(p.getAsString(), projection, filter));
+        }
+      } else {
+        source = sdkRows(path, projection, filter);
+      }
       for (Object[] row : source) {
         JsonArray line = new JsonArray();
         for (Object v : row) {

@@ -4,6 +4,8 @@
 // filter. The same reader the SDK uses for a bare folder (CarbonFileInputFormat) ignores all of that.
 
 import java.nio.file.Paths;
+import java.sql.Date;
+import java.text.SimpleDateFormat;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.UUID;
@@ -18,14 +20,22 @@ import org.apache.hadoop.mapreduce.TaskAttemptID;
 import org.apache.hadoop.mapreduce.lib.input.FileInputFormat;
 import org.apache.hadoop.mapreduce.task.TaskAttemptContextImpl;
 
+import org.apache.carbondata.core.constants.CarbonCommonConstants;
 import org.apache.carbondata.core.index.IndexFilter;
+import org.apache.carbondata.core.keygenerator.directdictionary.timestamp.DateDirectDictionaryGenerator;
 import org.apache.carbondata.core.metadata.AbsoluteTableIdentifier;
+import org.apache.carbondata.core.metadata.datatype.DataType;
+import org.apache.carbondata.core.metadata.datatype.DataTypes;
 import org.apache.carbondata.core.metadata.schema.SchemaReader;
 import org.apache.carbondata.core.metadata.schema.table.CarbonTable;
 import org.apache.carbondata.core.scan.expression.Expression;
+import org.apache.carbondata.core.scan.model.ProjectionDimension;
+import org.apache.carbondata.core.scan.model.QueryModel;
+import org.apache.carbondata.core.util.CarbonProperties;
 import org.apache.carbondata.hadoop.CarbonProjection;
 import org.apache.carbondata.hadoop.api.CarbonInputFormat;
 import org.apache.carbondata.hadoop.api.CarbonTableInputFormat;
+import org.apache.carbondata.hadoop.util.CarbonVectorizedRecordReader;
 
 final class TableRows {
   private TableRows() {
@@ -57,16 +67,49 @@ final class TableRows {
     List<Object[]> rows = new ArrayList<>();
     for (InputSplit split : format.getSplits(job)) {
       TaskAttemptContextImpl context = new TaskAttemptContextImpl(conf, new TaskAttemptID());
-      RecordReader<Void, Object[]> reader = format.createRecordReader(split, context);
+      // the reader CarbonReader picks (CarbonReaderBuilder.getRecordReader): the vector reader unless a complex
+      // column is projected; the row reader returns null for no-dictionary primitive dimensions
+      QueryModel model = format.createQueryModel(split, context);
+      boolean complex = false;
+      for (ProjectionDimension d : model.getProjectionDimensions()) {
+        complex |= d.getDimension().isComplex();
+      }
+      RecordReader<Void, ?> reader;
+      if (complex) {
+        reader = format.createRecordReader(split, context);
+      } else {
+        model.setDirectVectorFill(filter == null);
+        reader = new CarbonVectorizedRecordReader(model);
+      }
       try {
         reader.initialize(split, context);
         while (reader.nextKeyValue()) {
-          rows.add(reader.getCurrentValue());
+          rows.add(formatted((Object[]) reader.getCurrentValue(), model));
         }
       } finally {
         reader.close();
       }
     }
     return rows;
+  }
+
+  /** Top-level DATE and TIMESTAMP values as CarbonReader.formatDateAndTimeStamp gives them: text in the
+   * configured formats (a DATE arrives as days, a TIMESTAMP as microseconds). */
+  static Object[] formatted(Object[] row, QueryModel model) {
+    CarbonProperties props = CarbonProperties.getInstance();
+    SimpleDateFormat date = new SimpleDateFormat(props.getProperty(CarbonCommonConstants.CARBON_DATE_FORMAT,
+        CarbonCommonConstants.CARBON_DATE_DEFAULT_FORMAT));
+    SimpleDateFormat time = new SimpleDateFormat(props.getProperty(CarbonCommonConstants.CARBON_TIMESTAMP_FORMAT,
+        CarbonCommonConstants.CARBON_TIMESTAMP_DEFAULT_FORMAT));
+    for (ProjectionDimension d : model.getProjectionDimensions()) {
+      Object v = row[d.getOrdinal()];
+      DataType type = d.getDimension().getDataType();
+      if (v instanceof Integer && type == DataTypes.DATE) {
+        row[d.getOrdinal()] = date.format(new Date(DateDirectDictionaryGenerator.MILLIS_PER_DAY * (int) v));
+      } else if (v instanceof Long && type == DataTypes.TIMESTAMP) {
+        row[d.getOrdinal()] = time.format(new Date((long) v / 1000));
+      }
+    }
+    return row;
   }
 }
