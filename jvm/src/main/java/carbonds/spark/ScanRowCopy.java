@@ -61,7 +61,7 @@ final class ScanRowCopy extends ColumnarRule {
     }
 
     private static boolean carbon(BatchScanExec scan) {
-        return scan.table() instanceof PythonTable table && PruneCarbonRelations.SOURCE.equalsIgnoreCase(table.name());
+        return scan.table() instanceof PythonTable table && Names.SOURCE.equalsIgnoreCase(table.name());
     }
 
     private static boolean selectsOutput(ProjectExec project, BatchScanExec scan) {
