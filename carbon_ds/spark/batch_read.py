@@ -16,7 +16,6 @@ from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
@@ -27,6 +26,7 @@ from carbon_ds.fs import Storage, resolve
 from carbon_ds.names import FILTER_OPTION, PARTIAL_COUNTS_OPTION, ROW_POSITIONS_OPTION, SEGMENTS_OPTION, UNSCALED_OPTION
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.spark import partial_counts
+from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.spark.snapshot import (
     PlannedSnapshot,
@@ -143,7 +143,7 @@ class CarbonReader(DataSourceReader):
         self.is_table = handle is not None
         self.handle = handle  # planning reads this table's tablestatus: its schema file is not read again
         self.schema_mtime = handle.storage.mtime_ns(handle.schema_path_of(handle.path)) if handle else None
-        self.target = to_arrow_schema(schema, timezone="UTC")
+        self.target = arrow_schema(schema)
         self.source_schema = handle.schema if handle is not None else arrow_schema_of(path)
         # the columns every task reads files through: planning checks the planned version still has them
         self.table_columns = handle.columns if handle is not None else None

@@ -18,11 +18,12 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.names import NATIVE_PLAN_OPTION, PLAN_READS_OPTION, SEGMENTS_OPTION, SOURCE
+from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.batch_read import (  # noqa: F401 - re-exported: the reader's public names
     OPEN_COST,
     PACK_BYTES,
@@ -165,7 +166,7 @@ class CarbonArrowWriter(DataSourceArrowWriter):
                  storage: dict[str, str] | None = None):
         self.storage = storage
         path = resolved_path(path, storage)
-        incoming = to_arrow_schema(schema, timezone="UTC")
+        incoming = arrow_schema(schema)
         table, load_options = prepare_table(path, incoming, options)
         self.table_path = path
         # An overwrite's update lock is released by commit()/abort(), which run in another Python worker:

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.names import CONF_LOCAL_BYTES
+from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.sizes import row_width
 from carbon_ds.table.read.scan import scan_estimate
 from carbon_ds.table.read.scanner import Scan
@@ -54,7 +54,7 @@ def local_frame(spark: Any, path: str, fields: list[dict[str, Any]], columns: li
         return None
     schema = StructType.fromJson({"type": "struct", "fields": fields})
     table = Scan(path, columns=list(columns), filter=filter, segments=segments).to_arrow()
-    table = table.rename_columns([f["name"] for f in fields]).cast(to_arrow_schema(schema, timezone="UTC"))
+    table = table.rename_columns([f["name"] for f in fields]).cast(arrow_schema(schema))
     return arrow_frame(spark, table, schema)
 
 
