@@ -16,7 +16,6 @@ from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
@@ -24,8 +23,10 @@ from carbon_ds.expressions import AlwaysTrue, and_, bind
 from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.format import direct_dictionary
 from carbon_ds.fs import Storage, resolve
+from carbon_ds.names import FILTER_OPTION, PARTIAL_COUNTS_OPTION, ROW_POSITIONS_OPTION, SEGMENTS_OPTION, UNSCALED_OPTION
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.spark import partial_counts
+from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.spark.snapshot import (
     PlannedSnapshot,
@@ -69,9 +70,6 @@ PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state 
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 # Options naming the store's settings (carbon_ds.fs.resolve's storage_options): storage.<name>
 STORAGE_PREFIX = "storage."
-# Read option: decimal columns delivered as their unscaled bigint (carbon_ds.spark.query declares them so
-# and rebuilds the decimals in the JVM, which is much cheaper than Spark converting Arrow decimals)
-UNSCALED_OPTION = "unscaled_decimals"
 
 
 def storage_options(options) -> dict[str, str] | None:
@@ -96,7 +94,7 @@ def resolved_path(path: str, settings: dict[str, str] | None) -> str:
 def positions_option(options) -> bool:
     """Option with_row_positions: append dml.POSITION_FIELDS (file, blocklet, page, row in page) to every
     row, for DELETE/UPDATE evaluated by Spark (carbon_ds.spark.dml.spark_delete)."""
-    return parse_bool(options.get("with_row_positions"), "option with_row_positions", False)
+    return parse_bool(options.get(ROW_POSITIONS_OPTION), f"option {ROW_POSITIONS_OPTION}", False)
 
 
 # ---------------------------------------------------------------------------------------------- reads
@@ -139,13 +137,13 @@ class CarbonReader(DataSourceReader):
                  storage: dict[str, str] | None = None, handle: TableHandle | None = None):
         self.storage = storage  # the store's settings, applied again in every worker (see _resolved)
         self.path = path = resolved_path(path, storage)
-        self.segments = options.get("segments")
-        self.filter = options.get("filter") or None
+        self.segments = options.get(SEGMENTS_OPTION)
+        self.filter = options.get(FILTER_OPTION) or None
         handle = handle if handle is not None else open_table(path)
         self.is_table = handle is not None
         self.handle = handle  # planning reads this table's tablestatus: its schema file is not read again
         self.schema_mtime = handle.storage.mtime_ns(handle.schema_path_of(handle.path)) if handle else None
-        self.target = to_arrow_schema(schema, timezone="UTC")
+        self.target = arrow_schema(schema)
         self.source_schema = handle.schema if handle is not None else arrow_schema_of(path)
         # the columns every task reads files through: planning checks the planned version still has them
         self.table_columns = handle.columns if handle is not None else None
@@ -158,10 +156,10 @@ class CarbonReader(DataSourceReader):
         # Names in the source's spelling; a user-given schema may be any subset, any case.
         data_names = [n for n in self.target.names if not (self.positions and n in POSITION_NAMES)]
         # a relation counting its rows by keys in its tasks declares the keys and the count instead
-        self.partial = partial_counts.parse(options.get(partial_counts.OPTION), self.source_schema)
+        self.partial = partial_counts.parse(options.get(PARTIAL_COUNTS_OPTION), self.source_schema)
         if self.partial is not None:
             if self.positions or len(self.target.names) != len(self.partial) + 1:
-                raise CarbonOptionError(f"option {partial_counts.OPTION}: {len(self.partial)} keys need a schema of "
+                raise CarbonOptionError(f"option {PARTIAL_COUNTS_OPTION}: {len(self.partial)} keys need a schema of "
                                         f"the keys and a count, found {self.target.names}")
             data_names = partial_counts.columns(self.partial)
         self.columns = resolve_columns(self.source_schema, data_names, f"carbondata source {path}")
@@ -369,7 +367,7 @@ class CarbonReader(DataSourceReader):
         return when is not None and snap.planned_ms <= started <= when
 
     def plan_key(self) -> str | None:
-        """The name of this read's plan in the extension's ``VERIFIED`` local property (snapshot.plan_key)."""
+        """The name of this read's plan in the extension's ``VERIFIED_PLANS`` local property (snapshot.plan_key)."""
         for part in self.partitions():
             if isinstance(part, CarbonPartition) and part.snapshot is not None:
                 return plan_key(part.snapshot)

@@ -37,10 +37,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from carbon_ds.ddl.statement_parser import TableName
 from carbon_ds.errors import CarbonError, CarbonTableError
 from carbon_ds.fs import NAME_MAX, Storage, basename, dirname
+from carbon_ds.names import SOURCE, TABLE_OPTIONS
 from carbon_ds.spark.connect import check_reachable
 from carbon_ds.spark.extension import extension_active
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.options import TABLE_OPTIONS
 
 CONF_PREFIX = "carbon_ds.table."
 
@@ -134,7 +134,7 @@ def catalog_record(spark: Any, db: str, name: str) -> CatalogRecord | None:
     except Exception:  # noqa: BLE001 - an unknown database: no such table
         return None
     provider = meta.provider()
-    if not provider.isDefined() or provider.get().lower() != "carbondata":
+    if not provider.isDefined() or provider.get().lower() != SOURCE:
         return None
     return CatalogRecord(local_path(meta.location().toString()), meta.tableType().name() == "MANAGED")
 

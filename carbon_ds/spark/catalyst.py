@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal
 from typing import Any
 
-SOURCE_NAME = "carbondata"
+from carbon_ds.names import SOURCE
 
 INTEGRAL = {"byte": (-(2**7), 2**7 - 1), "short": (-(2**15), 2**15 - 1), "integer": (-(2**31), 2**31 - 1),
             "long": (-(2**63), 2**63 - 1)}
@@ -130,7 +130,7 @@ def carbon_relation(node: Any, kind: str | None = None) -> Any | None:
     else:
         return None
     table = rel.table()
-    if class_name(table) not in PYTHON_TABLES or str(table.name()).lower() != SOURCE_NAME:
+    if class_name(table) not in PYTHON_TABLES or str(table.name()).lower() != SOURCE:
         return None
     return rel
 

@@ -24,6 +24,7 @@ from pyspark.sql.functions import arrow_udf
 from pyspark.sql.types import IntegerType
 
 from carbon_ds.format.structs import PartitionType
+from carbon_ds.names import SOURCE
 from carbon_ds.spark.session import register
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.partition_spec import Layout
@@ -156,7 +157,7 @@ def write(df: DataFrame, path: str | os.PathLike, mode: str = "append", **option
     """
     register(df.sparkSession)
     text = os.fspath(path)
-    writer = by_partition(df, text).write.format("carbondata").mode(mode)
+    writer = by_partition(df, text).write.format(SOURCE).mode(mode)
     for key, value in options.items():
         writer = writer.option(key, _option_text(value))
     writer.save(text)

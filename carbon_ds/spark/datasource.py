@@ -18,10 +18,12 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSource, DataSourceArrowWriter, WriterCommitMessage
-from pyspark.sql.pandas.types import from_arrow_schema, to_arrow_schema
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.names import NATIVE_PLAN_OPTION, PLAN_READS_OPTION, SEGMENTS_OPTION, SOURCE
+from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.batch_read import (  # noqa: F401 - re-exported: the reader's public names
     OPEN_COST,
     PACK_BYTES,
@@ -42,8 +44,8 @@ from carbon_ds.spark.batch_read import (  # noqa: F401 - re-exported: the reader
 )
 from carbon_ds.spark.driver_process import driver_holder
 from carbon_ds.spark.messages import short_errors
-from carbon_ds.spark.native_read import NATIVE_PLAN_OPTION, describe
-from carbon_ds.spark.read_plans import PLAN_READS_OPTION, plan_reads
+from carbon_ds.spark.native_read import describe
+from carbon_ds.spark.read_plans import plan_reads
 from carbon_ds.spark.stream_sink import CarbonStreamWriter
 from carbon_ds.spark.stream_source import CarbonStreamReader
 from carbon_ds.table.meta.handle import TableHandle
@@ -79,7 +81,7 @@ def _answer(option: str, value) -> StructType:
 class CarbonDataSource(DataSource):
     @classmethod
     def name(cls) -> str:
-        return "carbondata"
+        return SOURCE
 
     @short_errors
     def __init__(self, options):
@@ -117,7 +119,7 @@ class CarbonDataSource(DataSource):
         plan = None
         if handle is not None:
             known = {k: StructType.fromJson(v) for k, v in request.get("known", {}).items()}
-            plan = describe(handle, StructType.fromJson(request["declared"]), self.options.get("segments"), known)
+            plan = describe(handle, StructType.fromJson(request["declared"]), self.options.get(SEGMENTS_OPTION), known)
         return _answer(NATIVE_PLAN_OPTION, plan)
 
     @short_errors
@@ -164,7 +166,7 @@ class CarbonArrowWriter(DataSourceArrowWriter):
                  storage: dict[str, str] | None = None):
         self.storage = storage
         path = resolved_path(path, storage)
-        incoming = to_arrow_schema(schema, timezone="UTC")
+        incoming = arrow_schema(schema)
         table, load_options = prepare_table(path, incoming, options)
         self.table_path = path
         # An overwrite's update lock is released by commit()/abort(), which run in another Python worker:

@@ -10,6 +10,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_type
 
 from carbon_ds.ddl.statement_parser import DeleteRows, UpdateRows
+from carbon_ds.names import ROW_POSITIONS_OPTION, SOURCE
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.ops.delete_update import (
@@ -22,7 +23,7 @@ from carbon_ds.table.read.task_reader import POSITION_NAMES
 
 
 def _positions_frame(spark: Any, table: TableHandle):
-    return spark.read.format("carbondata").option("with_row_positions", "true").load(table.uri)
+    return spark.read.format(SOURCE).option(ROW_POSITIONS_OPTION, "true").load(table.uri)
 
 
 def spark_delete(spark: Any, table: TableHandle, where: str | None, threshold: int = DEFAULT_DELTA_THRESHOLD,

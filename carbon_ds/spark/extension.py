@@ -9,11 +9,10 @@ import warnings
 from pathlib import Path
 from typing import Any
 
+from carbon_ds.names import CONF_EXTENSION
 from carbon_ds.table.meta.options import parse_bool
 
 __all__ = ["EXTENSION_CLASS", "JAR", "configure_spark", "extension_active", "extension_rules_on", "jar_path"]
-# Spark conf: "false" switches the extension's rules off for the session's next queries (jvm/src)
-CONF_EXTENSION = "carbon_ds.extension.enabled"
 
 EXTENSION_CLASS = "carbonds.spark.CarbonExtensions"
 JAR = Path(__file__).resolve().parents[1] / "jars" / "carbon-ds-spark.jar"

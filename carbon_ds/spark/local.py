@@ -11,19 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonError, CarbonOptionError
+from carbon_ds.names import CONF_LOCAL_BYTES
+from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.sizes import row_width
 from carbon_ds.table.read.scan import scan_estimate
 from carbon_ds.table.read.scanner import Scan
 
 __all__ = ["CONF_LOCAL_BYTES", "DEFAULT_LOCAL_BYTES", "arrow_frame", "local_frame", "local_limit"]
 
-CONF_LOCAL_BYTES = "carbon_ds.sql.localRelationBytes"
-"""Spark conf: a read touching at most this many stored bytes (scaled to its columns) runs on the driver
-into a local relation. 0 turns this off."""
+# CONF_LOCAL_BYTES: a read touching at most this many stored bytes (scaled to its columns) runs on the driver
+# into a local relation; 0 turns this off.
 DEFAULT_LOCAL_BYTES = 4 << 20  # dimension tables; a point lookup on a sort column reads a blocklet or two
 # Spark turns a local relation into rows on the driver and ships them inside tasks: past some rows that costs
 # more than a Python task (TPC-H Q22's 150,000 customers took 8.6x Parquet's time read locally).
@@ -54,7 +54,7 @@ def local_frame(spark: Any, path: str, fields: list[dict[str, Any]], columns: li
         return None
     schema = StructType.fromJson({"type": "struct", "fields": fields})
     table = Scan(path, columns=list(columns), filter=filter, segments=segments).to_arrow()
-    table = table.rename_columns([f["name"] for f in fields]).cast(to_arrow_schema(schema, timezone="UTC"))
+    table = table.rename_columns([f["name"] for f in fields]).cast(arrow_schema(schema))
     return arrow_frame(spark, table, schema)
 
 

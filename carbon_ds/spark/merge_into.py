@@ -22,6 +22,7 @@ from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from carbon_ds import faults
 from carbon_ds.ddl.statement_parser import MergeClause, MergeInto
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.names import ROW_POSITIONS_OPTION, SOURCE
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.ops.delete_update import DEFAULT_DELTA_THRESHOLD
@@ -158,8 +159,8 @@ def spark_merge(spark: Any, table: TableHandle, source_df: Any, on: str, clauses
     with table.update_lock("MERGE", lock_timeout):
         # only the target columns the statement uses are read (the data source reads the schema it is given)
         read_schema = pa.schema([*[schema.field(n) for n in _target_columns(schema, on, ordered)], *POSITION_FIELDS])
-        tdf = (spark.read.format("carbondata").schema(from_arrow_schema(read_schema, prefer_timestamp_ntz=False))
-               .option("with_row_positions", "true").load(table.uri).alias(target_alias))
+        tdf = (spark.read.format(SOURCE).schema(from_arrow_schema(read_schema, prefer_timestamp_ntz=False))
+               .option(ROW_POSITIONS_OPTION, "true").load(table.uri).alias(target_alias))
         sdf = source_df.alias(source_alias)
         joined = tdf.join(sdf, F.expr(on), "right" if inserts else "inner")
         is_matched = _q(target_alias, POSITION_NAMES[0]).isNotNull()

@@ -32,6 +32,7 @@ from pyspark.sql.types import DataType, DoubleType, FloatType, StructType, Times
 
 from carbon_ds.format.column_view import default_scalar
 from carbon_ds.format.hive import DEFAULT_PARTITION as HIVE_DEFAULT_PARTITION
+from carbon_ds.names import CONF_NATIVE, FILTER_OPTION, NATIVE_PLAN_OPTION, SEGMENTS_OPTION, SOURCE
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta.column_map import external_names
 from carbon_ds.table.meta.data_files import STREAM_FORMAT
@@ -43,13 +44,6 @@ from carbon_ds.table.read.scan import open_table
 
 __all__ = ["CONF_NATIVE", "NATIVE_PLAN_OPTION", "MixedPlan", "describe", "group_key", "mixed_of", "native_enabled", "plan_mixed", "projection",
            "read", "reader_options", "union_frame"]
-
-CONF_NATIVE = "carbon_ds.spark.nativeExternal"
-"""Spark conf: ``false`` reads external (Parquet/ORC/CSV/JSON) segments through the ``carbondata`` data
-source (pyarrow in Python workers) on every route, instead of with Spark's own file scans."""
-
-NATIVE_PLAN_OPTION = "carbon_ds.native_plan"
-"""Data source option set by the Spark extension (jvm/src NativeUnion): schema() answers with ``describe``."""
 
 _SPARK_OPTIONS = {
     "csv": {"header": "header", "delimiter": "sep", "sep": "sep", "quote": "quote", "quotechar": "quote",
@@ -314,9 +308,9 @@ def read(spark: Any, path: str, table: TableHandle, names: list[str] | None, fil
     declared = from_arrow_schema(target, prefer_timestamp_ntz=False)
 
     def carbon_part(struct: StructType, ids: str) -> Any:
-        reader = spark.read.format("carbondata").schema(struct).options(**(reader_options or {}))
+        reader = spark.read.format(SOURCE).schema(struct).options(**(reader_options or {}))
         if filter:
-            reader = reader.option("filter", filter)
-        return reader.option("segments", ids).load(path)
+            reader = reader.option(FILTER_OPTION, filter)
+        return reader.option(SEGMENTS_OPTION, ids).load(path)
 
     return union_frame(spark, plan, declared, carbon_part, filter)

@@ -21,10 +21,10 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.names import PARTIAL_COUNTS_OPTION
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import resolve_columns
 
-OPTION = "partial_counts"
 _UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 
 
@@ -58,17 +58,19 @@ def parse(text: str | None, schema: pa.Schema) -> list[Key] | None:
         spec = json.loads(text)
         entries = [(e["column"], _zone(e["day"]) if e.get("day") is not None else None) for e in spec["keys"]]
     except (ValueError, TypeError, KeyError, AttributeError) as e:
-        raise CarbonOptionError(f"option {OPTION}={shown!r}: expected {{\"keys\": [{{\"column\": name}} or "
+        raise CarbonOptionError(f"option {PARTIAL_COUNTS_OPTION}={shown!r}: expected "
+                                f"{{\"keys\": [{{\"column\": name}} or "
                                 f"{{\"column\": name, \"day\": {{\"offsets\": [...], \"at\": [...]}}}}, ...]}} "
                                 f"({e})") from None
     if not entries:
-        raise CarbonOptionError(f"option {OPTION}={shown!r}: no key")
-    names = resolve_columns(schema, [c for c, _ in entries], f"option {OPTION}")
+        raise CarbonOptionError(f"option {PARTIAL_COUNTS_OPTION}={shown!r}: no key")
+    names = resolve_columns(schema, [c for c, _ in entries], f"option {PARTIAL_COUNTS_OPTION}")
     keys = []
     for name, (_column, zone) in zip(names, entries, strict=True):
         t = schema.field(name).type
         if zone is not None and not pa.types.is_timestamp(t):
-            raise CarbonOptionError(f"option {OPTION}: the day of column {name!r} ({t}); expected a timestamp column")
+            raise CarbonOptionError(f"option {PARTIAL_COUNTS_OPTION}: the day of column {name!r} ({t}); "
+                                    "expected a timestamp column")
         keys.append(Key(name, zone))
     return keys
 

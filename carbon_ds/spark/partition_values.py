@@ -18,15 +18,13 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
 from carbon_ds.expressions import AlwaysTrue
+from carbon_ds.names import CONF_PARTITION_VALUES
 from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.constants import partition_value_rows
 from carbon_ds.table.read.scan import Snapshot
 
 __all__ = ["CONF_PARTITION_VALUES", "known_values", "values_frame"]
-
-CONF_PARTITION_VALUES = "carbon_ds.read.partitionValues"
-"""Spark conf: "false" reads the partition column from the data files even when metadata knows it."""
 
 
 def known_values(spark: Any, source: Snapshot, names: list[str] | None, filter: str | None,

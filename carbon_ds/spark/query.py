@@ -38,8 +38,8 @@ from pyspark.sql.classic.dataframe import DataFrame
 from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonError
+from carbon_ds.names import FILTER_OPTION, PRUNED_OPTION, ROW_POSITIONS_OPTION, SEGMENTS_OPTION, SOURCE, UNSCALED_OPTION
 from carbon_ds.spark.catalyst import field_kind, jvm_class, node_name, scala_object, to_list
-from carbon_ds.spark.datasource import UNSCALED_OPTION
 from carbon_ds.spark.direct import direct_enabled, direct_frame
 from carbon_ds.spark.extension import extension_active, extension_rules_on
 from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame, local_limit
@@ -54,7 +54,6 @@ from carbon_ds.table.read.scan import count as count_rows
 
 __all__ = ["CONF_LOCAL_BYTES", "CONF_REWRITE", "CONF_STATISTICS", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
 
-PRUNED_OPTION = "carbon_ds.pruned"
 CONF_REWRITE = "carbon_ds.sql.rewrite"
 """Spark conf: ``false`` makes ``carbon_ds.sql`` pass queries to ``spark.sql`` unchanged."""
 CONF_STATISTICS = "carbon_ds.sql.statistics"
@@ -258,13 +257,13 @@ def _mixed(path: str | None) -> bool:
 
 def _decide(rel: Relation, nondeterministic: bool) -> RelationRead:
     """The columns and filter of the relation that replaces ``rel``."""
-    base = RelationRead(rel.view, rel.path, tuple(rel.names), rel.options.get("filter"), tuple(rel.names),
+    base = RelationRead(rel.view, rel.path, tuple(rel.names), rel.options.get(FILTER_OPTION), tuple(rel.names),
                         copies=len(rel.scans), untranslated=tuple(t for s in rel.scans for t in s.untranslated))
     if not rel.scans and not rel.any_ambiguous:
         return _unchanged(base, "not read by the optimized plan")
     if rel.path is None:
         return _unchanged(base, "not one table path")
-    if rel.options.get("with_row_positions", "false").strip().lower() != "false":
+    if rel.options.get(ROW_POSITIONS_OPTION, "false").strip().lower() != "false":
         return _unchanged(base, "a with_row_positions relation (DELETE/UPDATE)")
     needed = set(rel.ambiguous).union(*(s.needed for s in rel.scans))
     # an unneeded column becomes NULL, which a non-nullable attribute must never be
@@ -273,7 +272,7 @@ def _decide(rel: Relation, nondeterministic: bool) -> RelationRead:
     predicate = None
     if not nondeterministic and not rel.any_ambiguous:
         predicate = _predicate(rel)
-    original = rel.options.get("filter") or None
+    original = rel.options.get(FILTER_OPTION) or None
     text = f"({original}) AND ({predicate})" if original and predicate else original or predicate
     if not columns and nondeterministic:
         # a rows-only read is planned as one partition; rand() and the like must see the same partitions
@@ -359,7 +358,7 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
     decimals ({lower-case name: (precision, scale)}), which the drop-in node turns back into decimals."""
     by_name = {f["name"].lower(): f for f in rel.fields}
     fields = [{**by_name[c.lower()], "metadata": {}} for c in read.columns]
-    segments = rel.options.get("segments")
+    segments = rel.options.get(SEGMENTS_OPTION)
     sizing = joins and str(spark.conf.get(CONF_STATISTICS, "true")).strip().lower() == "true"
     # a local relation has other partitions: a non-deterministic expression would see other rows together
     try_local = not keep_partitions and not read.long_in and local_limit(spark) > 0
@@ -381,16 +380,16 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
     unscaled = _unscaled(read.path, fields)
     declared = StructType.fromJson({"type": "struct", "fields": [
         {**f, "type": "long"} if f["name"].lower() in unscaled else f for f in fields]})
-    options = {k: v for k, v in rel.options.items() if k not in ("path", "paths", "filter")}
+    options = {k: v for k, v in rel.options.items() if k not in ("path", "paths", FILTER_OPTION)}
     # final for the Spark extension's rule (jvm/src), which would otherwise prune it once more
     options[PRUNED_OPTION] = "true"
     if read.filter:
-        options["filter"] = read.filter
+        options[FILTER_OPTION] = read.filter
     if unscaled:
         options[UNSCALED_OPTION] = ",".join(f["name"] for f in fields if f["name"].lower() in unscaled)
     frame = direct_frame(spark, read.path, declared, options) if direct_enabled(spark) else None
     if frame is None:
-        frame = spark.read.format("carbondata").schema(declared).options(**options).load(read.path)
+        frame = spark.read.format(SOURCE).schema(declared).options(**options).load(read.path)
     jdf = frame._jdf
     # sizing plans the relation now (its partitions): worth it only where Spark chooses a join strategy
     if not sizing:
@@ -417,19 +416,19 @@ def _native(spark: Any, rel: Relation, read: RelationRead, fields: list[dict[str
     through Spark's optimizer (pushed filters, literal partition columns folded), with Spark's semantics.
     Spark sizes its scans itself; the carbondata part gets the estimate of its own segments."""
     declared = StructType.fromJson({"type": "struct", "fields": fields})
-    options = {k: v for k, v in rel.options.items() if k not in ("path", "paths", "filter", "segments")}
+    options = {k: v for k, v in rel.options.items() if k not in ("path", "paths", FILTER_OPTION, SEGMENTS_OPTION)}
     options[PRUNED_OPTION] = "true"
     if read.filter:
-        options["filter"] = read.filter
+        options[FILTER_OPTION] = read.filter
 
     def carbon_part(struct: StructType, ids: str) -> DataFrame:
         if not struct.fields and not read.filter:
             # rows only (count(*)): the carbondata segments' count from their index files, here
             return spark.range(0, count_rows(read.path, None, ids), 1, 1).select()
-        opts = {**options, "segments": ids}
+        opts = {**options, SEGMENTS_OPTION: ids}
         frame = direct_frame(spark, read.path, struct, opts) if direct_enabled(spark) else None
         if frame is None:
-            frame = spark.read.format("carbondata").schema(struct).options(**opts).load(read.path)
+            frame = spark.read.format(SOURCE).schema(struct).options(**opts).load(read.path)
         if not sizing:
             return frame
         try:
@@ -460,9 +459,9 @@ def _local(spark: Any, rel: Relation, read: RelationRead, fields: list[dict[str,
     """The plan of a local relation holding ``read``'s rows, read here on the driver, when the read is
     small enough (carbon_ds.spark.local); None to read it through the data source as usual."""
     # a catalog table's relation also carries its table properties (write options), which change no read
-    if set(rel.options) - {"path", "paths", "filter", "segments", *WRITE_OPTIONS}:
+    if set(rel.options) - {"path", "paths", FILTER_OPTION, SEGMENTS_OPTION, *WRITE_OPTIONS}:
         return None
-    df = local_frame(spark, read.path, fields, list(read.columns), read.filter, rel.options.get("segments"),
+    df = local_frame(spark, read.path, fields, list(read.columns), read.filter, rel.options.get(SEGMENTS_OPTION),
                      rel.fields, estimate)
     return None if df is None else df._jdf.queryExecution().analyzed()
 

@@ -26,8 +26,6 @@ try:  # Spark's planning worker; the call is only offered where its writer is th
 except ImportError:  # pragma: no cover - a PySpark without it plans every read the usual way
     write_read_func_and_partitions = None
 
-PLAN_READS_OPTION = "carbon_ds.plan_reads"
-
 
 def _writer_arguments(settings: dict[str, Any]) -> dict[str, Any]:
     """The settings the installed PySpark's writer takes (binary_as_bytes arrived in 4.2)."""
@@ -56,7 +54,7 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
     JVM makes them a local relation); or None where it must
     be planned the usual way. ``"keep": true`` marks an answer that stays right while the table's
     tablestatus and schema bytes do (``keeps_plan``), which the JVM may reuse for the same read; ``"plan"``
-    names it for the tasks of a query that reuses it (carbon_ds.spark.snapshot.VERIFIED)."""
+    names it for the tasks of a query that reuses it (carbon_ds.names.VERIFIED_PLANS)."""
     if write_read_func_and_partitions is None:
         return [None] * len(request["reads"])
     settings = request["settings"]
@@ -94,7 +92,7 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
                 answer["keep"] = True
                 key = reader.plan_key() if "read" in answer else None
                 if key is not None:
-                    answer["plan"] = key  # named in the local property the JVM sets on reuse (snapshot.VERIFIED)
+                    answer["plan"] = key  # named in the local property the JVM sets on reuse (names.VERIFIED_PLANS)
             answers.append(answer)
         except Exception:  # noqa: BLE001 - planned again by Spark, which reports it with the relation
             answers.append(None)

@@ -14,6 +14,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.fs import resolve
+from carbon_ds.names import FILTER_OPTION, SEGMENTS_OPTION, SOURCE
 from carbon_ds.spark import native_read
 from carbon_ds.spark.datasource import (
     PUSHDOWN_CONF,
@@ -137,13 +138,13 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
         df = native_read.read(spark, text, source.table, names, filter, source.data_files, storage)
         if df is not None:
             return df
-    reader = spark.read.format("carbondata")
+    reader = spark.read.format(SOURCE)
     if names is not None:
         reader = reader.schema(spark_schema)
     if filter:
-        reader = reader.option("filter", filter)
+        reader = reader.option(FILTER_OPTION, filter)
     if segment_text is not None:
-        reader = reader.option("segments", segment_text)
+        reader = reader.option(SEGMENTS_OPTION, segment_text)
     for key, value in storage.items():
         reader = reader.option(key, value)
     return reader.load(text)

@@ -28,13 +28,13 @@ from pyspark import TaskContext
 
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.fs import Storage
+from carbon_ds.names import VERIFIED_PLANS
 from carbon_ds.table.meta.deltas import BlockStatus, Deletes, committed_status_name
 from carbon_ds.table.meta.tablestatus import FAILURE, IN_PROGRESS, OVERWRITE_IN_PROGRESS, LoadDetail, parse_time
 
 QUERY_ID = "spark.sql.execution.query.id"
 # local property the Spark extension sets when it reuses kept read plans (jvm/src ReadPlans): for each,
 # "<version>@<planned ms>=<ms when the JVM found the table still at that version>", comma-separated
-VERIFIED = "carbon_ds.verified_plans"
 _NOT_COMMITTED = frozenset({IN_PROGRESS, OVERWRITE_IN_PROGRESS, FAILURE})
 
 
@@ -91,7 +91,7 @@ def query_started_ms() -> int | None:
 
 
 def plan_key(snapshot: PlannedSnapshot) -> str:
-    """How a plan is named in the ``VERIFIED`` local property."""
+    """How a plan is named in the ``VERIFIED_PLANS`` local property."""
     return f"{snapshot.version}@{snapshot.planned_ms}"
 
 
@@ -99,7 +99,7 @@ def verified_ms(snapshot: PlannedSnapshot) -> int | None:
     """When the Spark extension last found the table still at ``snapshot``'s version before reusing its plan
     for the running query (None when it did not say)."""
     ctx = TaskContext.get()
-    text = ctx.getLocalProperty(VERIFIED) if ctx is not None else None
+    text = ctx.getLocalProperty(VERIFIED_PLANS) if ctx is not None else None
     key = plan_key(snapshot)
     for entry in (text or "").split(","):
         name, _, when = entry.rpartition("=")

@@ -35,6 +35,7 @@ from carbon_ds.ddl.statement_parser import (
 from carbon_ds.ddl.types import arrow_schema, arrow_type
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, is_inside
+from carbon_ds.names import SOURCE
 from carbon_ds.spark import catalog
 from carbon_ds.spark.compaction_tasks import compact_with_spark
 from carbon_ds.spark.connect import check_reachable
@@ -336,7 +337,7 @@ def _insert_partition(spark: Any, stmt: Insert, text: str, path: str):
         )
     struct = from_arrow_schema(pa.schema([table.schema.field(n) for n in names]), prefer_timestamp_ntz=False)
     df = df.toDF(*names).select([F.col(f"`{f.name}`").cast(f.dataType) for f in struct.fields])
-    writer = df.write.format("carbondata").mode("overwrite" if stmt.overwrite else "append")
+    writer = df.write.format(SOURCE).mode("overwrite" if stmt.overwrite else "append")
     if static:
         writer = writer.option("partition", json.dumps(static))
     elif stmt.overwrite:

@@ -22,11 +22,11 @@ from dataclasses import dataclass
 import pyarrow as pa
 from pyspark import TaskContext
 from pyspark.sql.datasource import DataSourceStreamArrowWriter, WriterCommitMessage
-from pyspark.sql.pandas.types import to_arrow_schema
 from pyspark.sql.types import StructType
 
 from carbon_ds import faults
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.driver_process import driver_holder
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.table.meta import tablestatus as ts
@@ -90,7 +90,7 @@ class CarbonStreamWriter(DataSourceStreamArrowWriter):
                                       "always" if parse_bool(merge, f"stream option {AUTO_MERGE_OPTION}") else None,
                                       compact=False)
         write_options = {k: v for k, v in lowered.items() if k not in STREAM_WRITE_OPTIONS}
-        table, self.load_options = prepare_table(path, to_arrow_schema(schema, timezone="UTC"), write_options)
+        table, self.load_options = prepare_table(path, arrow_schema(schema), write_options)
         self.table_path = path
         self.table_uri = table.uri
         # made on the driver: its JVM outlives each batch's tasks and commit, which reserve and end the loads

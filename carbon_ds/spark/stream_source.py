@@ -20,6 +20,7 @@ from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.names import FILTER_OPTION, SEGMENTS_OPTION
 from carbon_ds.spark.batch_read import CarbonPartition, CarbonReader
 from carbon_ds.spark.messages import short_errors
 from carbon_ds.table.meta import tablestatus as ts
@@ -71,7 +72,7 @@ class CarbonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             raise CarbonOptionError("options max_files_per_trigger / max_rows_per_trigger need PySpark 4.2 or "
                                     "newer (admission control for Python sources)")
         self.ignore_changes = bool(true_or_false(options, "ignore_changes"))
-        for key in ("segments", "filter"):
+        for key in (SEGMENTS_OPTION, FILTER_OPTION):
             if options.get(key):
                 raise CarbonOptionError(f"option {key!r} is not supported by streaming reads; filter the "
                                         "streaming DataFrame instead")
@@ -146,7 +147,7 @@ class CarbonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         chosen = [str(i) for i in ids if str(i) in readable]  # one deleted since its offset: nothing to read
         if not chosen:
             return []
-        reader = CarbonReader(self.path, self.schema, {"segments": ",".join(chosen)})
+        reader = CarbonReader(self.path, self.schema, {SEGMENTS_OPTION: ",".join(chosen)})
         reader.pinned = True  # planned for this batch alone
         return [CarbonStreamPartition(i, p, reader) for i, p in enumerate(reader.partitions())]
 

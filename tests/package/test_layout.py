@@ -16,7 +16,7 @@ PKG = ROOT / "carbon_ds"
 # Lowest first; a module may import its own layer and those below it.
 LAYERS = [
     ("ground", ["carbon_ds.errors", "carbon_ds.fs", "carbon_ds.fs_s3", "carbon_ds.faults", "carbon_ds.progress", "carbon_ds.format", "carbon_ds.expressions",
-                "carbon_ds.ddl"]),
+                "carbon_ds.ddl", "carbon_ds.names"]),
     ("io", ["carbon_ds.readers", "carbon_ds.writers"]),
     ("meta", ["carbon_ds.table.meta"]),
     ("read-write", ["carbon_ds.table.read", "carbon_ds.table.write"]),

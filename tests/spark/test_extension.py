@@ -512,7 +512,7 @@ def test_a_read_of_external_files_through_the_source_is_not_kept(spark, tmp_path
 def test_a_reused_read_plan_reads_the_version_its_query_began_with(spark, tmp_path):
     """A query that reuses a kept plan and sees a DELETE commit between its planning and its tasks reads the
     rows of the version it was planned against, as a freshly planned query does (the JVM tells the tasks
-    when it found the table unchanged: carbon_ds.spark.snapshot.VERIFIED), instead of failing."""
+    when it found the table unchanged: the local property carbon_ds.names.VERIFIED_PLANS), instead of failing."""
     path = str(tmp_path / "kept_delete")
     rows = pa.table({"id": pa.array(range(1000), pa.int64()), "v": pa.array([i % 7 for i in range(1000)], pa.int64())})
     carbon_ds.write_table(rows, path)

@@ -8,33 +8,32 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.names import (
+    COMPRESSOR_OPTION,
+    EXPANDED_OPTION,
+    FILTER_OPTION,
+    NATIVE_PLAN_OPTION,
+    PARTIAL_COUNTS_OPTION,
+    PARTITION_BY_OPTION,
+    PLAN_READS_OPTION,
+    PRUNED_OPTION,
+    ROW_POSITIONS_OPTION,
+    SEGMENTS_OPTION,
+    TABLE_OPTIONS,
+    UNSCALED_OPTION,
+)
 
 COMPRESSORS = ("snappy", "zstd", "gzip")
 SORT_SCOPES = ("no_sort", "local_sort")  # CarbonData's GLOBAL_SORT needs a shuffle across tasks
-# Options that describe the table itself: they become tableProperties when a write creates the table.
-TABLE_OPTIONS = (
-    "sort_columns",
-    "sort_scope",
-    "long_string_columns",
-    "table_blocksize",
-    "table_blocklet_size",
-    "local_dictionary_enable",
-    "local_dictionary_threshold",
-)
 # partition_by: the table's Hive partition columns (Spark refuses partitionBy() for Python sources);
 # partition: a static partition spec ("day=1,hour=2" or JSON); partition_overwrite_mode: static|dynamic.
-PARTITION_OPTIONS = ("partition_by", "partition", "partition_overwrite_mode")
-WRITE_OPTIONS = ("compressor", "blocklet_size", *TABLE_OPTIONS, *PARTITION_OPTIONS)
-READ_OPTIONS = ("segments", "filter", "with_row_positions", "unscaled_decimals", "carbon_ds.pruned",
-                "carbon_ds.native_plan", "carbon_ds.expanded", "carbon_ds.plan_reads", "timestamp_granularity",
-                "cutoff_timestamp", "partial_counts")
-# with_row_positions: for DELETE/UPDATE on Spark (dml.py); unscaled_decimals: decimals rebuilt by Spark
-# (carbon_ds.spark.query); carbon_ds.pruned: set by the Spark extension (jvm/src) on relations it made;
-# carbon_ds.native_plan: the extension asking schema() for the native union's plan (carbon_ds.spark.native_read);
-# carbon_ds.expanded: on the carbondata part of that union;
-# carbon_ds.plan_reads: the extension planning many relations' reads in one schema call (spark.read_plans);
-# timestamp_granularity / cutoff_timestamp: direct-dictionary timestamps (format.direct_dictionary);
-# partial_counts: the extension's rows counted by keys in the tasks (spark.partial_counts)
+PARTITION_OPTIONS = (PARTITION_BY_OPTION, "partition", "partition_overwrite_mode")
+WRITE_OPTIONS = (COMPRESSOR_OPTION, "blocklet_size", *TABLE_OPTIONS, *PARTITION_OPTIONS)
+READ_OPTIONS = (SEGMENTS_OPTION, FILTER_OPTION, ROW_POSITIONS_OPTION, UNSCALED_OPTION, PRUNED_OPTION,
+                NATIVE_PLAN_OPTION, EXPANDED_OPTION, PLAN_READS_OPTION, "timestamp_granularity", "cutoff_timestamp",
+                PARTIAL_COUNTS_OPTION)
+# timestamp_granularity / cutoff_timestamp: direct-dictionary timestamps (format.direct_dictionary); the
+# others are shared with the Spark extension and described in carbon_ds.names.
 # Spark adds these itself; a temporary view passes one option set to both its reader and its writer,
 # so either side accepts the other's keys.
 # A table of Spark's session catalog also hands over its reserved table properties (TableCatalog.PROP_*)

@@ -39,7 +39,6 @@ import scala.jdk.javaapi.CollectionConverters;
  * worker as PySpark's row reader, which stays the fallback ({@link #available()}).
  */
 final class ArrowBatchReads implements PartitionReaderFactory {
-    static final String CONF_COLUMNAR = "carbon_ds.extension.columnarScan";
     // PySpark's runner of a Python data source read (MapInBatchEvaluator's Arrow runner), made as PySpark makes it
     private static final String RUNNER =
             "org.apache.spark.sql.execution.python.MapInBatchEvaluatorFactory$MapInBatchEvaluator$$anon$1";
@@ -55,7 +54,7 @@ final class ArrowBatchReads implements PartitionReaderFactory {
 
     /** Whether this PySpark has the runner this reader uses, and the session has not switched it off. */
     static boolean available() {
-        if (!"true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_COLUMNAR, "true").trim())) {
+        if (!"true".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_COLUMNAR, "true").trim())) {
             return false;
         }
         try {

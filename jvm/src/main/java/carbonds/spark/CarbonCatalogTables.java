@@ -47,16 +47,21 @@ import scala.runtime.AbstractPartialFunction;
  * will have: the one given, else Spark's default for a managed table.
  */
 public final class CarbonCatalogTables extends Rule<LogicalPlan> {
-    /** Table properties that describe a carbondata table (carbon_ds.table.meta.options.TABLE_OPTIONS). */
-    private static final Set<String> TABLE_OPTIONS = Set.of(
-            "sort_columns", "sort_scope", "long_string_columns", "table_blocksize", "table_blocklet_size",
-            "local_dictionary_enable", "local_dictionary_threshold", "partition_by", "compressor");
+    /** Table properties that describe a carbondata table, and so pass to its reads and writes. */
+    private static final Set<String> TABLE_OPTIONS = tableOptions();
     private static final String SESSION_CATALOG = "spark_catalog";
 
     private final SparkSession session;
 
     CarbonCatalogTables(SparkSession session) {
         this.session = session;
+    }
+
+    private static Set<String> tableOptions() {
+        Set<String> out = new java.util.HashSet<>(Names.TABLE_OPTIONS);
+        out.add(Names.PARTITION_BY_OPTION);
+        out.add(Names.COMPRESSOR_OPTION);
+        return Set.copyOf(out);
     }
 
     @Override
@@ -92,7 +97,7 @@ public final class CarbonCatalogTables extends Rule<LogicalPlan> {
     /** A carbondata relation Spark made from a session-catalog table, still without a path; else null. */
     private static DataSourceV2Relation tableRelation(LogicalPlan node) {
         if (!(node instanceof DataSourceV2Relation rel) || !(rel.table() instanceof PythonTable table)
-                || !PruneCarbonRelations.SOURCE.equalsIgnoreCase(table.name())
+                || !Names.SOURCE.equalsIgnoreCase(table.name())
                 || rel.identifier().isEmpty() || rel.catalog().isEmpty()
                 || !SESSION_CATALOG.equals(rel.catalog().get().name())) {
             return null;
@@ -109,7 +114,7 @@ public final class CarbonCatalogTables extends Rule<LogicalPlan> {
         TableSpecBase spec = plan.tableSpec();
         Option<String> provider = spec.provider();
         CatalogPlugin catalog = id.catalog();
-        if (provider.isEmpty() || !PruneCarbonRelations.SOURCE.equalsIgnoreCase(provider.get())
+        if (provider.isEmpty() || !Names.SOURCE.equalsIgnoreCase(provider.get())
                 || !SESSION_CATALOG.equals(catalog.name()) || plan.writeOptions().contains("path")) {
             return null;
         }
@@ -137,7 +142,7 @@ public final class CarbonCatalogTables extends Rule<LogicalPlan> {
         options.putAll(CollectionConverters.asJava(meta.storage().properties()));  // OPTIONS (...)
         carbonProperties(CollectionConverters.asJava(meta.properties()), options);
         if (!meta.partitionColumnNames().isEmpty()) {  // the first write creates the table partitioned so
-            options.put("partition_by", String.join(",", CollectionConverters.asJava(meta.partitionColumnNames())));
+            options.put(Names.PARTITION_BY_OPTION, String.join(",", CollectionConverters.asJava(meta.partitionColumnNames())));
         }
         options.putAll(rel.options().asCaseSensitiveMap());
         options.put("path", localPath(meta.location()));
@@ -175,7 +180,7 @@ public final class CarbonCatalogTables extends Rule<LogicalPlan> {
         carbonProperties(CollectionConverters.asJava(spec.properties()), options);
         String names = partitionNames(CollectionConverters.asJava(plan.partitioning()).toArray(new Transform[0]));
         if (!names.isEmpty()) {
-            options.put("partition_by", names);  // CTAS ... PARTITIONED BY (c): a Hive-partitioned table
+            options.put(Names.PARTITION_BY_OPTION, names);  // CTAS ... PARTITIONED BY (c): a Hive-partitioned table
         }
         options.putAll(CollectionConverters.asJava(plan.writeOptions()));
         options.put("path", path);
@@ -197,7 +202,7 @@ public final class CarbonCatalogTables extends Rule<LogicalPlan> {
         carbonProperties(properties, out);
         String names = partitionNames(partitioning);
         if (!names.isEmpty()) {
-            out.putIfAbsent("partition_by", names);
+            out.putIfAbsent(Names.PARTITION_BY_OPTION, names);
         }
         if (properties.get("path") != null) {
             out.put("path", localPath(properties.get("path")));

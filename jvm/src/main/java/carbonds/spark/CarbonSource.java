@@ -23,7 +23,7 @@ public final class CarbonSource extends PythonDataSourceV2 implements DataSource
     // no constructor work: Spark names the instance (setShortName, once) right after it finds it by name
     @Override
     public String shortName() {
-        return PruneCarbonRelations.SOURCE;
+        return Names.SOURCE;
     }
 
     @Override

@@ -57,9 +57,6 @@ import scala.Option;
  * The answer is kept for the next query while the table's metadata and files are unchanged ({@link PlanCache}).
  */
 final class NativeUnion extends Rule<LogicalPlan> {
-    static final String EXPANDED = "carbon_ds.expanded";
-    static final String PLAN = "carbon_ds.native_plan";
-    static final String CONF_NATIVE = "carbon_ds.spark.nativeExternal";
     // tablestatus fileFormat values of the formats the carbondata source reads itself
     private static final Set<String> OWN_FORMATS = Set.of("columnar_v3", "carbondata", "row_v1");
     private static final Set<String> READABLE = Set.of("Success", "Marked for Update", "Partial Success");
@@ -85,7 +82,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
 
     static boolean enabled() {
         return PruneCarbonRelations.enabled()
-                && "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_NATIVE, "true").trim());
+                && "true".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_NATIVE, "true").trim());
     }
 
     @Override
@@ -96,7 +93,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
     private LogicalPlan expand(LogicalPlan node) {
         DataSourceV2Relation rel = PruneCarbonRelations.candidate(node);
         if (rel != null) {
-            return rel.options().containsKey(EXPANDED) ? rel : union(rel);
+            return rel.options().containsKey(Names.EXPANDED_OPTION) ? rel : union(rel);
         }
         return PruneCarbonRelations.mapChildren(node, this::expand);
     }
@@ -108,7 +105,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
         Configuration conf = session.sparkContext().hadoopConfiguration();
         byte[] status = path == null || output.isEmpty() ? null : tableStatus(conf, path);
         if (status == null || !hasExternal(status)) {
-            return withOptions(rel, Map.of(EXPANDED, "none"));
+            return withOptions(rel, Map.of(Names.EXPANDED_OPTION, "none"));
         }
         StructField[] fields = new StructField[output.size()];
         for (int i = 0; i < fields.length; i++) {
@@ -117,7 +114,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
         }
         StructType declared = new StructType(fields);
         try {
-            String state = state(conf, path, status, declared, rel.options().get("segments"));
+            String state = state(conf, path, status, declared, rel.options().get(Names.SEGMENTS_OPTION));
             JsonNode plan = state == null ? null : PlanCache.get(conf, path, state);
             if (plan != null && !schemasKnown(plan, path)) {
                 plan = null;
@@ -128,7 +125,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
                     plan = ask(rel, path, declared);
                 }
                 if (plan == null || missingSchemas(plan, path)) {
-                    return withOptions(rel, Map.of(EXPANDED, "none"));
+                    return withOptions(rel, Map.of(Names.EXPANDED_OPTION, "none"));
                 }
                 if (state != null) {
                     PlanCache.put(path, state, plan);
@@ -138,7 +135,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
         } catch (RuntimeException | java.io.IOException e) {
             // the data source reads every segment itself, and reports a real problem with the table there
             logWarning(() -> "carbon-ds: external segments of " + path + " read through the data source: " + e);
-            return withOptions(rel, Map.of(EXPANDED, "none"));
+            return withOptions(rel, Map.of(Names.EXPANDED_OPTION, "none"));
         }
     }
 
@@ -197,7 +194,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
                 }
             }
         }
-        JsonNode plan = SchemaCall.ask(rel, PLAN, request);
+        JsonNode plan = SchemaCall.ask(rel, Names.NATIVE_PLAN_OPTION, request);
         return plan == null || plan.isNull() ? null : plan;
     }
 
@@ -256,7 +253,8 @@ final class NativeUnion extends Rule<LogicalPlan> {
         List<String> carbon = new ArrayList<>();
         plan.path("carbon_segments").forEach(s -> carbon.add(s.asText()));
         if (!carbon.isEmpty()) {
-            DataSourceV2Relation part = withOptions(rel, Map.of(EXPANDED, "true", "segments", String.join(",", carbon)));
+            DataSourceV2Relation part = withOptions(rel,
+                    Map.of(Names.EXPANDED_OPTION, "true", Names.SEGMENTS_OPTION, String.join(",", carbon)));
             // a new source instance: the relation's own caches the Python data source made without the segments
             PythonDataSourceV2 source = new PythonDataSourceV2();
             String name = ((PythonTable) rel.table()).name();

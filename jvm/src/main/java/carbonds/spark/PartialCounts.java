@@ -53,16 +53,14 @@ import scala.Option;
  * date) in the cast's time zone, whose UTC offsets and their changes (this JVM's rules) travel with the
  * request; a float key is left to Spark, which groups NaN and -0.0 its own way.
  *
- * <p>The relation becomes one that declares the keys and the count (option {@value #OPTION}, read by
- * carbon_ds.spark.partial_counts); the Aggregate sums the counts, its outputs keeping their expression ids,
+ * <p>The relation becomes one that declares the keys and the count (option
+ * {@value Names#PARTIAL_COUNTS_OPTION}, read by carbon_ds.spark.partial_counts); the Aggregate sums the counts, its outputs keeping their expression ids,
  * so nothing above changes. Only an Aggregate directly over the relation (through a projection of its
  * columns) qualifies: a Filter between them keeps every row's evaluation with Spark. A single plain column
  * key is left as it is: a partitioned table's partition column is counted from metadata ({@link KnownRows}).
- * The conf {@value #CONF} turns it off.
+ * The conf {@value Names#CONF_PARTIAL_COUNTS} turns it off.
  */
 final class PartialCounts {
-    static final String OPTION = "partial_counts";
-    static final String CONF = "carbon_ds.extension.partialCounts";
     // a zone's transitions are sent from 1800 (before any in the tz database) to 2400
     private static final long FROM_SECONDS = LocalDate.of(1800, 1, 1).toEpochDay() * 86_400L;
     private static final long UNTIL_SECONDS = LocalDate.of(2400, 1, 1).toEpochDay() * 86_400L;
@@ -71,7 +69,7 @@ final class PartialCounts {
     }
 
     static boolean enabled() {
-        return !"false".equalsIgnoreCase(SQLConf.get().getConfString(CONF, "true").trim());
+        return !"false".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_PARTIAL_COUNTS, "true").trim());
     }
 
     /** {@code node} with every qualifying Aggregate counted in its relation's tasks; {@code made} follows. */
@@ -110,7 +108,8 @@ final class PartialCounts {
             return null;
         }
         DataSourceV2Relation rel = made.get(at).relation();
-        if (rel.output().isEmpty() || PruneCarbonRelations.readsRowPositions(rel) || rel.options().containsKey(OPTION)) {
+        if (rel.output().isEmpty() || PruneCarbonRelations.readsRowPositions(rel)
+                || rel.options().containsKey(Names.PARTIAL_COUNTS_OPTION)) {
             return null;
         }
         List<Expression> groups = PruneCarbonRelations.list(agg.groupingExpressions());
@@ -169,7 +168,7 @@ final class PartialCounts {
         source.setShortName(old.name());
         PythonTable table = new SizedPythonTable(source, old.name(), new StructType(fields), -1);
         DataSourceV2Relation partial = PruneCarbonRelations.mark(rel, table, PruneCarbonRelations.seq(output), null,
-                Map.of(OPTION, spec.toString()));
+                Map.of(Names.PARTIAL_COUNTS_OPTION, spec.toString()));
         made.set(at, new ReadPlans.Made(source, partial));
         Object[] args = PruneCarbonRelations.args(agg);  // (groupings, aggregates, child, ...)
         args[0] = PruneCarbonRelations.seq(new ArrayList<Expression>(keyAttrs));

@@ -54,13 +54,6 @@ import scala.jdk.javaapi.CollectionConverters;
  * keeps across queries (a DataFrame, a temporary view) never sees another query's filter.
  */
 public final class PruneCarbonRelations extends Rule<LogicalPlan> {
-    static final String SOURCE = "carbondata";
-    /** Option set on relations this rule (or carbon_ds.sql's rewrite) made: they are final. */
-    static final String MARK = "carbon_ds.pruned";
-    static final String CONF_STATISTICS = "carbon_ds.extension.statistics";
-    /** Conf: {@code false} reads decimals as decimals (Arrow's 128-bit values, converted one by one). */
-    static final String CONF_UNSCALED = "carbon_ds.extension.unscaledDecimals";
-    static final String UNSCALED_OPTION = "unscaled_decimals";
     private static final int MAX_UNSCALED_DIGITS = 18;
 
     private final SparkSession session;
@@ -68,7 +61,6 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
     PruneCarbonRelations(SparkSession session) {
         this.session = session;
     }
-    static final String CONF_ENABLED = "carbon_ds.extension.enabled";
 
     // Nodes whose output is child attributes passed through by exprId plus attributes computed from their
     // own expressions, so node.references() is all they read of their children. Any other node (Union,
@@ -92,7 +84,7 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
 
     /** The session's {@code carbon_ds.extension.enabled} (every rule of the extension follows it). */
     static boolean switchedOn() {
-        return "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_ENABLED, "true").trim());
+        return "true".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_EXTENSION, "true").trim());
     }
 
     /**
@@ -146,20 +138,21 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         if (!(node instanceof DataSourceV2Relation rel) || !isCarbon(rel)) {
             return null;
         }
-        if (rel.options().containsKey(MARK) || rel.options().get("path") == null && rel.options().get("paths") == null) {
+        if (rel.options().containsKey(Names.PRUNED_OPTION)
+                || rel.options().get("path") == null && rel.options().get("paths") == null) {
             return null;  // made here already, or a catalog table whose path the relation does not carry
         }
         return readsRowPositions(rel) ? null : rel;  // DELETE/UPDATE read every column
     }
 
     static boolean isCarbon(DataSourceV2Relation rel) {
-        return rel.table() instanceof PythonTable table && SOURCE.equalsIgnoreCase(table.name());
+        return rel.table() instanceof PythonTable table && Names.SOURCE.equalsIgnoreCase(table.name());
     }
 
     /** Whether the relation is DELETE/UPDATE's read of every column with row positions. */
     static boolean readsRowPositions(DataSourceV2Relation rel) {
         // the relation's options are case-insensitive
-        return !"false".equalsIgnoreCase(rel.options().getOrDefault("with_row_positions", "false").trim());
+        return !"false".equalsIgnoreCase(rel.options().getOrDefault(Names.ROW_POSITIONS_OPTION, "false").trim());
     }
 
     /** Every carbondata relation of {@code plan}, its subqueries' included, in plan order. */
@@ -255,8 +248,8 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         }
         // decimals of at most 18 digits travel as their unscaled bigint, rebuilt by MakeDecimal above the
         // relation: Spark converts Arrow decimals value by value through Java's BigDecimal (docs/sql.md)
-        boolean unscaled = "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_UNSCALED, "true").trim())
-                && !rel.options().containsKey(UNSCALED_OPTION);  // a reader's own choice stays as it is
+        boolean unscaled = "true".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_UNSCALED, "true").trim())
+                && !rel.options().containsKey(Names.UNSCALED_OPTION);  // a reader's own choice stays as it is
         List<AttributeReference> read = new ArrayList<>(needed.size());
         List<NamedExpression> restored = new ArrayList<>(needed.size());
         List<String> unscaledColumns = new ArrayList<>();
@@ -280,16 +273,16 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         source.setShortName(old.name());
         StructType schema = new StructType(fields);
         long size = -1;
-        if ("true".equalsIgnoreCase(SQLConf.get().getConfString(CONF_STATISTICS, "true").trim())) {
+        if ("true".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_EXTENSION_STATISTICS, "true").trim())) {
             long stored = TableSize.storedBytes(session.sparkContext().hadoopConfiguration(),
-                    rel.options().get("path"), rel.options().get("segments"));
+                    rel.options().get("path"), rel.options().get(Names.SEGMENTS_OPTION));
             long full = TableSize.rowWidth(rel.schema().fields());
             size = stored < 0 ? -1 : Math.max(1, (long) ((double) stored * TableSize.rowWidth(fields) / full));
         }
         PythonTable table = new SizedPythonTable(source, old.name(), schema, size);
         Map<String, String> extra = new HashMap<>();
         if (!unscaledColumns.isEmpty()) {
-            extra.put(UNSCALED_OPTION, String.join(",", unscaledColumns));
+            extra.put(Names.UNSCALED_OPTION, String.join(",", unscaledColumns));
         }
         DataSourceV2Relation pruned = mark(rel, table, seq(read), predicate, extra);
         made.add(new ReadPlans.Made(source, pruned));
@@ -306,10 +299,10 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         options.putAll(extra);
         String filter = filterOption(rel, predicate);
         if (filter != null) {
-            options.keySet().removeIf(k -> k.equalsIgnoreCase("filter"));
-            options.put("filter", filter);
+            options.keySet().removeIf(k -> k.equalsIgnoreCase(Names.FILTER_OPTION));
+            options.put(Names.FILTER_OPTION, filter);
         }
-        options.put(MARK, "true");
+        options.put(Names.PRUNED_OPTION, "true");
         Object[] args = args(rel);  // (table, output, catalog, identifier, options, ...)
         for (int i = 0; i < args.length; i++) {
             if (args[i] instanceof org.apache.spark.sql.connector.catalog.Table) {
@@ -326,7 +319,7 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
     static String filterOption(DataSourceV2Relation rel, String predicate) {
         String original = null;
         for (Map.Entry<String, String> e : rel.options().asCaseSensitiveMap().entrySet()) {
-            if (e.getKey().equalsIgnoreCase("filter") && e.getValue() != null && !e.getValue().isBlank()) {
+            if (e.getKey().equalsIgnoreCase(Names.FILTER_OPTION) && e.getValue() != null && !e.getValue().isBlank()) {
                 original = e.getValue();
             }
         }

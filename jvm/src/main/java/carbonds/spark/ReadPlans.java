@@ -42,9 +42,6 @@ import scala.Tuple2;
  * bytes are unchanged ({@link PlanCache}), so a repeated query of an unchanged table makes no Python call.
  */
 final class ReadPlans {
-    static final String CONF_PARTITION_VALUES = "carbon_ds.read.partitionValues";
-    /** Conf: the most Arrow bytes of a small read's rows read at planning; 0 leaves every read to tasks. */
-    static final String CONF_LOCAL_BYTES = "carbon_ds.sql.localRelationBytes";
     /** The key of a {@link KnownRows} answer holding rows read at planning. */
     static final String LOCAL = "local";
     /**
@@ -55,11 +52,6 @@ final class ReadPlans {
      */
     private static final ThreadLocal<Boolean> LOCAL_ALLOWED = ThreadLocal.withInitial(() -> false);
     private static final Method IPC_READER = ipcReader();
-    static final String OPTION = "carbon_ds.plan_reads";
-    /** Conf: {@code false} leaves every read to Spark's own planning calls. */
-    static final String CONF = "carbon_ds.extension.planReads";
-    /** Local property: the reused plans and when the table was found still at their version. */
-    static final String VERIFIED = "carbon_ds.verified_plans";
     private static final ObjectMapper JSON = SchemaCall.JSON;
 
     record Made(PythonDataSourceV2 source, DataSourceV2Relation relation) {
@@ -69,7 +61,7 @@ final class ReadPlans {
     }
 
     static boolean enabled() {
-        return "true".equalsIgnoreCase(SQLConf.get().getConfString(CONF, "true").trim());
+        return "true".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_PLAN_READS, "true").trim());
     }
 
     /**
@@ -121,7 +113,7 @@ final class ReadPlans {
             if (!verified.isEmpty()) {
                 // the tasks of this query (jobs take the planning thread's local properties) read a reused
                 // plan as the version their query began with (carbon_ds.spark.snapshot.VERIFIED)
-                session.sparkContext().setLocalProperty(VERIFIED, String.join(",", verified));
+                session.sparkContext().setLocalProperty(Names.VERIFIED_PLANS, String.join(",", verified));
             }
             for (int i = 0; i < made.size(); i++) {
                 JsonNode answer = answers[i];
@@ -209,7 +201,7 @@ final class ReadPlans {
     /** The session's limit for rows read at planning (carbon_ds.spark.local): 0 when off or not a number. */
     private static long localBytes(SQLConf conf) {
         try {
-            return Math.max(0L, Long.parseLong(conf.getConfString(CONF_LOCAL_BYTES, String.valueOf(4L << 20)).trim()));
+            return Math.max(0L, Long.parseLong(conf.getConfString(Names.CONF_LOCAL_BYTES, String.valueOf(4L << 20)).trim()));
         } catch (NumberFormatException e) {
             return 0L;  // carbon_ds.read names the bad value; here the tasks read
         }
@@ -222,7 +214,7 @@ final class ReadPlans {
 
     /** Conf {@code carbon_ds.read.partitionValues}: {@code false} reads a partition column from the files. */
     private static boolean partitionValues() {
-        return !"false".equalsIgnoreCase(SQLConf.get().getConfString(CONF_PARTITION_VALUES, "true").trim());
+        return !"false".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_PARTITION_VALUES, "true").trim());
     }
 
     private static ObjectNode settings(SQLConf conf, boolean local) {
@@ -248,6 +240,6 @@ final class ReadPlans {
         ObjectNode request = JSON.createObjectNode();
         request.set("settings", settings);
         request.set("reads", reads);
-        return SchemaCall.ask(any, OPTION, request);
+        return SchemaCall.ask(any, Names.PLAN_READS_OPTION, request);
     }
 }

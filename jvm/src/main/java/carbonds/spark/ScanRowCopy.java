@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.connector.read.Scan;
 import org.apache.spark.sql.execution.CodegenSupport;
 import org.apache.spark.sql.execution.ColumnarRule;
 import org.apache.spark.sql.execution.ColumnarToRowExec;
@@ -53,15 +54,28 @@ final class ScanRowCopy extends ColumnarRule {
         }
         if (!fused && node instanceof ColumnarToRowExec toRows && toRows.child() instanceof BatchScanExec scan
                 && carbon(scan) && scan.scan() instanceof SizedScan sized && sized.columnar()) {
-            return scan.copy(scan.output(), sized.rows(), scan.runtimeFilters(), scan.ordering(), scan.table(),
-                    scan.keyGroupedPartitioning());
+            return withScan(scan, sized.rows());
         }
         boolean consumes = node instanceof CodegenSupport codegen && codegen.supportCodegen();
         return PruneCarbonRelations.mapChildren(node, child -> drop(child, consumes));
     }
 
+    /**
+     * {@code exec} reading {@code scan} instead, made from the node's own constructor arguments: the case
+     * class's {@code copy} differs between the Spark versions this jar supports (its last parameter is a
+     * {@code StoragePartitionJoinParams} in 4.1, {@code keyGroupedPartitioning} in 4.3).
+     */
+    static SparkPlan withScan(BatchScanExec exec, Scan scan) {
+        Object[] args = new Object[exec.productArity()];
+        for (int i = 0; i < args.length; i++) {
+            Object arg = exec.productElement(i);
+            args[i] = arg == exec.scan() ? scan : arg;
+        }
+        return exec.makeCopy(args);
+    }
+
     private static boolean carbon(BatchScanExec scan) {
-        return scan.table() instanceof PythonTable table && PruneCarbonRelations.SOURCE.equalsIgnoreCase(table.name());
+        return scan.table() instanceof PythonTable table && Names.SOURCE.equalsIgnoreCase(table.name());
     }
 
     private static boolean selectsOutput(ProjectExec project, BatchScanExec scan) {
