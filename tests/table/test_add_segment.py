@@ -185,6 +185,18 @@ def test_csv_bad_value_names_file_row_line_column_and_value(tmp_path, text, opti
     assert t.load_details() == []
 
 
+def test_json_lines_bad_timestamp_names_file_row_line_column_and_value(tmp_path):
+    t = CarbonTable.create(tmp_path / "t", SCHEMA)
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "x.json").write_text('{"id": 1, "name": "a \\"q\\"", "ts": "2020-01-01T00:00:00"}\n\n'
+                                           '{"id": 2, "name": "b", "ts": "yesterday"}\n')
+    with pytest.raises(CarbonSchemaError) as e:
+        t.add_segment(str(tmp_path / "j"), "json")
+    assert str(e.value).splitlines()[0] == (
+        f"a value does not parse as its column's type: {tmp_path / 'j' / 'x.json'}: row 2 (line 3), column 'ts': "
+        "'yesterday' does not parse as timestamp[us, tz=UTC]")
+
+
 @pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [

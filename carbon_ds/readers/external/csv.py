@@ -16,10 +16,17 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
-from carbon_ds.errors import CarbonOptionError, CarbonValueError
+from carbon_ds.errors import CarbonOptionError
 from carbon_ds.fs import Storage
 from carbon_ds.readers.external.base import ExternalFile, Unit, file_columns
-from carbon_ds.readers.external.text import BadTextValue, is_true, option, parse_temporal, text_types
+from carbon_ds.readers.external.text import (
+    BadTextValue,
+    is_true,
+    option,
+    parse_temporal,
+    text_types,
+    value_error,
+)
 
 
 def open_file(storage: Storage, path: str, options: dict[str, str], table_schema: pa.Schema | None) -> ExternalFile:
@@ -68,7 +75,7 @@ def open_file(storage: Storage, path: str, options: dict[str, str], table_schema
                 data = pcsv.read_csv(fh, read_options=read_options, parse_options=parse, convert_options=opts)
             return parse_temporal(data, table_schema, options)
         except BadTextValue as e:
-            raise _value_error(storage, path, header, e.column, e.row, e.value, e.type, e.fmt) from None
+            raise value_error(storage, path, e.row, e.column, e.value, e.type, e.fmt, skip=1 if header else 0) from None
         except pa.ArrowInvalid as e:
             m = _CONVERSION.search(str(e))
             if m is None or int(m.group(1)) >= len(names):
@@ -80,37 +87,10 @@ def open_file(storage: Storage, path: str, options: dict[str, str], table_schema
                     column_types={name: pa.string()}, include_columns=[name], **nulls)).column(0)
             hits = pc.index(text, pa.scalar(m.group(3), pa.string())).as_py()
             row = None if hits < 0 else hits
-            raise _value_error(storage, path, header, name, row, m.group(3), column_types[name], None) from None
+            raise value_error(storage, path, row, name, m.group(3), column_types[name], None, skip=1 if header else 0) from None
 
     return ExternalFile(path, schema, [Unit({}, None)], read)
 
 
 # pyarrow.csv's conversion error: "In CSV column #0: CSV conversion error to int32: invalid value 'x'"
 _CONVERSION = re.compile(r"In CSV column #(\d+): CSV conversion error to ([^:]+): invalid value '(.*)'$", re.S)
-
-
-def _value_error(storage: Storage, path: str, header: bool, column: str, row: int | None, value: object,
-                 type: pa.DataType, fmt: str | None) -> CarbonValueError:
-    where = "a row"
-    if row is not None:
-        line = _line_of(storage, path, row + (1 if header else 0))
-        where = f"row {row + 1}" + ("" if line is None else f" (line {line})")
-    how = f" in the format {fmt!r}" if fmt else ""
-    return CarbonValueError(f"{where}, column {column!r}: {value!r} does not parse as {type}{how}", storage.uri(path))
-
-
-def _line_of(storage: Storage, path: str, index: int) -> int | None:
-    """The 1-based line of the ``index``-th non-empty line (pyarrow.csv skips empty lines); the file was just
-    read whole, so reading it again is bounded by what the read already took. None when a quoted value
-    spans lines (the count would be wrong)."""
-    data = storage.read_bytes(path)
-    seen = 0
-    for number, line in enumerate(data.split(b"\n"), 1):
-        if not line.strip(b"\r"):
-            continue
-        if line.count(b'"') % 2:
-            return None
-        if seen == index:
-            return number
-        seen += 1
-    return None

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from carbon_ds.errors import CarbonOptionError
+from carbon_ds.errors import CarbonOptionError, CarbonValueError
+from carbon_ds.fs import Storage
 
 _JAVA = [("yyyy", "%Y"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"), ("ss", "%S")]
 
@@ -120,3 +121,33 @@ def first_failing_row(col: pa.ChunkedArray | pa.Array, convert) -> int | None:
         except pa.ArrowInvalid:
             hi = mid
     return lo
+
+
+def value_error(storage: Storage, path: str, row: int | None, column: str, value: object, type: pa.DataType,
+                fmt: str | None, skip: int | None) -> CarbonValueError:
+    """The error for a value of a text file that does not parse: file, row (0-based ``row``, said 1-based),
+    its line when the file has one row per non-empty line after ``skip`` header lines (``skip`` None: it has
+    not), column and value."""
+    where = "a row"
+    if row is not None:
+        line = None if skip is None else _line_of(storage, path, row + skip)
+        where = f"row {row + 1}" + ("" if line is None else f" (line {line})")
+    how = f" in the format {fmt!r}" if fmt else ""
+    return CarbonValueError(f"{where}, column {column!r}: {value!r} does not parse as {type}{how}", storage.uri(path))
+
+
+def _line_of(storage: Storage, path: str, index: int) -> int | None:
+    """The 1-based line of the ``index``-th non-empty line (CSV and JSON Lines readers skip empty lines); the
+    file was just read whole, so reading it again is bounded by what the read already took. None when a line
+    holds an odd number of double quotes (a quoted CSV value may span lines: the count would be wrong)."""
+    data = storage.read_bytes(path)
+    seen = 0
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if not line.strip(b"\r \t"):
+            continue
+        if line.count(b'"') % 2 and line.count(b'\\"') == 0:
+            return None
+        if seen == index:
+            return number
+        seen += 1
+    return None
