@@ -14,7 +14,7 @@ import pytest
 import carbon_ds
 from carbon_ds import faults
 from carbon_ds.ddl.statement_parser import DeleteRows, parse_row_dml
-from carbon_ds.errors import CarbonTableError
+from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.expressions.values import SqlExpr
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus
@@ -204,6 +204,24 @@ def test_external_segment_refused(tmp_path):
         t.delete("a = 1")
     with pytest.raises(CarbonTableError, match="UPDATE is not allowed"):
         t.update({"a": 2}, "a = 1")
+
+
+@pytest.mark.parametrize("value", ["abc", SqlExpr("'abc'"), SqlExpr("'12x'")])
+@pytest.mark.parametrize("where", ["id = 1", "id = 99", None])
+def test_update_value_of_the_wrong_type_is_refused_whether_rows_match_or_not(tmp_path, value, where):
+    """A SET value the column's type cannot take (int64 from 'abc') is an error before any row is looked at:
+    the same error when a row matches, when none does, and on an empty table (Spark refuses it at analysis)."""
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(_rows([1, 2], random.Random(0)), path)
+    t = CarbonTable.open(path)
+    before = t.to_arrow()
+    with pytest.raises(CarbonOptionError, match=r"SET id = .*'.*': cannot make a int64 value"):
+        t.update({"id": value}, where)
+    assert t.to_arrow().equals(before) and len(t.segments()) == 1
+    empty = CarbonTable.create(tmp_path / "e", SCHEMA)
+    with pytest.raises(CarbonOptionError, match="cannot make a int64 value"):
+        empty.update({"id": value}, where)
+    assert t.update({"id": 7}, "id = 99") == 0  # a value of the right type on no rows is fine
 
 
 def test_parse_sql_forms():
