@@ -250,3 +250,25 @@ def test_sql_delete_update_and_spark_read(spark):
     got = sorted(tuple(r) for r in spark.read.format("carbondata").load(path).select("id", "v", "p").collect())
     assert got == [(1, 10, 0), (3, 31, 2), (4, 40, 1)]
     assert CarbonTable.open(path).count() == 3
+
+
+@pytest.mark.parametrize("statement", ["DELETE FROM dml_typo WHERE idd % 2 = 1",
+                                       "UPDATE dml_typo SET v = 0 WHERE idd = 1",
+                                       "UPDATE dml_typo SET v = vv + 1 WHERE id = 1"])
+def test_sql_dml_with_a_mistyped_column_names_it(spark, statement, capfd):
+    """Spark's analysis error would list the internal row-position columns (__carbon_file, ...) and PySpark
+    would log it with the JVM stack first: the error is carbon-ds's, names the column and the table's columns,
+    and nothing else is printed."""
+    run = carbon_ds.sql
+    run(spark, "DROP TABLE IF EXISTS dml_typo")
+    run(spark, "CREATE TABLE dml_typo (id BIGINT, v BIGINT) STORED AS carbondata")
+    run(spark, "INSERT INTO dml_typo VALUES (1, 10), (2, 20)")
+    capfd.readouterr()
+    with pytest.raises(CarbonOptionError) as e:
+        run(spark, statement)
+    typo = "vv" if "vv" in statement else "idd"
+    assert f"column `{typo}` is not a column of table " in str(e.value) and "(columns: id, v)" in str(e.value)
+    out = capfd.readouterr()
+    assert "__carbon" not in str(e.value) + out.out + out.err and "\tat " not in out.out + out.err
+    assert sorted(tuple(r) for r in run(spark, "SELECT id, v FROM dml_typo").collect()) == [(1, 10), (2, 20)]
+    run(spark, "DROP TABLE dml_typo")
