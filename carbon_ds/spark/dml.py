@@ -11,7 +11,7 @@ from typing import Any
 
 from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_type
+from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 
 from carbon_ds.ddl.statement_parser import DeleteRows, UpdateRows
 from carbon_ds.errors import CarbonOptionError
@@ -47,7 +47,8 @@ def _check_names(spark: Any, table: TableHandle, op: str, where: str | None, set
     """Analyse WHERE and the SET expressions against the table's own columns, before the read that adds the
     row-position columns: a mistyped column is a CarbonOptionError naming it and the table's columns (Spark's
     error would list the internal position columns too)."""
-    plain = spark.read.format("carbondata").load(table.uri)
+    # an empty frame of the table's columns and types: analysed like the table, with no read of it
+    plain = spark.createDataFrame([], from_arrow_schema(table.schema, prefer_timestamp_ntz=False))
     parts = ([("WHERE", where, lambda: plain.where(where))] if where else []) + [
         (f"SET {name} =", text, lambda text=text: plain.select(F.expr(text))) for name, text in sets.items()]
     for clause, text, analyse in parts:
