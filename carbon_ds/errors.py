@@ -28,6 +28,16 @@ class CarbonSchemaError(CarbonError):
     """Data does not match the table schema, or a schema cannot be represented."""
 
 
+class CarbonValueError(CarbonSchemaError):
+    """A value in a data file that does not parse as its column's type: the message names the file, the row (and
+    line), the column and the value (``detail``: the message without the file)."""
+
+    def __init__(self, detail: str, path: str):
+        self.detail = detail
+        self.path = path
+        super().__init__(f"{path}: {detail}")
+
+
 class CarbonOptionError(CarbonError, ValueError):
     """An option, argument or SQL clause is invalid."""
 

@@ -150,6 +150,22 @@ def _orc_partitioned(folder: Path) -> None:  # Hive layout day=../hour=.. of ORC
             paorc.write_table(rows.select(["vin", "speed"]), part / "part-00000.orc")
 
 
+def _orc_days(folder: Path) -> None:  # Hive layout day=.. of ORC files holding vin, speed
+    tbl = _telemetry(ROWS, 55).select(["vin", "speed"])
+    for i, day in enumerate((20211122, 20211123)):
+        part = folder / f"day={day}"
+        part.mkdir(parents=True)
+        paorc.write_table(tbl.slice(i * ROWS // 2, ROWS // 2), part / "part-00000.orc")
+
+
+def _parquet_days(folder: Path) -> None:  # Hive layout day=.. of Parquet files holding id, name
+    for day in (20211122, 20211123):
+        part = folder / f"day={day}"
+        part.mkdir(parents=True)
+        ids = pa.array(np.arange(ROWS, dtype=np.int64) + day * ROWS)
+        pq.write_table(pa.table({"id": ids, "name": pc.cast(ids, pa.string())}), part / "part-00000.parquet")
+
+
 # the folders examples read, by the path the documents give them; created only for a file that names them
 FOLDERS = {
     "/warehouse/t": _warehouse_t,
@@ -158,6 +174,9 @@ FOLDERS = {
     "/data/log_parquet": _parquet,
     "/data/csv_dump": _csv,
     "/data/log_orc_par": _orc_partitioned,
+    "/data/2021_orc": _orc_days,
+    "/data/old_days": _parquet_days,
+    "/data/existing_table": lambda folder: _table(folder, 1, seed=70),
 }
 
 

@@ -6,22 +6,30 @@ from __future__ import annotations
 import argparse
 
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.fs import Storage
+from carbon_ds.table.meta.handle import TableHandle, not_a_table
 from carbon_ds.table.meta.locks import remove_locks
 from carbon_ds.table.table import CarbonTable
 from carbon_ds.table.write.protocol import end_dead_loads
 
 
-def _open(path: str):
+def _open(path: str, command: str) -> CarbonTable:
+    storage, fs_path = Storage.for_path(path)
+    if not TableHandle.exists(path):
+        text, bare = not_a_table(storage, fs_path)
+        raise CarbonTableError(f"{command}: {text}" + (
+            f"; {command} needs a table, while 'carbon-ds inspect' and 'carbon-ds explain' read such a "
+            "folder as it is" if bare else ""))
     return CarbonTable.open(path)
 
 
 def _show(args: argparse.Namespace) -> int:
-    print(_open(args.table).show_segments(limit=args.limit))
+    print(_open(args.table, args.command).show_segments(limit=args.limit))
     return 0
 
 
 def _delete(args: argparse.Namespace) -> int:
-    table = _open(args.table)
+    table = _open(args.table, args.command)
     if args.ids is not None:
         ids = table.delete_segments([s for s in args.ids.split(",") if s.strip()])
     else:
@@ -31,7 +39,7 @@ def _delete(args: argparse.Namespace) -> int:
 
 
 def _unlock(args: argparse.Namespace) -> int:
-    table = _open(args.table)
+    table = _open(args.table, args.command)
     # loads first: a dead Spark overwrite's update lock names the same driver, and goes with the locks below
     failed = end_dead_loads(table, force=args.force)
     for line in failed:
@@ -47,7 +55,7 @@ def _unlock(args: argparse.Namespace) -> int:
 
 
 def _clean(args: argparse.Namespace) -> int:
-    result = _open(args.table).clean_files(force=args.force, retention_days=args.retention_days)
+    result = _open(args.table, args.command).clean_files(force=args.force, retention_days=args.retention_days)
     rows = result.rows()
     for what, action in rows:
         print(f"{what}: {action}")
@@ -59,7 +67,7 @@ def _clean(args: argparse.Namespace) -> int:
 
 
 def _compact(args: argparse.Namespace) -> int:
-    merged = _open(args.table).compact(args.kind, args.segments)
+    merged = _open(args.table, args.command).compact(args.kind, args.segments)
     for m in merged:
         print(f"{m.segment}: merged segments {', '.join(m.sources)} ({m.rows:,} rows)")
     if not merged:
@@ -68,7 +76,7 @@ def _compact(args: argparse.Namespace) -> int:
 
 
 def _add(args: argparse.Namespace) -> int:
-    table = _open(args.table)
+    table = _open(args.table, args.command)
     add = getattr(table, "add_segment", None)
     if add is None:
         raise CarbonTableError("ADD SEGMENT is not available yet")

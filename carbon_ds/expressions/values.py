@@ -120,10 +120,13 @@ def apply_set(old: pa.Table, sets: dict[str, Any], schema: pa.Schema) -> pa.Tabl
         val = evaluate(v.text, old) if isinstance(v, SqlExpr) else pa.scalar(v)
         try:
             if isinstance(val, pa.Scalar):
-                arr = pa.array([val.as_py()] * old.num_rows, type=t) if val.is_valid else pa.nulls(old.num_rows, t)
+                # one value converted first, so that a value of the wrong type is refused on no rows too
+                one = pa.array([val.as_py()], type=t) if val.is_valid else pa.nulls(1, t)
+                arr = pa.repeat(one[0], old.num_rows)
             else:
                 arr = val.cast(t)
-        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError) as e:
-            raise CarbonOptionError(f"SET {name} = {v!r}: cannot make a {t} value: {e}") from None
+        except (pa.ArrowInvalid, pa.ArrowTypeError, pa.ArrowNotImplementedError, TypeError, ValueError) as e:
+            shown = v.text if isinstance(v, SqlExpr) else repr(v)
+            raise CarbonOptionError(f"SET {name} = {shown}: cannot make a {t} value: {e}") from None
         cols.append(arr)
     return pa.Table.from_arrays(cols, schema=schema)

@@ -33,6 +33,7 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 from carbon_ds.ddl.statement_parser import TableName
 from carbon_ds.errors import CarbonError, CarbonTableError
@@ -218,6 +219,12 @@ def catalog_sync(spark: Any, entry: Entry) -> None:
     change, options after SET TBLPROPERTIES or a partition change): never dropped and re-created."""
     handle = TableHandle.open(entry.path)
     struct = from_arrow_schema(handle.schema, prefer_timestamp_ntz=False)
+    # Spark keeps a catalog table's partition columns last: a column added to a partitioned table goes before them
+    parts = [c.name.lower() for c in spark.catalog.listColumns(f"{quote(entry.db)}.{quote(entry.name)}")
+             if c.isPartition]
+    if parts:
+        last = sorted((f for f in struct.fields if f.name.lower() in parts), key=lambda f: parts.index(f.name.lower()))
+        struct = StructType([f for f in struct.fields if f.name.lower() not in parts] + last)
     spark._jvm.carbonds.spark.CatalogEntries.replaceSchema(spark._jsparkSession, entry.db, entry.name, struct.json())
     props = catalog_properties(handle)
     name = f"{quote(entry.db)}.{quote(entry.name)}"

@@ -67,9 +67,12 @@ def _path(options) -> str:
         if len(paths) == 1:
             return paths[0]
         raise CarbonOptionError(f"carbondata reads one table per load(), found {len(paths)} paths: {paths}")
-    raise CarbonOptionError("carbondata needs a path: .load(path) / .save(path) or OPTIONS (path '...'); a table of "
-                            "Spark's catalog gets its location from the carbon-ds Spark extension "
-                            "(carbon_ds.configure_spark), which this session does not have")
+    # Spark plans Python sources in a worker process, which cannot tell whether the session has the extension
+    raise CarbonOptionError(
+        "carbondata needs a path, found none: .load(path) / .save(path) / readStream.load(path) / "
+        "writeStream.start(path), or OPTIONS (path '...'); a table of Spark's catalog (spark.table, "
+        "writeStream.toTable, readStream.table) gets its location only in a session started with the carbon-ds "
+        "Spark extension (carbon_ds.configure_spark)")
 
 
 def _answer(option: str, value) -> StructType:

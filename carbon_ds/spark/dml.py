@@ -4,12 +4,17 @@ exactly as the pure-Python path does (carbon_ds.table.ops.delete_update)."""
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import functions as F
-from pyspark.sql.pandas.types import from_arrow_type
+from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 
 from carbon_ds.ddl.statement_parser import DeleteRows, UpdateRows
+from carbon_ds.errors import CarbonOptionError
 from carbon_ds.names import ROW_POSITIONS_OPTION, SOURCE
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
@@ -26,12 +31,50 @@ def _positions_frame(spark: Any, table: TableHandle):
     return spark.read.format(SOURCE).option(ROW_POSITIONS_OPTION, "true").load(table.uri)
 
 
+@contextmanager
+def _quiet_query_errors() -> Iterator[None]:
+    """PySpark logs every analysis error with a query context (the JVM stack included) as it is raised; the
+    ones ``_check_names`` turns into carbon-ds errors are not the user's to read twice."""
+    logger = logging.getLogger("SQLQueryContextLogger")
+    before = logger.disabled
+    logger.disabled = True
+    try:
+        yield
+    finally:
+        logger.disabled = before
+
+
+def _check_names(spark: Any, table: TableHandle, op: str, where: str | None, sets: dict[str, str]) -> None:
+    """Analyse WHERE and the SET expressions against the table's own columns, before the read that adds the
+    row-position columns: a mistyped column is a CarbonOptionError naming it and the table's columns (Spark's
+    error would list the internal position columns too)."""
+    # an empty frame of the table's columns and types: analysed like the table, with no read of it
+    plain = spark.createDataFrame([], from_arrow_schema(table.schema, prefer_timestamp_ntz=False))
+    parts = ([("WHERE", where, lambda: plain.where(where))] if where else []) + [
+        (f"SET {name} =", text, lambda text=text: plain.select(F.expr(text))) for name, text in sets.items()]
+    for clause, text, analyse in parts:
+        with _quiet_query_errors():
+            try:
+                analyse()
+                continue
+            except AnalysisException as e:
+                params = e.getMessageParameters() or {}
+                condition = e.getCondition() or ""
+                first = (e.getMessage() or str(e)).split("\n")[0]
+        if condition.startswith("UNRESOLVED_COLUMN") and "objectName" in params:
+            raise CarbonOptionError(
+                f"{op}: {clause} {text}: column {params['objectName']} is not a column of table {table.uri} "
+                f"(columns: {', '.join(table.schema.names)})") from None
+        raise CarbonOptionError(f"{op}: {clause} {text}: {first}") from None
+
+
 def spark_delete(spark: Any, table: TableHandle, where: str | None, threshold: int = DEFAULT_DELTA_THRESHOLD,
                  lock_timeout: float = 0.0) -> int:
     """DELETE with the predicate evaluated by Spark (any Spark SQL predicate): Spark filters the rows read
     with their positions and collects only the positions; the driver writes the deltas and commits exactly
     as ``delete`` does. The update lock is held from before the read to the commit."""
     table.require_all_carbondata("DELETE")
+    _check_names(spark, table, "DELETE", where, {})
     with table.update_lock("DELETE", lock_timeout):
         df = _positions_frame(spark, table)
         if where:
@@ -51,6 +94,7 @@ def spark_update(spark: Any, table: TableHandle, sets: dict[str, str], where: st
     schema = table.schema
     names = resolve_columns(schema, list(sets), f"table {table.uri}")
     by_col = dict(zip(names, sets.values(), strict=True))
+    _check_names(spark, table, "UPDATE", where, by_col)
     with table.update_lock("UPDATE", lock_timeout):
         df = _positions_frame(spark, table)
         if where:

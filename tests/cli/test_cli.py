@@ -9,6 +9,7 @@ import pytest
 import carbon_ds.api as api
 from carbon_ds.cli import main
 from carbon_ds.table import CarbonTable
+from carbon_ds.writers.carbon_file_writer import CarbonWriter
 
 
 @pytest.fixture
@@ -46,6 +47,30 @@ def test_errors_exit_2(table, tmp_path, capsys):
         assert "ADD SEGMENT is not available yet" in capsys.readouterr().err
     with pytest.raises(SystemExit):
         main(["delete-segment", table])  # --ids or --before is required
+
+
+@pytest.mark.parametrize("command", [["show-segments"], ["clean-files"], ["compact"], ["unlock"],
+                                     ["delete-segment", "--ids", "0"]])
+def test_missing_path_and_sdk_folder_say_what_was_found(command, tmp_path, capsys):
+    """A missing path and a CarbonData SDK output folder (.carbondata files, no Metadata/): the error names the
+    path, what a table holds, what was there, and the commands that read such a folder; not a Python name."""
+    missing = tmp_path / "nope"
+    assert main([command[0], str(missing), *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert f"{command[0]}: not a CarbonData table: {missing} does not exist" in err
+    assert f"expected a table folder holding {missing}/Metadata/schema" in err
+    sdk = tmp_path / "sdk"
+    sdk.mkdir()
+    with CarbonWriter(str(sdk), pa.schema([("a", pa.int64())])) as writer:
+        writer.write(pa.table({"a": pa.array([1], pa.int64())}))
+    assert main([command[0], str(sdk), *command[1:]]) == 2
+    err = capsys.readouterr().err
+    assert f"{sdk} holds 1 .carbondata file(s) but no Metadata/ folder, as CarbonData's SDK writes them" in err
+    assert "'carbon-ds inspect' and 'carbon-ds explain' read such a folder" in err
+    assert "carbon_ds." not in err and "read_table" not in err and "Traceback" not in err
+    # and those two commands do read it
+    assert main(["explain", str(sdk)]) == 0
+    assert "rows       read          1 of          1" in capsys.readouterr().out
 
 
 def test_add_segment_dry_run_prints_the_report(table, tmp_path, capsys):

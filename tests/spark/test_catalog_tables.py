@@ -137,6 +137,25 @@ def test_carbon_ds_sql_table_is_a_catalog_table(ext, src):
         _drop(spark, "cat_c")
 
 
+def test_add_columns_to_a_partitioned_catalog_table(ext):
+    """Spark's catalog keeps partition columns last (InMemoryCatalog asserts it): the added column goes before
+    them there, and the rows read back under the names, old rows with null in the new column."""
+    spark = ext
+    _drop(spark, "cat_p")
+    try:
+        spark.sql("CREATE TABLE cat_p (vin STRING, speed DOUBLE) PARTITIONED BY (day INT) STORED AS carbondata")
+        spark.sql("INSERT INTO cat_p VALUES ('a', 1.5, 20211122)")
+        spark.sql("ALTER TABLE cat_p ADD COLUMNS (soc INT)")
+        assert spark.table("cat_p").columns == ["vin", "speed", "soc", "day"]
+        assert [c.name for c in spark.catalog.listColumns("cat_p") if c.isPartition] == ["day"]
+        spark.sql("INSERT INTO cat_p (vin, speed, soc, day) VALUES ('b', 2.5, 40, 20211123)")
+        got = sorted((r.asDict() for r in spark.table("cat_p").collect()), key=lambda r: r["vin"])
+        assert got == [{"vin": "a", "speed": 1.5, "soc": None, "day": 20211122},
+                       {"vin": "b", "speed": 2.5, "soc": 40, "day": 20211123}]
+    finally:
+        _drop(spark, "cat_p")
+
+
 def test_stored_as_outside_a_create_clause_is_left_alone(ext):
     assert ext.sql("SELECT 'x STORED AS carbondata' AS s /* STORED AS carbondata */").first()[0] == \
         "x STORED AS carbondata"

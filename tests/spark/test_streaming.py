@@ -303,3 +303,13 @@ def test_source_offsets_and_reads_in_process(tmp_path):
     assert rows_between(initial, o1) == first
     assert rows_between(o1, o2) == later
     assert reader.partitions(o2, o2) == []
+
+
+def test_path_less_stream_names_the_way_that_works(spark):
+    """A path-less readStream (in a session with or without the extension): the error says a path is needed and
+    how streams give it, and does not claim the session lacks the extension."""
+    with pytest.raises(Exception, match=r"carbondata needs a path, found none: .*readStream\.load\(path\) / "
+                                        r"writeStream\.start\(path\)") as e:
+        spark.readStream.format("carbondata").load().writeStream.format("memory").queryName("carbon_no_path") \
+            .start().stop()
+    assert "does not have" not in str(e.value)

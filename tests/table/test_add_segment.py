@@ -156,6 +156,48 @@ def test_every_file_is_checked_and_dry_run_commits_nothing(tmp_path):
 
 
 @pytest.mark.parametrize(
+    ("text", "options", "where"),
+    [
+        # an integer column; the blank lines are skipped by the CSV reader but still count as lines
+        ("id,name,ts\n1,a,2020-01-01\n\n2,b,2020-01-02\n3x,c,2020-01-03\n4,d,2020-01-04\n", {},
+         "row 3 (line 5), column 'id': '3x' does not parse as int64"),
+        # no header: rows are lines
+        ("1,a,2020-01-01\n2,b,2020-01-32\n", {"header": "false"},
+         "row 2 (line 2), column 'ts': '2020-01-32' does not parse as timestamp[us, tz=UTC]"),
+        # a timestamp in the format given, named as the user gave it
+        ("id;name;ts\n1;a;01/02/2020 00:00:00\n2;b;2020-02-01 00:00:00\n",
+         {"delimiter": ";", "timestampformat": "dd/MM/yyyy HH:mm:ss"},
+         "row 2 (line 3), column 'ts': '2020-02-01 00:00:00' does not parse as timestamp[us, tz=UTC] in the "
+         "format 'dd/MM/yyyy HH:mm:ss'"),
+    ],
+)
+def test_csv_bad_value_names_file_row_line_column_and_value(tmp_path, text, options, where):
+    """One bad value among good rows: the error's first line is that value (file, row, line, column), not a
+    doubt about the format; the oracle for row and line is the text written here."""
+    t = CarbonTable.create(tmp_path / "t", SCHEMA)
+    (tmp_path / "c").mkdir()
+    (tmp_path / "c" / "x.csv").write_text(text)
+    with pytest.raises(CarbonSchemaError) as e:
+        t.add_segment(str(tmp_path / "c"), "csv", options=options)
+    first = str(e.value).splitlines()[0]
+    assert first == f"a value does not parse as its column's type: {tmp_path / 'c' / 'x.csv'}: {where}"
+    assert "is format" not in str(e.value)
+    assert t.load_details() == []
+
+
+def test_json_lines_bad_timestamp_names_file_row_line_column_and_value(tmp_path):
+    t = CarbonTable.create(tmp_path / "t", SCHEMA)
+    (tmp_path / "j").mkdir()
+    (tmp_path / "j" / "x.json").write_text('{"id": 1, "name": "a \\"q\\"", "ts": "2020-01-01T00:00:00"}\n\n'
+                                           '{"id": 2, "name": "b", "ts": "yesterday"}\n')
+    with pytest.raises(CarbonSchemaError) as e:
+        t.add_segment(str(tmp_path / "j"), "json")
+    assert str(e.value).splitlines()[0] == (
+        f"a value does not parse as its column's type: {tmp_path / 'j' / 'x.json'}: row 2 (line 3), column 'ts': "
+        "'yesterday' does not parse as timestamp[us, tz=UTC]")
+
+
+@pytest.mark.parametrize(
     ("kwargs", "error", "message"),
     [
         ({"path": ""}, CarbonOptionError, "option 'path' is empty"),

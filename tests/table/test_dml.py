@@ -14,7 +14,7 @@ import pytest
 import carbon_ds
 from carbon_ds import faults
 from carbon_ds.ddl.statement_parser import DeleteRows, parse_row_dml
-from carbon_ds.errors import CarbonTableError
+from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.expressions.values import SqlExpr
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus
@@ -206,6 +206,24 @@ def test_external_segment_refused(tmp_path):
         t.update({"a": 2}, "a = 1")
 
 
+@pytest.mark.parametrize("value", ["abc", SqlExpr("'abc'"), SqlExpr("'12x'")])
+@pytest.mark.parametrize("where", ["id = 1", "id = 99", None])
+def test_update_value_of_the_wrong_type_is_refused_whether_rows_match_or_not(tmp_path, value, where):
+    """A SET value the column's type cannot take (int64 from 'abc') is an error before any row is looked at:
+    the same error when a row matches, when none does, and on an empty table (Spark refuses it at analysis)."""
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(_rows([1, 2], random.Random(0)), path)
+    t = CarbonTable.open(path)
+    before = t.to_arrow()
+    with pytest.raises(CarbonOptionError, match=r"SET id = .*'.*': cannot make a int64 value"):
+        t.update({"id": value}, where)
+    assert t.to_arrow().equals(before) and len(t.segments()) == 1
+    empty = CarbonTable.create(tmp_path / "e", SCHEMA)
+    with pytest.raises(CarbonOptionError, match="cannot make a int64 value"):
+        empty.update({"id": value}, where)
+    assert t.update({"id": 7}, "id = 99") == 0  # a value of the right type on no rows is fine
+
+
 def test_parse_sql_forms():
     s = parse_row_dml("DELETE FROM db.t WHERE a = 1 AND s = 'x'")
     assert (s.table.db, s.table.name, s.where) == ("db", "t", "a = 1 AND s = 'x'")
@@ -232,3 +250,25 @@ def test_sql_delete_update_and_spark_read(spark):
     got = sorted(tuple(r) for r in spark.read.format("carbondata").load(path).select("id", "v", "p").collect())
     assert got == [(1, 10, 0), (3, 31, 2), (4, 40, 1)]
     assert CarbonTable.open(path).count() == 3
+
+
+@pytest.mark.parametrize("statement", ["DELETE FROM dml_typo WHERE idd % 2 = 1",
+                                       "UPDATE dml_typo SET v = 0 WHERE idd = 1",
+                                       "UPDATE dml_typo SET v = vv + 1 WHERE id = 1"])
+def test_sql_dml_with_a_mistyped_column_names_it(spark, statement, capfd):
+    """Spark's analysis error would list the internal row-position columns (__carbon_file, ...) and PySpark
+    would log it with the JVM stack first: the error is carbon-ds's, names the column and the table's columns,
+    and nothing else is printed."""
+    run = carbon_ds.sql
+    run(spark, "DROP TABLE IF EXISTS dml_typo")
+    run(spark, "CREATE TABLE dml_typo (id BIGINT, v BIGINT) STORED AS carbondata")
+    run(spark, "INSERT INTO dml_typo VALUES (1, 10), (2, 20)")
+    capfd.readouterr()
+    with pytest.raises(CarbonOptionError) as e:
+        run(spark, statement)
+    typo = "vv" if "vv" in statement else "idd"
+    assert f"column `{typo}` is not a column of table " in str(e.value) and "(columns: id, v)" in str(e.value)
+    out = capfd.readouterr()
+    assert "__carbon" not in str(e.value) + out.out + out.err and "\tat " not in out.out + out.err
+    assert sorted(tuple(r) for r in run(spark, "SELECT id, v FROM dml_typo").collect()) == [(1, 10), (2, 20)]
+    run(spark, "DROP TABLE dml_typo")

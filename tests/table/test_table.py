@@ -159,7 +159,8 @@ def test_create_and_open_errors(tmp_path):
     assert t.segments() == [] and t.to_arrow().schema == schema and t.files() == []
     with pytest.raises(CarbonTableError, match="table already exists"):
         CarbonTable.create(tmp_path / "t", schema)
-    with pytest.raises(CarbonTableError, match="not a CarbonData table: .*Metadata/schema does not exist"):
+    with pytest.raises(CarbonTableError, match="not a CarbonData table: .*missing does not exist "
+                                               r"\(expected a table folder holding .*missing/Metadata/schema\)"):
         CarbonTable.open(tmp_path / "missing")
     with pytest.raises(CarbonSchemaError, match="partition column 'nope' is not a table column"):
         CarbonTable.create(tmp_path / "p", schema, partition_by=["nope"])

@@ -10,13 +10,23 @@ Options (ADD SEGMENT options, kept in the segment file; Spark's names and Carbon
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.fs import Storage
 from carbon_ds.readers.external.base import ExternalFile, Unit, file_columns
-from carbon_ds.readers.external.text import is_true, option, parse_temporal, text_types
+from carbon_ds.readers.external.text import (
+    BadTextValue,
+    is_true,
+    option,
+    parse_temporal,
+    text_types,
+    value_error,
+)
 
 
 def open_file(storage: Storage, path: str, options: dict[str, str], table_schema: pa.Schema | None) -> ExternalFile:
@@ -60,8 +70,27 @@ def open_file(storage: Storage, path: str, options: dict[str, str], table_schema
         cols = file_columns(schema, columns)
         opts = pcsv.ConvertOptions(column_types=column_types, include_columns=cols, **nulls) if cols is not None \
             else convert
-        with storage.open(path) as fh:
-            data = pcsv.read_csv(fh, read_options=read_options, parse_options=parse, convert_options=opts)
-        return parse_temporal(data, table_schema, options)
+        try:
+            with storage.open(path) as fh:
+                data = pcsv.read_csv(fh, read_options=read_options, parse_options=parse, convert_options=opts)
+            return parse_temporal(data, table_schema, options)
+        except BadTextValue as e:
+            raise value_error(storage, path, e.row, e.column, e.value, e.type, e.fmt, skip=1 if header else 0) from None
+        except pa.ArrowInvalid as e:
+            m = _CONVERSION.search(str(e))
+            if m is None or int(m.group(1)) >= len(names):
+                raise
+            # which row: the column read as text (with the same null values), then the value pyarrow named
+            name = names[int(m.group(1))]
+            with storage.open(path) as fh:
+                text = pcsv.read_csv(fh, read_options=read_options, parse_options=parse, convert_options=pcsv.ConvertOptions(
+                    column_types={name: pa.string()}, include_columns=[name], **nulls)).column(0)
+            hits = pc.index(text, pa.scalar(m.group(3), pa.string())).as_py()
+            row = None if hits < 0 else hits
+            raise value_error(storage, path, row, name, m.group(3), column_types[name], None, skip=1 if header else 0) from None
 
     return ExternalFile(path, schema, [Unit({}, None)], read)
+
+
+# pyarrow.csv's conversion error: "In CSV column #0: CSV conversion error to int32: invalid value 'x'"
+_CONVERSION = re.compile(r"In CSV column #(\d+): CSV conversion error to ([^:]+): invalid value '(.*)'$", re.S)

@@ -13,7 +13,14 @@ import pyarrow.json as pjson
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.fs import Storage
 from carbon_ds.readers.external.base import ExternalFile, Unit, file_columns
-from carbon_ds.readers.external.text import is_true, option, parse_temporal, text_types
+from carbon_ds.readers.external.text import (
+    BadTextValue,
+    is_true,
+    option,
+    parse_temporal,
+    text_types,
+    value_error,
+)
 
 
 def _multiline_rows(storage: Storage, path: str) -> list[dict]:
@@ -60,6 +67,10 @@ def open_file(storage: Storage, path: str, options: dict[str, str], table_schema
                 data = pjson.read_json(fh, parse_options=pjson.ParseOptions(
                     explicit_schema=target, unexpected_field_behavior="ignore"))
             data = data.select(cols)
-        return parse_temporal(data, table_schema, options)
+        try:
+            return parse_temporal(data, table_schema, options)
+        except BadTextValue as e:
+            raise value_error(storage, path, e.row, e.column, e.value, e.type, e.fmt,
+                              skip=None if multiline else 0) from None
 
     return ExternalFile(path, schema, [Unit({}, None)], read)

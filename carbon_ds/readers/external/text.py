@@ -5,7 +5,8 @@ from __future__ import annotations
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from carbon_ds.errors import CarbonOptionError
+from carbon_ds.errors import CarbonOptionError, CarbonValueError
+from carbon_ds.fs import Storage
 
 _JAVA = [("yyyy", "%Y"), ("yy", "%y"), ("MM", "%m"), ("dd", "%d"), ("HH", "%H"), ("mm", "%M"), ("ss", "%S")]
 
@@ -72,12 +73,81 @@ def parse_temporal(data: pa.Table, table_schema: pa.Schema | None, options: dict
         ):
             continue
         fmt = date_fmt if pa.types.is_date(t) else ts_fmt
-        if fmt:
-            parsed = pc.strptime(col, format=fmt, unit="us", error_is_null=False)
-            parsed = parsed.cast(pa.timestamp("us", "UTC"))
-        else:
-            # ISO 8601; a value without an offset is UTC (text files carry no zone of their own)
-            parsed = iso_timestamps(col) if pa.types.is_timestamp(t) else col.cast(pa.date32())
-        parsed = parsed.cast(pa.date32()) if pa.types.is_date(t) and pa.types.is_timestamp(parsed.type) else parsed
+
+        def convert(col: pa.ChunkedArray, t: pa.DataType = t, fmt: str | None = fmt) -> pa.ChunkedArray:
+            if fmt:
+                parsed = pc.strptime(col, format=fmt, unit="us", error_is_null=False)
+                parsed = parsed.cast(pa.timestamp("us", "UTC"))
+            else:
+                # ISO 8601; a value without an offset is UTC (text files carry no zone of their own)
+                parsed = iso_timestamps(col) if pa.types.is_timestamp(t) else col.cast(pa.date32())
+            return parsed.cast(pa.date32()) if pa.types.is_date(t) and pa.types.is_timestamp(parsed.type) else parsed
+
+        try:
+            parsed = convert(col)
+        except pa.ArrowInvalid as e:
+            row = first_failing_row(col, convert)
+            given = option(options, *(("dateformat", "date_format") if pa.types.is_date(t) else
+                                      ("timestampformat", "timestamp_format")))
+            raise BadTextValue(name, row, None if row is None else col[row].as_py(), t, given, e) from None
         data = data.set_column(i, name, parsed)
     return data
+
+
+class BadTextValue(Exception):
+    """A text file's value that does not parse as its column's type; the reader that knows the file turns it
+    into a CarbonValueError naming the file and the line."""
+
+    def __init__(self, column: str, row: int | None, value: object, type: pa.DataType, fmt: str | None,
+                 cause: Exception):
+        super().__init__(str(cause))
+        self.column, self.row, self.value, self.type, self.fmt, self.cause = column, row, value, type, fmt, cause
+
+
+def first_failing_row(col: pa.ChunkedArray | pa.Array, convert) -> int | None:
+    """The index of the first value ``convert`` rejects (ArrowInvalid), by bisection: only on the error path,
+    O(n log n) conversions of halves."""
+    lo, hi = 0, len(col)
+    try:
+        convert(col.slice(lo, hi))
+        return None
+    except pa.ArrowInvalid:
+        pass
+    while hi - lo > 1:  # the first failure lies in [lo, hi)
+        mid = (lo + hi) // 2
+        try:
+            convert(col.slice(lo, mid - lo))
+            lo = mid
+        except pa.ArrowInvalid:
+            hi = mid
+    return lo
+
+
+def value_error(storage: Storage, path: str, row: int | None, column: str, value: object, type: pa.DataType,
+                fmt: str | None, skip: int | None) -> CarbonValueError:
+    """The error for a value of a text file that does not parse: file, row (0-based ``row``, said 1-based),
+    its line when the file has one row per non-empty line after ``skip`` header lines (``skip`` None: it has
+    not), column and value."""
+    where = "a row"
+    if row is not None:
+        line = None if skip is None else _line_of(storage, path, row + skip)
+        where = f"row {row + 1}" + ("" if line is None else f" (line {line})")
+    how = f" in the format {fmt!r}" if fmt else ""
+    return CarbonValueError(f"{where}, column {column!r}: {value!r} does not parse as {type}{how}", storage.uri(path))
+
+
+def _line_of(storage: Storage, path: str, index: int) -> int | None:
+    """The 1-based line of the ``index``-th non-empty line (CSV and JSON Lines readers skip empty lines); the
+    file was just read whole, so reading it again is bounded by what the read already took. None when a line
+    holds an odd number of double quotes (a quoted CSV value may span lines: the count would be wrong)."""
+    data = storage.read_bytes(path)
+    seen = 0
+    for number, line in enumerate(data.split(b"\n"), 1):
+        if not line.strip(b"\r \t"):
+            continue
+        if line.count(b'"') % 2 and line.count(b'\\"') == 0:
+            return None
+        if seen == index:
+            return number
+        seen += 1
+    return None

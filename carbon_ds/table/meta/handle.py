@@ -112,6 +112,24 @@ def int_or_none(text: str | None) -> int | None:
     return int(text) if text and text.lstrip("-").isdigit() else None
 
 
+def not_a_table(storage: Storage, fs_path: str) -> tuple[str, bool]:
+    """Why ``fs_path`` is not a CarbonData table (it has no ``Metadata/schema``): the message names the path,
+    what a table folder holds and what was found; the flag says whether it is a bare folder of
+    ``.carbondata`` files (as CarbonData's SDK writes), which readers take as it is."""
+    where = storage.uri(fs_path)
+    expected = f"expected a table folder holding {storage.uri(TableHandle.schema_path_of(fs_path))}"
+    kind = storage.fs.get_file_info(fs_path).type
+    if kind == pafs.FileType.NotFound:
+        return f"not a CarbonData table: {where} does not exist ({expected})", False
+    if kind != pafs.FileType.Directory:
+        return f"not a CarbonData table: {where} is a file (expected a table folder holding Metadata/schema)", False
+    files = sum(1 for f in storage.list(fs_path) if f.path.endswith(".carbondata"))
+    if files:
+        return (f"not a CarbonData table: {where} holds {files} .carbondata file(s) but no Metadata/ folder, as "
+                f"CarbonData's SDK writes them ({expected})"), True
+    return f"not a CarbonData table: {where} has no Metadata/schema ({expected})", False
+
+
 class TableHandle:
     """A CarbonData table folder: ``Metadata/schema``, ``Metadata/tablestatus`` and its segments."""
 
@@ -227,10 +245,9 @@ class TableHandle:
         storage, fs_path = Storage.for_path(resolve(path, storage_options, filesystem))
         schema_path = cls.schema_path_of(fs_path)
         if not storage.exists(schema_path):
-            raise CarbonTableError(
-                f"not a CarbonData table: {storage.uri(schema_path)} does not exist "
-                "(use carbon_ds.read_table for a bare folder of .carbondata files)"
-            )
+            text, bare = not_a_table(storage, fs_path)
+            raise CarbonTableError(text + ("; reads take such a folder as it is (read_table, scan, "
+                                           "spark.read.format('carbondata').load)" if bare else ""))
         version = None if status_version is None else str(status_version)
         return cls(storage, fs_path, schema_file.read(storage, schema_path), version)
 

@@ -25,7 +25,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.ddl.types import arrow_type
-from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonSchemaError, CarbonTableError
+from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonSchemaError, CarbonTableError, CarbonValueError
 from carbon_ds.fs import Storage, basename, dirname, is_inside, norm_path
 from carbon_ds.progress import progress
 from carbon_ds.readers import external as ext
@@ -37,6 +37,7 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.naming import is_columnar
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops import add_segment_hints as hints
+from carbon_ds.table.ops.add_segment_hints import BAD_VALUE
 
 _SPEC_ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([A-Za-z]+(?:\s*\(\s*\d+\s*(?:,\s*\d+\s*)?\))?)\s*$")
 
@@ -293,6 +294,8 @@ def check_file(storage: Storage, path: str, size: int, fmt: str, options: dict[s
                 if bad:
                     check.problems.append(f"partition column {c}: folder says {c}={raw} but {bad} row(s) of the "
                                           f"file hold another value")
+    except CarbonValueError as e:
+        check.problems.append(f"{BAD_VALUE}{e.detail}")
     except CarbonError as e:
         check.problems.append(f"unreadable: {e}")
     except (OSError, ValueError, pa.ArrowException) as e:
@@ -412,7 +415,8 @@ def _explain(report: ValidationReport, storage: Storage, root: str, fmt: str, pc
     bad = [(f.path, f.problems) for f in report.bad_files]
     if not bad:
         return
-    cause = hints.format_cause(bad, len(report.files), fmt, report.path, is_carbon_table(storage, root))
+    cause = hints.value_cause(bad) or hints.format_cause(bad, len(report.files), fmt, report.path,
+                                                         is_carbon_table(storage, root))
     if cause is None and not pcols:
         cause = hints.hive_cause(bad, report.path, report.table_schema)
     if cause is not None:

@@ -14,6 +14,18 @@ import pyarrow as pa
 _EXTENSIONS = {".parquet": "parquet", ".parq": "parquet", ".orc": "orc", ".csv": "csv", ".tsv": "csv",
                ".json": "json", ".jsonl": "json", ".ndjson": "json", ".carbondata": "carbondata"}
 _MISSING = re.compile(r"missing column\(s\) (.+)$")
+BAD_VALUE = "bad value: "  # the problem of a text file holding a value its column's type cannot take
+
+
+def value_cause(bad: list[tuple[str, list[str]]]) -> str | None:
+    """A line when files read as the format given but hold values that do not parse: the first one, by file,
+    row, column and value (not a wrong format)."""
+    values = [(f, p) for f, problems in bad for p in problems if p.startswith(BAD_VALUE)]
+    if not values:
+        return None
+    file, problem = values[0]
+    more = f" ({len(values)} file(s) hold such values)" if len(values) > 1 else ""
+    return f"a value does not parse as its column's type: {file}: {problem[len(BAD_VALUE):]}{more}"
 
 
 def format_cause(bad: list[tuple[str, list[str]]], total: int, fmt: str, path: str, carbon_table: bool) -> str | None:

@@ -267,6 +267,7 @@ def update(table: TableHandle, assignments: dict[str, Any], where=None,
     names = resolve_columns(schema, list(assignments), f"table {table.uri}")
     sets = dict(zip(names, assignments.values(), strict=True))
     expr = _expr(table, where)
+    apply_set(schema.empty_table(), sets, schema)  # a value the column cannot take is refused on no rows too
     with table.update_lock("UPDATE", lock_timeout):
         matches = _matches(table, expr, want_data=True)
         if not matches:
