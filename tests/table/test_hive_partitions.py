@@ -263,3 +263,17 @@ def test_hostile_partition_values_give_clear_errors_or_round_trip(tmp_path):
 def test_decimal_wider_than_38_digits_is_refused_by_name(tmp_path):
     with pytest.raises(CarbonSchemaError, match="column 'd': decimal256.* at most 38 digits"):
         write_table(pa.table({"d": pa.array([1], pa.decimal256(40, 2))}), str(tmp_path / "t"))
+
+
+def test_overwriting_a_partition_with_deleted_rows(tmp_path):
+    """A partition whose rows were partly deleted, replaced by a dynamic overwrite: the segment file marks the
+    old folder, the update status keeps its block's entry, and the table reads the new rows (the check that
+    every partly deleted block is still listed must not count a replaced partition's block as lost)."""
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(pa.table({"id": list(range(10)), "p": [1, 2] * 5}), path, partition_by="p")
+    assert carbon_ds.CarbonTable.open(path).delete("id = 3") == 1
+    carbon_ds.write_table(pa.table({"id": [100, 101], "p": [2, 2]}), path, mode="overwrite",
+                          partition_overwrite_mode="dynamic")
+    got = carbon_ds.read_table(path)
+    assert sorted(got.column("id").to_pylist()) == [0, 2, 4, 6, 8, 100, 101]
+    assert carbon_ds.CarbonTable.open(path).delete("id = 5") == 0  # the replaced block's rows are gone

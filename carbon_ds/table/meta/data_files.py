@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonTableError
 from carbon_ds.format.index import parse_index
-from carbon_ds.fs import Storage, basename
+from carbon_ds.fs import Storage, basename, norm_path
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT, INDEX_EXT, is_data_file, owned_by_index
@@ -91,6 +91,14 @@ def _segment_file(table: TableHandle, detail: LoadDetail) -> segfiles.SegmentFil
         ) from None
     _check_owner(detail, seg, (detail.file_format or COLUMNAR).lower(), table.storage.uri(table.tablestatus_path))
     return seg
+
+
+def dropped_folders(table: TableHandle, detail: LoadDetail) -> set[str]:
+    """The folders of a segment its segment file no longer lists as live (partitions an overwrite replaced)."""
+    if not detail.segment_file:
+        return set()
+    return {norm_path(folder) for folder, details in _segment_file(table, detail).folders(table.path)
+            if details.status and details.status not in ("Success", "Marked for Update")}
 
 
 def _listed_files(table: TableHandle, seg: segfiles.SegmentFile, fmt: str

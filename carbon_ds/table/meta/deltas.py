@@ -28,6 +28,7 @@ import hashlib
 import json
 import posixpath
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -440,11 +441,13 @@ class Deletes:
         st = self.status_of(path, segment)
         return st is not None and st.status == MARKED_FOR_DELETE
 
-    def check_blocks(self, files: list, segments: set[str], listed_by: dict[str, str] | None = None) -> None:
+    def check_blocks(self, files: list, segments: set[str], listed_by: dict[str, str] | None = None,
+                     dropped: Callable[[str], set[str]] | None = None) -> None:
         """Every partly deleted block of ``segments`` (Success entries) is one of their data ``files``: a
         damaged entry (segment or block name) would otherwise leave its deleted rows in the table unseen.
         Entries of other segments (compacted, deleted, not read) are not checked; a block marked whole
-        may have been cleaned away."""
+        may have been cleaned away, and so may a block in a folder ``dropped(segment)`` names (a partition
+        an overwrite replaced: the segment file marks the folder, the update status keeps the entry)."""
         hit = {key for f in files for key in [self._key_of(f.path, f.segment_id)] if key is not None}
         # data file names carry their load's id and time: a block is one file of the table, whatever segment
         # an entry names
@@ -456,6 +459,9 @@ class Deletes:
                     f"update status has deleted rows of block {st.actual!r} in segment {st.segment}, but the table "
                     f"holds that block in segment {held[st.actual]}", self.where)
             if st.segment in segments and st.status == SUCCESS and key not in hit:
+                folder = norm_path(Storage.join(self.table_path, posixpath.dirname(st.actual)))
+                if "/" in st.actual and dropped is not None and folder in dropped(st.segment):
+                    continue
                 seg_file = (listed_by or {}).get(st.segment)
                 raise CarbonFormatError(
                     f"update status has deleted rows of block {st.actual!r} in segment {st.segment}, but segment "

@@ -20,7 +20,7 @@ from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType,
 from carbon_ds.fs import Storage, dirname, norm_path, resolve
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import deltas, guards, schema_file, status_doc, status_versions, validity
-from carbon_ds.table.meta.data_files import is_stream, segment_files
+from carbon_ds.table.meta.data_files import dropped_folders, is_stream, segment_files
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
 from carbon_ds.table.meta.new_table_folder import check_new_table_folder
@@ -459,8 +459,10 @@ class TableHandle:
         _check_listed_once(out)
         deletes = self.deletes(details)
         if deletes is not None:  # a block whose every row is deleted is marked, not rewritten: skip it
+            by_name = {d.name: d for d in details}
             deletes.check_blocks(listed, seen, {d.name: self.storage.uri(Storage.join(
-                self.path, "Metadata", "segments", d.segment_file)) for d in details if d.segment_file})
+                self.path, "Metadata", "segments", d.segment_file)) for d in details if d.segment_file},
+                lambda segment: dropped_folders(self, by_name[segment]))
             out = [f for f in out if not deletes.is_marked(f.path, f.segment_id)]
         return out
 
