@@ -21,7 +21,7 @@ import carbon_ds
 from carbon_ds.errors import CarbonMissingFileError
 from carbon_ds.spark import batch_read, snapshot
 from carbon_ds.spark.datasource import CarbonDataSource, CarbonPartition, CarbonReader
-from carbon_ds.table.meta import schema_file
+from carbon_ds.table.meta import schema_file, status_doc
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops.segments import DAY_MS, clean_files
@@ -441,7 +441,7 @@ def test_one_query_reads_schema_and_tablestatus_once_and_tasks_neither(tmp_path,
     tablestatus once, on the driver side; tasks read neither."""
     path = _table(tmp_path)
     reads = {"schema": 0, "tablestatus": 0}
-    real_schema, real_status = schema_file.read, ts.read_versioned
+    real_schema, real_status = schema_file.read, status_doc.read_versioned
 
     def count_schema(*a, **k):
         reads["schema"] += 1
@@ -452,7 +452,7 @@ def test_one_query_reads_schema_and_tablestatus_once_and_tasks_neither(tmp_path,
         return real_status(*a, **k)
 
     monkeypatch.setattr(schema_file, "read", count_schema)
-    monkeypatch.setattr(ts, "read_versioned", count_status)
+    monkeypatch.setattr(status_doc, "read_versioned", count_status)
     started = ts.now_ms()
     source = CarbonDataSource({"path": path, "filter": "id >= 10"})
     spark_schema = source.schema()
