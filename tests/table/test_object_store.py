@@ -255,7 +255,7 @@ def test_local_commit_refused_when_tablestatus_changed_under_the_lock(tmp_path):
     t = CarbonTable.open(path)
     with pytest.raises(CarbonConcurrentError, match="this writer still held the table lock"):
         with t.edit_status("test") as edit:
-            other = CarbonTable.open(path).load_details()  # a writer outside the lock protocol
+            other = [e.copy() for e in CarbonTable.open(path).load_details()]  # a writer outside the lock protocol
             other[0].extra_info = "theirs"
             t.storage.write_atomic(t.tablestatus_path, ts.dumps(other).encode())
             edit.entries[0].extra_info = "ours"
