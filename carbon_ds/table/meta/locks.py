@@ -250,6 +250,18 @@ def holder_is_gone(info: dict | None) -> bool:
     return False
 
 
+def held_by_live_holder(storage: Storage, table_path: str, name: str) -> bool:
+    """Whether lock ``name`` of the table is held by a holder not provably gone (a lock file being written,
+    unreadable yet, counts as held: it was taken just now)."""
+    try:
+        info = json.loads(storage.read_text(lock_path(storage, table_path, name)))
+    except FileNotFoundError:
+        return False
+    except (ValueError, OSError):
+        return True
+    return not (isinstance(info, dict) and holder_is_gone(info))
+
+
 def stale_locks(storage: Storage, table_path: str) -> list[tuple[str, str]]:
     """(lock path, holder) of every lock file whose holder is provably gone."""
     out = []

@@ -25,7 +25,6 @@ they give way to UPDATE, DELETE, MERGE and overwrites instead of refusing them (
 
 from __future__ import annotations
 
-import json
 import threading
 import warnings
 from collections.abc import Callable, Mapping
@@ -40,7 +39,7 @@ from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import DataFile, TableHandle
 from carbon_ds.table.meta.load_records import LoadHolder, write_record
-from carbon_ds.table.meta.locks import UPDATE_LOCK, UPDATE_LOCK_STALE_S, TableLock, holder_is_gone, lock_path
+from carbon_ds.table.meta.locks import UPDATE_LOCK, UPDATE_LOCK_STALE_S, TableLock, held_by_live_holder
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops.compaction_merge import MergeTask, run_task
@@ -155,14 +154,7 @@ def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: 
 
 def writer_running(table: TableHandle) -> bool:
     """Whether an UPDATE, DELETE, MERGE or overwrite holds the table's update lock (its holder alive)."""
-    path = lock_path(table.storage, table.path, UPDATE_LOCK)
-    try:
-        info = json.loads(table.storage.read_text(path))
-    except FileNotFoundError:
-        return False
-    except (ValueError, OSError):
-        return True  # being written: taken just now
-    return not (isinstance(info, dict) and holder_is_gone(info))
+    return held_by_live_holder(table.storage, table.path, UPDATE_LOCK)
 
 
 def _drop_failed_merges(table: TableHandle) -> None:
