@@ -249,7 +249,9 @@ def columns_for(
             measures.append(_column(f.name, f.type, i, False, column_id=ids.get(f.name.lower())))
     for i in sort_idx:
         f = schema.field(i)
-        sorts.append(
-            _column(f.name, f.type, i, True, varchar=f.name.lower() in longs, column_id=ids.get(f.name.lower()))
-        )
+        col = _column(f.name, f.type, i, True, varchar=f.name.lower() in longs, column_id=ids.get(f.name.lower()))
+        # how CarbonData marks a sort column in the schema and the file header (ColumnSchema.isSortColumn is
+        # read from this property by ThriftWrapperSchemaConverterImpl; its CLI shows it as SortColumn)
+        col.columnProperties = {"sort_columns": "true"}
+        sorts.append(col)
     return sorts + dims + varchars + complexes + measures

@@ -17,6 +17,10 @@
 //   {"id", "kind": "table", "path": table, ...as read}
 //       the table read through its Metadata/schema and tablestatus (CarbonTableInputFormat), as
 //       CarbonData's engines read a table: segment statuses, delete deltas and update status apply.
+//   {"id", "kind": "cli", "args": [...]}
+//       carbondata-cli's CarbonCli (e.g. ["-cmd", "summary", "-p", folder, "-a"]); the lines it prints are
+//       the result's "output". CarbonCli keeps some failures to itself (a stack trace on stderr, output cut
+//       short), so the tests check the output for the sections they ask for.
 //
 // Types are text: int, smallint, bigint, float, double, boolean, string, varchar, date, timestamp, binary,
 // decimal(p,s), array<T>, struct<a:T,...>, map<K,V>. Filters: {"op": "=" | "!=" | "<" | "<=" | ">" | ">=",
@@ -75,6 +79,7 @@ import org.apache.carbondata.sdk.file.CarbonReaderBuilder;
 import org.apache.carbondata.sdk.file.CarbonWriter;
 import org.apache.carbondata.sdk.file.CarbonWriterBuilder;
 import org.apache.carbondata.sdk.file.Schema;
+import org.apache.carbondata.tool.CarbonCli;
 
 public final class CarbonOracle {
   // one Hadoop configuration for every reader and writer: building one loads Hadoop's XML resources
@@ -103,6 +108,14 @@ public final class CarbonOracle {
           rows = read(job, false);
         } else if (kind.equals("table")) {
           rows = read(job, true);
+        } else if (kind.equals("cli")) {
+          List<String> lines = cli(job);
+          JsonArray output = new JsonArray();
+          for (String line : lines) {
+            output.add(new JsonPrimitive(line));
+          }
+          result.add("output", output);
+          rows = lines.size();
         } else if (kind.equals("delete")) {
           // CarbonData's own delete of an SDK folder's rows (delete delta files beside the data files)
           CarbonIUD.getInstance(HADOOP).delete(job.get("path").getAsString(),
@@ -285,6 +298,27 @@ public final class CarbonOracle {
       }
     }
     return rows;
+  }
+
+  // ------------------------------------------------------------------ carbondata-cli
+
+  static List<String> cli(JsonObject job) {
+    JsonArray a = job.getAsJsonArray("args");
+    String[] args = new String[a.size()];
+    for (int i = 0; i < args.length; i++) {
+      args[i] = a.get(i).getAsString();
+    }
+    // the entry point that collects its lines into a list (main prints them to System.out)
+    ArrayList<String> lines = new ArrayList<>();
+    CarbonCli.run(args, lines, false);
+    List<String> out = new ArrayList<>();
+    for (String block : lines) {
+      // some entries are several lines (a formatted table, the help text)
+      for (String line : block.split("\n", -1)) {
+        out.add(line);
+      }
+    }
+    return out;
   }
 
   // ------------------------------------------------------------------ reading
