@@ -1,13 +1,23 @@
 #!/usr/bin/env bash
 # Test-only: builds the harness in tests/oracle/java (Apache CarbonData's released SDK, driven by
-# CarbonOracle.java) into build/oracle/: Maven resolves the jars from Maven Central (cached in ~/.m2), javac
+# CarbonOracle.java) into build/oracle/, or with the argument "java1x" the one in tests/oracle/java1x
+# (CarbonData 1.6.1's SDK, which cannot share a classpath with 2.3.0) into build/oracle-java1x/: Maven resolves the jars from Maven Central (cached in ~/.m2), javac
 # compiles against them. Rebuilds only when the pom or the sources change. Nothing of it is in the wheel.
 # Without mvn on PATH it fetches Apache Maven itself from Maven Central (cached under ~/.m2). Exits 3 (saying
 # why) when javac is missing or Maven cannot be had; the tests then skip, or fail when CI is set.
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-src="$root/tests/oracle/java"
-out="${CARBON_DS_ORACLE_DIR:-$root/build/oracle}"
+module="${1:-java}"
+src="$root/tests/oracle/$module"
+if [ "$module" = java ]; then
+    out="${CARBON_DS_ORACLE_DIR:-$root/build/oracle}"
+else
+    out="${CARBON_DS_ORACLE_DIR:-$root/build/oracle}-$module"
+fi
+if [ ! -f "$src/pom.xml" ]; then
+    echo "no harness in $src" >&2
+    exit 2
+fi
 maven_version=3.9.9
 if ! command -v javac >/dev/null 2>&1; then
     echo "the CarbonData oracle needs 'javac' on PATH (a JDK 17+)" >&2

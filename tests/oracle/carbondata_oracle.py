@@ -42,19 +42,24 @@ class OracleUnavailable(Exception):
 class Oracle:
     """The built harness: ``run(jobs)`` returns one result dict per job, read jobs with their ``rows``."""
 
-    def __init__(self, classpath: str):
+    def __init__(self, classpath: str, main: str = "CarbonOracle"):
         self.classpath = classpath
+        self.main = main
 
     @classmethod
-    def build(cls) -> Oracle:
+    def build(cls, module: str = "java", main: str = "CarbonOracle") -> Oracle:
+        """The harness of tests/oracle/<module>: "java" (CarbonData 2.3.0, CarbonOracle) or "java1x"
+        (CarbonData 1.6.1's writer, CarbonWriter1x)."""
         if shutil.which("java") is None:
             raise OracleUnavailable("no 'java' on PATH (a JDK 17+)")
-        done = subprocess.run(["bash", str(ROOT / "scripts" / "build-oracle.sh")], capture_output=True, text=True)
+        done = subprocess.run(["bash", str(ROOT / "scripts" / "build-oracle.sh"), module], capture_output=True,
+                              text=True)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
-            raise OracleUnavailable(f"scripts/build-oracle.sh failed ({done.returncode}): {last}")
-        jars = (BUILD / "classpath.txt").read_text().strip()
-        return cls(f"{BUILD / 'classes'}{os.pathsep}{jars}")
+            raise OracleUnavailable(f"scripts/build-oracle.sh {module} failed ({done.returncode}): {last}")
+        build = BUILD if module == "java" else Path(f"{BUILD}-{module}")
+        jars = (build / "classpath.txt").read_text().strip()
+        return cls(f"{build / 'classes'}{os.pathsep}{jars}", main)
 
     def run(self, jobs: list[dict], workdir: Path) -> dict[str, dict]:
         """Run ``jobs`` in one JVM; results by job id. A read job's rows (lists of canon values) are in
@@ -65,7 +70,7 @@ class Oracle:
                 job.setdefault("out", str(workdir / f"rows-{n}.jsonl"))
         batch, results = workdir / "batch.json", workdir / "results.json"
         batch.write_text(json.dumps({"jobs": jobs}))
-        done = subprocess.run(["java", *JVM_OPTIONS, "-cp", self.classpath, "CarbonOracle", str(batch), str(results)],
+        done = subprocess.run(["java", *JVM_OPTIONS, "-cp", self.classpath, self.main, str(batch), str(results)],
                               capture_output=True, text=True, timeout=BATCH_TIMEOUT_S)
         if done.returncode != 0 or not results.exists():
             raise RuntimeError(f"the CarbonData oracle failed ({done.returncode}): {done.stderr[-3000:]}")
