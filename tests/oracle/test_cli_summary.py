@@ -5,7 +5,8 @@ on disk, the columns and sort columns asked for, per-blocklet min/max computed w
 each file, and a control: the same rows written by CarbonData's own CarbonWriter, whose schema section, column
 statistics and version line ours must match. Tables: one plain load of every type the CLI knows (primitives,
 long strings, arrays, structs, maps, nulls), three sorted loads, a partitioned table, a major compaction and a
-70,000-row table of several pages and blocklets. Every CLI run is one job of a single JVM batch.
+70,000-row table of several pages and blocklets; and ``-cmd sort_columns`` over each segment or partition
+folder. Every CLI run is one job of a single JVM batch.
 
 On JDK 17+ CarbonCli's ``-c`` statistics stop at ``ByteUtil``'s use of ``sun.misc.Unsafe.getInt/getLong(Object,
 int)`` (removed after JDK 8: ``NoSuchMethodError``) for every column whose min/max it decodes as a number:
@@ -200,6 +201,8 @@ def run(oracle: Oracle, tmp_path_factory):
         jobs += [cli_job(f"{name}-c-{c}", w.path, "-c", c) for c in cols]
     jobs.append(cli_job("compacted-merged", tables["compacted"].path / "Fact" / "Part0"
                         / f"Segment_{tables['compacted'].merged}", "-a", "-b", "1000"))
+    folders = sorted({f.parent for w in tables.values() for f in w.data_files()})
+    jobs += [{"id": f"sort-{d}", "kind": "cli", "args": ["-cmd", "sort_columns", "-p", str(d)]} for d in folders]
     results = oracle.run(jobs, work / "batch")
     for name in controls:
         assert results[f"write-{name}"]["ok"], results[f"write-{name}"]["error"]
@@ -282,6 +285,16 @@ def test_sort_columns_and_properties(run):
         assert {n for n, r in schema.items() if r["SortColumn"] == "true"} == set(w.sort)
     plain = sections(output(results, "plain"))
     assert not [n for n, r in _schema(plain["Schema"])[1].items() if r["SortColumn"] == "true"]
+
+
+def test_sort_columns_command(run):
+    """``-cmd sort_columns`` over every segment (or partition) folder: what CarbonData reads from the footers'
+    sort flag and the header's sort-column marks."""
+    tables, results = run
+    for name, w in tables.items():
+        want = f"sorted by {','.join(w.sort)}" if w.sort else "unsorted"
+        for f in w.data_files():
+            assert output(results, f"sort-{f.parent}")[1:] == [want], (name, f.parent)
 
 
 def test_segments_and_version(run):
