@@ -4,5 +4,9 @@ set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$root/scripts/setup.sh"
 cd "$root"
+# CI checks the documentation site in Debian's Chromium (tests/test_docs_site.py): install it there if missing
+if [ -n "${CI:-}" ]; then
+    bash scripts/install-chromium.sh
+fi
 .venv/bin/ruff check carbon_ds pyspark_carbondata tests benchmarks
 exec .venv/bin/python -m pytest "$@"
