@@ -117,3 +117,25 @@ def test_the_browser_check_finds_each_fault(tmp_path):
     assert "console.error: boom" in bad
     assert "index.html:" not in out and "good.html:" not in out.replace("good.html#", "")
     assert "1 external links" in out or "external links" in out
+
+
+def _slug(heading: str) -> str:
+    """The id Python-Markdown's toc extension gives a heading (what mkdocs links to)."""
+    text = re.sub(r"[`*_\[\]()]|<[^>]+>", "", heading).strip().lower()
+    return re.sub(r"[\s]+", "-", re.sub(r"[^\w\s-]", "", text))
+
+
+def test_readme_is_a_short_first_visit_whose_links_resolve():
+    """README.md stays under 10 KB, and each of its links into docs/ names a page and heading that exist
+    (mkdocs checks the pages' own links; the README is outside the site)."""
+    readme = ROOT / "README.md"
+    assert readme.stat().st_size < 10_000, f"README.md is {readme.stat().st_size} bytes"
+    text = readme.read_text(encoding="utf-8")
+    links = re.findall(r"\]\((docs/[^)#\s]*)(?:#([^)\s]+))?\)", text)
+    assert len(links) >= 10
+    for target, anchor in links:
+        assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", (ROOT / target).read_text(encoding="utf-8"), re.M)
+            assert anchor in {_slug(h) for h in headings}, f"README links to {target}#{anchor}: no such heading"
+    assert "bash scripts/test.sh" in text and "bash scripts/demo.sh" in text
