@@ -6,7 +6,8 @@ missing image or a console error.
 
 The site is served from a local HTTP server on 127.0.0.1 (a free port). Chromium (Debian's
 /usr/bin/chromium, or $CHROMIUM) runs headless with a fresh profile and no background networking, driven
-through the DevTools protocol over a websocket (the `websockets` package, in the `docs` extra). For each
+through the DevTools protocol over a websocket (the `websockets` package, in the `docs` extra), a few tabs
+at once. For each
 page it records uncaught exceptions, console errors, failed or 4xx/5xx requests, and images that did not
 load; then every link to the site itself must name a page the server has and, with a fragment, an element
 id on that page. Links to other sites are not followed (the check runs offline).
@@ -43,6 +44,7 @@ CHROMIUM_FLAGS = [
 ]
 PAGE_TIMEOUT = 20.0  # seconds for one page's load event
 SETTLE = 0.25  # seconds after the load event for late console errors and requests
+TABS = 3  # pages open at once: a page mostly waits for its renderer, so tabs overlap well
 
 # what the page reports about itself once loaded: its images and the links it holds
 PAGE_FACTS = """JSON.stringify({
@@ -143,6 +145,12 @@ class Page:
                 return
 
     @staticmethod
+    def new_tab(devtools: str) -> str:
+        req = urllib.request.Request(f"{devtools}/json/new?about:blank", method="PUT")
+        with urllib.request.urlopen(req) as r:
+            return json.load(r)["webSocketDebuggerUrl"]
+
+    @staticmethod
     def websocket_url(devtools: str) -> str:
         with urllib.request.urlopen(f"{devtools}/json/list") as r:
             return next(t for t in json.load(r) if t["type"] == "page")["webSocketDebuggerUrl"]
@@ -197,43 +205,74 @@ def ids_of(page: Path) -> frozenset[str]:
     return frozenset(parser.ids)
 
 
-def check(site: Path, binary: str) -> tuple[dict[str, list[str]], dict[str, int]]:
+def check_page(tab: Page, base: str, site: Path, rel: str) -> tuple[list[str], dict[str, int]]:
+    """The problems of one page, opened in ``tab``, and what was checked."""
+    stats = {"links": 0, "images": 0, "external links": 0}
+    tab.events.clear()
+    tab.call("Page.navigate", url=f"{base}/{rel}")
+    found = []
+    if not tab.wait_for("Page.loadEventFired", PAGE_TIMEOUT):
+        found.append(f"no load event within {PAGE_TIMEOUT:.0f} s")
+    tab.drain(SETTLE)
+    found += problems_of_load(tab.events)
+    facts = json.loads(tab.call("Runtime.evaluate", expression=PAGE_FACTS, returnByValue=True)["result"]["value"])
+    stats["images"] += len(facts["images"])
+    found += [f"image did not load: {i['src']}" for i in facts["images"] if not i["ok"]]
+    for href in sorted(set(facts["links"])):
+        link = urllib.parse.urlsplit(href)
+        if link.scheme not in ("http", "https"):
+            continue  # mailto:, javascript:
+        if f"{link.scheme}://{link.netloc}" != base:
+            stats["external links"] += 1
+            continue
+        stats["links"] += 1
+        target = page_of(site, link.path)
+        if target is None:
+            found.append(f"broken link: {href} (no such page)")
+        elif link.fragment and target.suffix == ".html" and \
+                urllib.parse.unquote(link.fragment) not in ids_of(target):
+            found.append(f"broken link: {href} (no element with id '{link.fragment}')")
+    return found, stats
+
+
+def check(site: Path, binary: str, tabs: int = TABS) -> tuple[dict[str, list[str]], dict[str, int]]:
     pages = sorted(p.relative_to(site).as_posix() for p in site.rglob("*.html"))
     problems: dict[str, list[str]] = {}
     stats = {"pages": len(pages), "links": 0, "images": 0, "external links": 0}
-    with serve(site) as base, chromium(binary) as devtools, \
-            connect(Page.websocket_url(devtools), max_size=None, open_timeout=10) as ws:
-        tab = Page(ws)
-        for rel in pages:
-            url = f"{base}/{rel}"
-            tab.events.clear()
-            tab.call("Page.navigate", url=url)
-            found = []
-            if not tab.wait_for("Page.loadEventFired", PAGE_TIMEOUT):
-                found.append(f"no load event within {PAGE_TIMEOUT:.0f} s")
-            tab.drain(SETTLE)
-            found += problems_of_load(tab.events)
-            facts = json.loads(tab.call("Runtime.evaluate", expression=PAGE_FACTS, returnByValue=True)
-                               ["result"]["value"])
-            stats["images"] += len(facts["images"])
-            found += [f"image did not load: {i['src']}" for i in facts["images"] if not i["ok"]]
-            for href in sorted(set(facts["links"])):
-                link = urllib.parse.urlsplit(href)
-                if link.scheme not in ("http", "https"):
-                    continue  # mailto:, javascript:
-                if f"{link.scheme}://{link.netloc}" != base:
-                    stats["external links"] += 1
-                    continue
-                stats["links"] += 1
-                target = page_of(site, link.path)
-                if target is None:
-                    found.append(f"broken link: {href} (no such page)")
-                elif link.fragment and target.suffix == ".html" and \
-                        urllib.parse.unquote(link.fragment) not in ids_of(target):
-                    found.append(f"broken link: {href} (no element with id '{link.fragment}')")
-            if found:
-                problems[rel] = found
-    return problems, stats
+    todo = list(reversed(pages))
+    lock = threading.Lock()
+
+    errors: list[BaseException] = []
+
+    def work(devtools: str, base: str, first: bool) -> None:
+        try:
+            url = Page.websocket_url(devtools) if first else Page.new_tab(devtools)
+            with connect(url, max_size=None, open_timeout=10) as ws:
+                tab = Page(ws)
+                while True:
+                    with lock:
+                        if not todo or errors:
+                            return
+                        rel = todo.pop()
+                    found, counted = check_page(tab, base, site, rel)
+                    with lock:
+                        for k, v in counted.items():
+                            stats[k] += v
+                        if found:
+                            problems[rel] = found
+        except BaseException as e:  # re-raised in the main thread
+            with lock:
+                errors.append(e)
+
+    with serve(site) as base, chromium(binary) as devtools:
+        workers = [threading.Thread(target=work, args=(devtools, base, i == 0)) for i in range(tabs)]
+        for w in workers:
+            w.start()
+        for w in workers:
+            w.join()
+    if errors:
+        raise errors[0]
+    return dict(sorted(problems.items())), stats
 
 
 def main(argv: list[str] | None = None) -> int:
