@@ -7,10 +7,9 @@ missing image or a console error.
 The site is served from a local HTTP server on 127.0.0.1 (a free port). Chromium (Debian's
 /usr/bin/chromium, or $CHROMIUM) runs headless with a fresh profile and no background networking, driven
 through the DevTools protocol over a websocket (the `websockets` package, in the `docs` extra), a few tabs
-at once. For each
-page it records uncaught exceptions, console errors, failed or 4xx/5xx requests, and images that did not
-load; then every link to the site itself must name a page the server has and, with a fragment, an element
-id on that page. Links to other sites are not followed (the check runs offline).
+at once. For each page it records uncaught exceptions, console errors, failed or 4xx/5xx requests, and
+images that did not load; then every link to the site itself must name a page the server has and, with
+a fragment, an element id on that page. Links to other sites are not followed (the check runs offline).
 
 Exit status: 0 when every page is clean, 1 with the problems listed, 2 when Chromium is missing.
 """
