@@ -111,6 +111,21 @@ class Page:
         for domain in ("Page", "Runtime", "Log", "Network"):
             self.call(f"{domain}.enable")
 
+    def loaded(self, url: str, timeout: float) -> bool:
+        """Whether the tab shows ``url`` fully loaded within ``timeout`` seconds (a new tab's own
+        about:blank load event may come after the navigation was asked for, so the event alone is not
+        proof)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.wait_for("Page.loadEventFired", max(0.0, deadline - time.monotonic())):
+                state = self.call("Runtime.evaluate", returnByValue=True,
+                                  expression="[location.href, document.readyState]")["result"].get("value")
+                if state == [url, "complete"]:
+                    return True
+                self.events = [e for e in self.events if e.get("method") != "Page.loadEventFired"]
+                self.drain(0.05)
+        return False
+
     def call(self, method: str, **params) -> dict:
         mid = next(self.ids)
         self.ws.send(json.dumps({"id": mid, "method": method, "params": params}))
@@ -155,12 +170,17 @@ class Page:
             return next(t for t in json.load(r) if t["type"] == "page")["webSocketDebuggerUrl"]
 
 
-def problems_of_load(events: list[dict]) -> list[str]:
-    """Console errors, exceptions and failed requests among a page load's DevTools events."""
+def problems_of_load(events: list[dict], loader: str | None = None) -> list[str]:
+    """Console errors, exceptions and failed requests among a page load's DevTools events; requests of
+    another document than the one ``loader`` loads (a late request of the page before) are left out."""
     found = []
     urls = {}
+    mine = {e["params"]["requestId"] for e in events if e.get("method") == "Network.requestWillBeSent"
+            and loader in (None, e["params"].get("loaderId"))}
     for e in events:
         method, p = e.get("method"), e.get("params", {})
+        if (method or "").startswith("Network.") and p.get("requestId") not in mine:
+            continue
         if method == "Runtime.exceptionThrown":
             d = p["exceptionDetails"]
             found.append(f"uncaught exception: {d.get('exception', {}).get('description') or d.get('text')}")
@@ -207,13 +227,14 @@ def ids_of(page: Path) -> frozenset[str]:
 def check_page(tab: Page, base: str, site: Path, rel: str) -> tuple[list[str], dict[str, int]]:
     """The problems of one page, opened in ``tab``, and what was checked."""
     stats = {"links": 0, "images": 0, "external links": 0}
+    url = f"{base}/{rel}"
     tab.events.clear()
-    tab.call("Page.navigate", url=f"{base}/{rel}")
+    loader = tab.call("Page.navigate", url=url).get("loaderId")
     found = []
-    if not tab.wait_for("Page.loadEventFired", PAGE_TIMEOUT):
-        found.append(f"no load event within {PAGE_TIMEOUT:.0f} s")
+    if not tab.loaded(url, PAGE_TIMEOUT):
+        found.append(f"did not finish loading within {PAGE_TIMEOUT:.0f} s")
     tab.drain(SETTLE)
-    found += problems_of_load(tab.events)
+    found += problems_of_load(tab.events, loader)
     facts = json.loads(tab.call("Runtime.evaluate", expression=PAGE_FACTS, returnByValue=True)["result"]["value"])
     stats["images"] += len(facts["images"])
     found += [f"image did not load: {i['src']}" for i in facts["images"] if not i["ok"]]

@@ -100,12 +100,13 @@ def test_the_browser_check_finds_each_fault(tmp_path):
     _need(_importable("websockets"), "websockets (pip install -e '.[docs]')")
     png = (ROOT / "docs" / "img" / "tpch.png").read_bytes()
     (tmp_path / "img.png").write_bytes(png)
+    head = '<html><head><link rel="icon" href="data:,"></head>'  # no /favicon.ico request
     (tmp_path / "index.html").write_text(
-        '<html><body><h1 id="top">ok</h1><img src="img.png"><a href="good.html#here">fine</a>'
+        head + '<body><h1 id="top">ok</h1><img src="img.png"><a href="good.html#here">fine</a>'
         '<a href="https://example.org/">elsewhere</a></body></html>', encoding="utf-8")
-    (tmp_path / "good.html").write_text('<html><body><p id="here">here</p></body></html>', encoding="utf-8")
+    (tmp_path / "good.html").write_text(head + '<body><p id="here">here</p></body></html>', encoding="utf-8")
     (tmp_path / "bad.html").write_text(
-        '<html><body><a href="missing.html">gone</a><a href="good.html#nowhere">no id</a>'
+        head + '<body><a href="missing.html">gone</a><a href="good.html#nowhere">no id</a>'
         '<img src="absent.png"><script>console.error("boom")</script></body></html>', encoding="utf-8")
     r = _check(tmp_path)
     assert r.returncode == 1, r.stdout + r.stderr
@@ -116,7 +117,8 @@ def test_the_browser_check_finds_each_fault(tmp_path):
     assert "image did not load" in bad and "absent.png" in bad
     assert "console.error: boom" in bad
     assert "index.html:" not in out and "good.html:" not in out.replace("good.html#", "")
-    assert "1 external links" in out or "external links" in out
+    assert "favicon" not in out
+    assert "(3 pages, 3 links, 2 images, 1 external links;" in out
 
 
 def _slug(heading: str) -> str:
