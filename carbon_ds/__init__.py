@@ -23,8 +23,9 @@ Spark 4 (pip install 'carbon-ds[spark]'):
 Errors: CarbonError and its subclasses (CarbonFormatError, CarbonSchemaError, CarbonOptionError,
 CarbonFilterError, CarbonTableError, CarbonConcurrentError, CarbonDependencyError).
 
-Each name's own docstring (``help(carbon_ds.read_table)``) gives its arguments and an example; README.md and
-docs/*.md give the guides.
+Each name's own docstring (``help(carbon_ds.read_table)``) gives its arguments and an example. The guides
+and the reference are the pages of docs/ (start at docs/getting-started.md), also built into a site with
+search by ``bash scripts/docs.sh``.
 """
 
 from __future__ import annotations

@@ -53,6 +53,13 @@ def read_table(
 
     Returns:
         a pyarrow.Table of exactly the matching rows.
+
+    Example:
+        >>> tbl = carbon_ds.read_table(path, columns=["vin", "speed"], filter="speed > 100")
+        >>> tbl.column_names
+        ['vin', 'speed']
+        >>> bool(pc.all(pc.greater(tbl["speed"], 100)).as_py())
+        True
     """
     return Scan(_source(path, storage_options, filesystem, status_version), columns, filter, segments).to_arrow()
 
@@ -88,6 +95,12 @@ def scan(
         batch_size: at most this many rows per record batch (None: 131,072, as pyarrow.dataset); a batch
             never spans two blocklets, so memory stays one blocklet's worth.
         use_threads: decode blocklets and files on a thread pool (results keep their order).
+
+    Example:
+        >>> s = carbon_ds.scan(path, columns=["vin", "speed"], filter=pc.field("speed") > 100)
+        >>> rows = sum(batch.num_rows for batch in s.to_batches())   # one blocklet at a time
+        >>> rows == s.count() == s.to_arrow().num_rows
+        True
     """
     return Scan(_source(path, storage_options, filesystem, status_version), columns, filter, segments, limit,
                 batch_size, use_threads)
@@ -99,7 +112,12 @@ def set_timestamp_keys(granularity: str = "SECOND", cutoff: str | int | None = N
     (``yyyy-MM-dd HH:mm:ss``, UTC unless it names an offset, or epoch milliseconds). Like CarbonData's
     carbon.properties, the setting holds for every file this process opens afterwards; the defaults are
     CarbonData's (SECOND, no cut-off). Spark reads take the read options ``timestamp_granularity`` and
-    ``cutoff_timestamp`` instead."""
+    ``cutoff_timestamp`` instead.
+
+    Example:
+        >>> carbon_ds.set_timestamp_keys("MINUTE", cutoff="2020-01-01 00:00:00")  # the table's writer used these
+        >>> carbon_ds.set_timestamp_keys()                                        # CarbonData's defaults again
+    """
     direct_dictionary.use(direct_dictionary.TimestampKeys.from_options(
         {direct_dictionary.GRANULARITY_OPTION: granularity, direct_dictionary.CUTOFF_OPTION: cutoff}))
 
@@ -107,7 +125,13 @@ def set_timestamp_keys(granularity: str = "SECOND", cutoff: str | int | None = N
 def explain(path: str | os.PathLike, filter: Any = None, segments: str | list | None = None, *,
             storage_options: dict[str, Any] | None = None, filesystem: pafs.FileSystem | None = None) -> dict:
     """Segments, files, blocklets, pages and rows a filtered read would read and skip (reads no data page);
-    ``storage_options`` / ``filesystem`` as for :func:`read_table`."""
+    ``storage_options`` / ``filesystem`` as for :func:`read_table`.
+
+    Example:
+        >>> report = carbon_ds.explain(path, "vin = 'LSVAU2180N2005162'")
+        >>> sorted(report["blocklets"])
+        ['read', 'skipped', 'total']
+    """
     return pruned.explain(resolve(path, storage_options, filesystem), filter, segments)
 
 
@@ -140,10 +164,18 @@ def write_table(data: Any, path: str | os.PathLike, mode: str = "append", schema
         storage_options, filesystem: the store's settings, as for :func:`read_table`.
         **options: write options: sort_columns, partition_by, partition, compressor, table_blocksize,
             blocklet_size, local_dictionary_enable, local_dictionary_threshold, long_string_columns, ...
-            (see README "Tables, segments and commits").
+            (docs/options.md).
 
     Returns:
         the new segment id.
+
+    Example:
+        >>> carbon_ds.write_table(arrow_table, f"{tmp}/trips", sort_columns="vin,ts")   # creates the table
+        '0'
+        >>> carbon_ds.write_table(arrow_table, f"{tmp}/trips", mode="append")
+        '1'
+        >>> carbon_ds.CarbonTable.open(f"{tmp}/trips").count() == 2 * arrow_table.num_rows
+        True
     """
     if mode not in MODES:
         raise CarbonOptionError(f"mode must be one of {', '.join(MODES)}, found {mode!r}")

@@ -7,11 +7,28 @@ from __future__ import annotations
 
 
 class CarbonError(Exception):
-    """Base class of every error raised by carbon-ds."""
+    """Base class of every error raised by carbon-ds.
+
+    Example:
+        >>> try:
+        ...     carbon_ds.read_table(f"{tmp}/no_such_table")
+        ... except carbon_ds.CarbonError as e:
+        ...     print(type(e).__name__)
+        CarbonTableError
+    """
 
 
 class CarbonFormatError(CarbonError):
-    """A file does not follow the CarbonData format (corrupt, truncated or unsupported)."""
+    """A file does not follow the CarbonData format (corrupt, truncated or unsupported).
+
+    Example:
+        >>> _ = open(f"{tmp}/bad.carbondata", "wb").write(b"not carbondata")
+        >>> try:
+        ...     carbon_ds.CarbonDataFile(f"{tmp}/bad.carbondata")
+        ... except carbon_ds.CarbonFormatError as e:
+        ...     print(e.path.endswith("bad.carbondata"), e.offset)
+        True 0
+    """
 
     def __init__(self, message: str, path: str | None = None, offset: int | None = None):
         self.path = path
@@ -25,7 +42,15 @@ class CarbonFormatError(CarbonError):
 
 
 class CarbonSchemaError(CarbonError):
-    """Data does not match the table schema, or a schema cannot be represented."""
+    """Data does not match the table schema, or a schema cannot be represented.
+
+    Example:
+        >>> try:
+        ...     carbon_ds.write_table(pa.table({"x": [1]}), path)
+        ... except carbon_ds.CarbonSchemaError as e:
+        ...     print(str(e).splitlines()[1])
+          column 'vin': expected string, found no such column
+    """
 
 
 class CarbonValueError(CarbonSchemaError):
@@ -39,19 +64,51 @@ class CarbonValueError(CarbonSchemaError):
 
 
 class CarbonOptionError(CarbonError, ValueError):
-    """An option, argument or SQL clause is invalid."""
+    """An option, argument or SQL clause is invalid.
+
+    Example:
+        >>> try:
+        ...     carbon_ds.write_table(arrow_table, f"{tmp}/t", compresor="zstd")
+        ... except carbon_ds.CarbonOptionError as e:
+        ...     print(str(e)[:34])
+        unknown write option 'compresor';
+    """
 
 
 class CarbonFilterError(CarbonOptionError):
-    """A filter that cannot be translated into carbon-ds predicates (names the part that cannot)."""
+    """A filter that cannot be translated into carbon-ds predicates (names the part that cannot).
+
+    Example:
+        >>> try:
+        ...     carbon_ds.scan(path, filter=pc.field("speed").cast(pa.string()) == "1").to_arrow()
+        ... except carbon_ds.CarbonFilterError as e:
+        ...     print(type(e).__name__)
+        CarbonFilterError
+    """
 
 
 class CarbonTableError(CarbonError):
-    """A table-level operation cannot be carried out (missing table, bad state, conflict)."""
+    """A table-level operation cannot be carried out (missing table, bad state, conflict).
+
+    Example:
+        >>> try:
+        ...     carbon_ds.CarbonTable.open(tmp)          # a folder with no Metadata/schema
+        ... except carbon_ds.CarbonTableError as e:
+        ...     print(str(e).split(":")[0])
+        not a CarbonData table
+    """
 
 
 class CarbonDependencyError(CarbonError, ImportError):
-    """An optional dependency (PySpark, Polars, DuckDB, ...) that a call needs is not installed."""
+    """An optional dependency (PySpark, Polars, DuckDB, ...) that a call needs is not installed.
+
+    The message names the extra that installs it (``pip install 'carbon-ds[spark]'``); it is also an
+    ``ImportError``.
+
+    Example:
+        >>> issubclass(carbon_ds.CarbonDependencyError, ImportError)
+        True
+    """
 
 
 class CarbonMissingFileError(CarbonError, FileNotFoundError):
@@ -60,7 +117,15 @@ class CarbonMissingFileError(CarbonError, FileNotFoundError):
 
 class CarbonConcurrentError(CarbonTableError):
     """Another writer changed the table while this one held its lock (a lock taken over, a writer outside
-    carbon-ds, or two writers on a store without conditional writes); this commit was not applied."""
+    carbon-ds, or two writers on a store without conditional writes); this commit was not applied.
+
+    Nothing of the refused commit is visible: write again once the other writer is done. It is a
+    :class:`CarbonTableError`.
+
+    Example:
+        >>> issubclass(carbon_ds.CarbonConcurrentError, carbon_ds.CarbonTableError)
+        True
+    """
 
 
 class CarbonStatusVersionWarning(UserWarning):

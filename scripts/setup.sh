@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Creates .venv and installs carbon-ds with its Spark and test extras; re-runs only when pyproject.toml changes.
+# Creates .venv and installs carbon-ds with its Spark, test and docs extras; re-runs only when pyproject.toml changes.
 # --bench adds the benchmarks' extra (matplotlib for charts, DuckDB's TPC-H wheel, deltalake).
 set -euo pipefail
-extras="spark,test"
+extras="spark,test,docs"
 if [ "${1:-}" = "--bench" ]; then
-    extras="spark,test,bench"
+    extras="spark,test,docs,bench"
 fi
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"

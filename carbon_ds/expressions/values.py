@@ -20,7 +20,14 @@ MAX_DEPTH = 200  # parentheses and unary minus nest at most this deep
 
 @dataclass(frozen=True)
 class SqlExpr:
-    """A SET right-hand side in SQL: literals, column names, + - * /, parentheses."""
+    """A SET right-hand side in SQL: literals, column names, + - * /, parentheses.
+
+    Example:
+        >>> t = carbon_ds.CarbonTable.open(path)
+        >>> changed = t.update({"speed": carbon_ds.SqlExpr("speed / 2")}, "speed > 200")
+        >>> bool(pc.all(pc.less_equal(t.to_arrow()["speed"], 200)).as_py())
+        True
+    """
 
     text: str
 

@@ -109,7 +109,14 @@ def _parse_chunk_header(data: bytes, path: str, offset: int) -> DataChunk3:
 
 
 class CarbonDataFile:
-    """One ``.carbondata`` file: header and footer on open, column chunks on demand."""
+    """One ``.carbondata`` file: header and footer on open, column chunks on demand.
+
+    Example:
+        >>> data_file = carbon_ds.CarbonTable.open(path).files()[0].path
+        >>> f = carbon_ds.CarbonDataFile(data_file)
+        >>> f.read(["vin", "speed"]).column_names
+        ['vin', 'speed']
+    """
 
     def __init__(self, path: str, storage: Storage | None = None,
                  table_columns: list[ColumnSchema] | None = None):

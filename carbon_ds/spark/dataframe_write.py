@@ -154,6 +154,12 @@ def write(df: DataFrame, path: str | os.PathLike, mode: str = "append", **option
         mode: "append" or "overwrite".
         **options: write options (sort_columns, partition_by, partition, ...); lists are joined with
             commas and dicts given as JSON.
+
+    Example:
+        >>> df = spark.read.format("carbondata").load(path)
+        >>> carbon_ds.write(df, f"{tmp}/copy", sort_columns="vin")
+        >>> carbon_ds.CarbonTable.open(f"{tmp}/copy").count() == df.count()
+        True
     """
     register(df.sparkSession)
     text = os.fspath(path)

@@ -100,7 +100,13 @@ def _install(context: Any) -> None:
 def register(spark: Any) -> None:
     """Register the ``carbondata`` source in ``spark`` and, in a session with the carbon-ds extension, make
     ``spark.sql`` run CarbonData's statements (the runner) and list the warehouse folder's CarbonData tables
-    in the session's catalog. Calling it again is cheap."""
+    in the session's catalog. Calling it again is cheap.
+
+    Example:
+        >>> carbon_ds.register(spark)
+        >>> spark.read.format("carbondata").load(path).count() == carbon_ds.CarbonTable.open(path).count()
+        True
+    """
     spark_session.register(spark)
     jsession = getattr(spark, "_jsparkSession", None)
     if jsession is None:
@@ -119,12 +125,25 @@ def register(spark: Any) -> None:
 
 
 def sql(spark: Any, text: str) -> Any:
-    """``carbon_ds.sql(spark, text)``: see carbon_ds.spark.sql.sql; registers the session first."""
+    """Run CarbonData's statements (``CREATE TABLE ... STORED AS carbondata``, INSERT, DELETE, UPDATE, MERGE
+    INTO, SHOW SEGMENTS, ALTER TABLE ... ADD SEGMENT / COMPACT, CLEAN FILES, ...) and any other Spark SQL;
+    a ``;``-separated script runs statement by statement. Queries are rewritten to read only the columns and
+    rows they need (carbon_ds.spark.query). Returns the (last) statement's DataFrame; registers the session
+    first. The statements: docs/sql.md.
+
+    A carbon-ds error raised inside Spark while planning arrives as that carbon-ds error (Spark's as cause).
+    An error in a script's statement carries a note naming the statement and its position; the statements
+    before it have run.
+
+    Example:
+        >>> _ = carbon_ds.sql(spark, "CREATE TABLE doc_trips (vin STRING, speed DOUBLE) STORED AS carbondata")
+        >>> _ = carbon_ds.sql(spark, "INSERT INTO doc_trips VALUES ('LSVAU2180N2005162', 61.5)")
+        >>> carbon_ds.sql(spark, "SELECT speed FROM doc_trips").collect()[0].speed
+        61.5
+        >>> _ = carbon_ds.sql(spark, "DROP TABLE doc_trips")
+    """
     register(spark)
     return statements.sql(spark, text)
-
-
-sql.__doc__ = statements.sql.__doc__
 
 
 class _Builder:
@@ -156,7 +175,14 @@ class _Builder:
 
 def configure_spark(builder: Any) -> Any:
     """``builder`` with the carbon-ds extension (carbon_ds.spark.extension.configure_spark); the sessions it
-    makes are registered, so ``spark.sql`` runs CarbonData's statements from the first one."""
+    makes are registered, so ``spark.sql`` runs CarbonData's statements from the first one.
+
+    Example:
+        >>> from pyspark.sql import SparkSession
+        >>> spark = carbon_ds.configure_spark(SparkSession.builder).getOrCreate()
+        >>> _ = spark.sql("CREATE TABLE doc_events (id BIGINT) STORED AS carbondata")   # spark.sql runs it
+        >>> _ = spark.sql("DROP TABLE doc_events")
+    """
     return _Builder(_with_extension(builder))
 
 

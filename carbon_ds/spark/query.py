@@ -180,6 +180,12 @@ def optimize(df: DataFrame) -> DataFrame:
     ``carbon_ds.optimize(spark.read.format("carbondata").load(p).where("b = 5").select("a"))`` decodes
     only ``a`` and ``b`` of the blocklets where b can be 5. ``df`` itself is returned when there is
     nothing to rewrite (or on Spark Connect).
+
+    Example:
+        >>> df = spark.read.format("carbondata").load(path)
+        >>> fast = carbon_ds.optimize(df.where("speed > 100").select("vin"))   # reads vin and speed only
+        >>> fast.count() == df.where("speed > 100").count()
+        True
     """
     jdf = getattr(df, "_jdf", None)
     if jdf is None:

@@ -107,6 +107,13 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
             default) follows the Spark conf ``carbon_ds.spark.nativeExternal`` (default true).
         storage_options: the store's settings (as for carbon_ds.read_table); they reach Spark's Python
             workers as the options ``storage.<name>``.
+
+    Example:
+        >>> df = carbon_ds.read(spark, path, columns=["vin", "speed"], filter="speed > 100")
+        >>> df.columns
+        ['vin', 'speed']
+        >>> df.count() == carbon_ds.read_table(path, filter="speed > 100").num_rows
+        True
     """
     text = resolve(os.fspath(path), storage_options)
     source = open_source(text, segments)

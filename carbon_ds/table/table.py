@@ -31,6 +31,14 @@ class CarbonTable(TableHandle):
 
     Reading: ``scan``, ``to_arrow``, ``count``, ``files``, ``segments``. Changing: ``load`` (a new segment),
     ``delete``/``update`` (rows), ``add_segment``, ``delete_segments``, ``clean_files``, partitions.
+
+    Example:
+        >>> t = carbon_ds.CarbonTable.open(path)
+        >>> t.count() == t.to_arrow().num_rows
+        True
+        >>> deleted = t.delete("speed > 200")          # rows recorded in CarbonData's delete deltas
+        >>> t.count() == t.to_arrow().num_rows
+        True
     """
 
     def __repr__(self) -> str:

@@ -50,6 +50,28 @@ _BTREE_KEY = b"\x00" * 8
 
 @dataclass
 class WriterOptions:
+    """How :class:`CarbonWriter` encodes its files; the defaults are CarbonData's.
+
+    Attributes:
+        compressor: "snappy", "zstd" or "gzip".
+        blocklet_size_mb: encoded megabytes per blocklet (the unit of min/max pruning).
+        block_size_mb: megabytes per data file before the writer starts another.
+        page_rows: rows per page (CarbonData: 32,000).
+        sort_columns: columns each file's rows are sorted by; they become the leading dimensions.
+        long_string_columns: string columns stored as VARCHAR (values over 32,000 bytes).
+        local_dictionary_enable: dictionary-encode string columns per blocklet.
+        local_dictionary_threshold: distinct values above which a column falls back to plain pages.
+        is_sort: what the footer records about the rows' order.
+        written_by: the footer's ``written_by``.
+
+    Example:
+        >>> options = carbon_ds.WriterOptions(compressor="zstd", sort_columns=["vin"])
+        >>> with carbon_ds.CarbonWriter(f"{tmp}/zstd_files", arrow_table.schema, options) as writer:
+        ...     writer.write(arrow_table)
+        >>> carbon_ds.read_table(f"{tmp}/zstd_files").num_rows == arrow_table.num_rows
+        True
+    """
+
     compressor: str = "snappy"
     blocklet_size_mb: float = 64
     block_size_mb: float = 1024
@@ -79,6 +101,21 @@ class _Blocklet:
 
 
 class CarbonWriter:
+    """Writes bare ``.carbondata`` files and their ``.carbonindex`` into ``folder``, as Apache CarbonData's
+    SDK writer does (no table metadata: ``read_table(folder)`` reads them by their file headers). For a
+    table with segments use :func:`carbon_ds.write_table`.
+
+    ``write(data)`` takes pyarrow Tables or RecordBatches of ``schema``; ``close()`` finishes the last file
+    and the index and returns the files written; ``abort()`` removes them. As a context manager it closes on
+    success and aborts on an exception.
+
+    Example:
+        >>> with carbon_ds.CarbonWriter(f"{tmp}/sdk_files", arrow_table.schema) as writer:
+        ...     writer.write(arrow_table)
+        >>> carbon_ds.read_table(f"{tmp}/sdk_files").num_rows == arrow_table.num_rows
+        True
+    """
+
     def __init__(
         self,
         folder: str,

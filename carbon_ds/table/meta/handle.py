@@ -268,7 +268,7 @@ class TableHandle:
         """Create an empty table at ``path``.
 
         Args:
-            schema: the table's columns (Arrow types; see README "Types").
+            schema: the table's columns (Arrow types; see docs/supported.md).
             partition_by: Hive-style partition columns, in folder order.
             sort_columns: columns each load sorts its rows by (they lead the dimensions).
             properties: table properties (TBLPROPERTIES), kept in the schema file.

@@ -38,7 +38,16 @@ DEFAULT_DATE_FORMAT = "yyyy-MM-dd"
 # ------------------------------------------------------------------ what a user asks for
 @dataclass(frozen=True)
 class HashPartition:
-    """``PARTITION_TYPE='HASH'``: rows spread over ``num`` partitions by the hash of ``column``."""
+    """``PARTITION_TYPE='HASH'``: rows spread over ``num`` partitions by the hash of ``column``.
+
+    Example:
+        >>> schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+        >>> t = carbon_ds.CarbonTable.create(f"{tmp}/by_id", schema, partition=carbon_ds.HashPartition("id", 4))
+        >>> carbon_ds.write_table(pa.table({"id": [1, 2, 3], "name": ["a", "b", "c"]}, schema=schema), f"{tmp}/by_id")
+        '0'
+        >>> carbon_ds.read_table(f"{tmp}/by_id").num_rows
+        3
+    """
 
     column: str
     num: int
@@ -47,7 +56,13 @@ class HashPartition:
 @dataclass(frozen=True)
 class RangePartition:
     """``PARTITION_TYPE='RANGE'``: ``bounds`` ascending upper bounds (exclusive); values past the last go to
-    DEFAULT (0). Dates and timestamps as text in the table's ``dateformat`` / ``timestampformat``."""
+    DEFAULT (0). Dates and timestamps as text in the table's ``dateformat`` / ``timestampformat``.
+
+    Example:
+        >>> schema = pa.schema([("id", pa.int64()), ("name", pa.string())])
+        >>> spec = carbon_ds.RangePartition("id", [100, 200])       # id < 100, 100 <= id < 200, DEFAULT
+        >>> t = carbon_ds.CarbonTable.create(f"{tmp}/by_range", schema, partition=spec)
+    """
 
     column: str
     bounds: tuple
@@ -60,7 +75,13 @@ class RangePartition:
 @dataclass(frozen=True)
 class ListPartition:
     """``PARTITION_TYPE='LIST'``: each entry of ``values`` is a value or a tuple/list of values (one level of
-    grouping) forming one partition; unlisted values go to DEFAULT (0)."""
+    grouping) forming one partition; unlisted values go to DEFAULT (0).
+
+    Example:
+        >>> schema = pa.schema([("country", pa.string()), ("sales", pa.int64())])
+        >>> spec = carbon_ds.ListPartition("country", ["UK", ("US", "CA")])   # UK, US or CA, DEFAULT
+        >>> t = carbon_ds.CarbonTable.create(f"{tmp}/by_country", schema, partition=spec)
+    """
 
     column: str
     values: tuple

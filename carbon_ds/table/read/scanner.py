@@ -260,7 +260,7 @@ class Scan:
 
     def to_pandas(self, dtype_backend: str | None = None, **kwargs: Any):
         """``to_arrow().to_pandas(**kwargs)`` (needs pandas): the dtypes ``pandas.read_parquet`` gives for the
-        same Arrow data, with its ``dtype_backend`` choices (see README "pandas")."""
+        same Arrow data, with its ``dtype_backend`` choices (see docs/dataframes.md, "pandas")."""
         return self.to_arrow().to_pandas(**_pandas_types(dtype_backend), **kwargs)
 
 
