@@ -13,7 +13,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _lower_bounds() -> dict[str, str]:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     specs = list(project["dependencies"])
-    for extra in ("polars", "duckdb", "pandas"):
+    for extra in ("polars", "duckdb", "pandas", "spark"):
         specs += project["optional-dependencies"][extra]
     out = {}
     for spec in specs:
