@@ -41,7 +41,7 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync",
     "--disable-default-apps", "--disable-extensions", "--mute-audio", "--remote-debugging-port=0",
 ]
-PAGE_TIMEOUT = 20.0  # seconds for one page's load event
+PAGE_TIMEOUT = 60.0  # seconds for one page's load event (generous: CI machines are loaded)
 SETTLE = 0.25  # seconds after the load event for late console errors and requests
 TABS = 3  # pages open at once: a page mostly waits for its renderer, so tabs overlap well
 
