@@ -123,7 +123,7 @@ def _database_views(spark: Any, db: str) -> list[str]:
 def _show(spark: Any, stmt: ShowMaterializedViews, _text: str):
     if stmt.table is not None:
         main = catalog.ensure(spark, TableName(stmt.db, stmt.table))
-        paths = [p for p in views.linked_views(main.path) if TableHandle.exists(p)]
+        paths = [p for p in views.linked_views(TableHandle.open(main.path)) if TableHandle.exists(p)]
     else:
         paths = _database_views(spark, catalog.current_db(spark))
     return spark.createDataFrame([_row(p) for p in paths], OUTPUTS[ShowMaterializedViews])

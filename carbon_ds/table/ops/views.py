@@ -96,24 +96,24 @@ def _save(path: str, defn: ViewDefinition) -> None:
     storage.write_atomic(file, json.dumps(asdict(defn), indent=1).encode())
 
 
-def linked_views(main_path: str) -> list[str]:
-    """The folders of the views defined over the table at ``main_path``."""
-    storage, file = _meta(main_path, LINKS)
-    if not storage.exists(file):
+def linked_views(main: TableHandle) -> list[str]:
+    """The folders of the views defined over ``main`` (read with the table's own storage and options)."""
+    file = Storage.join(main.path, "Metadata", LINKS)
+    if not main.storage.exists(file):
         return []
     try:
-        views = json.loads(storage.read_text(file)).get("views", [])
-    except ValueError as exc:
-        raise CarbonTableError(f"table {main_path}: Metadata/{LINKS} is unreadable ({exc})") from None
+        views = json.loads(main.storage.read_text(file)).get("views", [])
+    except (ValueError, AttributeError) as exc:
+        raise CarbonTableError(f"table {main.uri}: Metadata/{LINKS} is unreadable ({exc})") from None
     return [v for v in views if isinstance(v, str)]
 
 
-def _set_links(main_path: str, views: list[str]) -> None:
-    storage, file = _meta(main_path, LINKS)
+def _set_links(main: TableHandle, views: list[str]) -> None:
+    file = Storage.join(main.path, "Metadata", LINKS)
     if views:
-        storage.write_atomic(file, json.dumps({"views": views}, indent=1).encode())
-    elif storage.exists(file):
-        storage.delete(file)
+        main.storage.write_atomic(file, json.dumps({"views": views}, indent=1).encode())
+    elif main.storage.exists(file):
+        main.storage.delete(file)
 
 
 # ------------------------------------------------------------------------------------------ fingerprints
@@ -325,8 +325,8 @@ def create_view(path: str, name: str, main: TableHandle, main_name: str, query: 
         defn = ViewDefinition(name, main_name, main.uri, query, refresh_mode,
                               time_zone, segment, current)
         _save(path, defn)
-        links = linked_views(main.uri)
-        _set_links(main.uri, [*links, view.uri] if view.uri not in links else links)
+        links = linked_views(main)
+        _set_links(main, [*links, view.uri] if view.uri not in links else links)
     except BaseException:
         storage, folder = Storage.for_path(path)
         storage.delete_dir(folder)
@@ -375,7 +375,8 @@ def drop_view(path: str) -> ViewDefinition:
     defn = definition(path)
     view_uri = TableHandle.open(path).uri
     if TableHandle.exists(defn.main_path):
-        _set_links(defn.main_path, [v for v in linked_views(defn.main_path) if v != view_uri])
+        main = TableHandle.open(defn.main_path)
+        _set_links(main, [v for v in linked_views(main) if v != view_uri])
     return defn
 
 
@@ -383,8 +384,8 @@ def refresh_after_load(table: TableHandle) -> None:
     """After a committed load into ``table``: refresh its ``on_commit`` views. Never raises (the load is
     committed either way); a view that could not be refreshed stays stale, and a warning says why."""
     try:
-        views = linked_views(table.uri)
-    except CarbonError as exc:
+        views = linked_views(table)
+    except (CarbonError, OSError) as exc:
         warnings.warn(f"materialized views of {table.uri} not refreshed: {exc}", stacklevel=2)
         return
     for path in views:
