@@ -164,6 +164,7 @@ class ViewQuery:
     aggregates: tuple[Aggregate, ...]
     where: str | None  # the WHERE text (a carbon-ds filter string)
     select_order: tuple[str, ...]  # the view's columns in SELECT order
+    aliased: frozenset[str] = frozenset()  # the columns named with AS (the others are named by default)
 
 
 _CLAUSES = ("SELECT", "FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "UNION", "INTERSECT", "EXCEPT",
@@ -293,12 +294,15 @@ def view_query(query: str) -> ViewQuery:
     groups: list[Grouping] = []
     aggregates: list[Aggregate] = []
     order: list[str] = []
+    aliased: set[str] = set()
     for part in _split_commas(select):
         if not part:
             raise _refuse("an empty SELECT item", query)
         if len(part) == 1 and part[0].text == "*":
             raise _refuse("SELECT *", query)
         (kind, col, extra), alias = _item(part, query)
+        if alias is not None:
+            aliased.add(alias)
         if kind in ("col", "ts"):
             if (kind, col.lower(), extra) not in {(k, c.lower(), e) for k, c, e in group_exprs}:
                 raise _refuse(f"{'column ' + col if kind == 'col' else f'timeseries({col}, {extra!r})'} in the "
@@ -324,4 +328,4 @@ def view_query(query: str) -> ViewQuery:
     if dup:
         raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: the view's column names must differ, found "
                                 f"{', '.join(dup)} more than once; give aliases (AS name)")
-    return ViewQuery(source[0].text, tuple(groups), tuple(aggregates), where, tuple(order))
+    return ViewQuery(source[0].text, tuple(groups), tuple(aggregates), where, tuple(order), frozenset(aliased))

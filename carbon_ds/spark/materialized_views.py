@@ -18,17 +18,20 @@ from carbon_ds.ddl.materialized_views import (
     DropMaterializedView,
     RefreshMaterializedView,
     ShowMaterializedViews,
+    ViewQuery,
     view_query,
 )
 from carbon_ds.ddl.statement_parser import TableName, table_name
-from carbon_ds.errors import CarbonTableError
+from carbon_ds.errors import CarbonError, CarbonTableError
 from carbon_ds.fs import Storage
+from carbon_ds.names import CONF_MV_REWRITE
 from carbon_ds.spark import catalog
 from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
 
-__all__ = ["HANDLERS", "OUTPUTS"]
+__all__ = ["HANDLERS", "OUTPUTS", "answer_from_view"]
 
 SHOW_COLUMNS = ["Name", "Main Table", "Status", "Refresh Mode", "Segments Covered", "Reason"]
 REFRESH_COLUMNS = ["Refresh", "Segments Aggregated", "Rows"]
@@ -143,6 +146,87 @@ def _drop(spark: Any, stmt: DropMaterializedView, _text: str):
     if TableHandle.exists(entry.path):
         segment_ops.drop_table_files(table)
     return _empty(spark)
+
+
+# ------------------------------------------------------------------------------------------ answering queries
+def _spark_name(a_func: str, column: str | None) -> str:
+    """The column name Spark gives an unaliased aggregate (``sum(speed)``, ``count(1)`` for ``count(*)``)."""
+    return "count(1)" if column is None else f"{a_func}({column})"
+
+
+def _groups_key(vq: ViewQuery) -> set[tuple[str, str | None]]:
+    return {(g.column.lower(), g.granularity) for g in vq.groups}
+
+
+def _same_filter(a: str | None, b: str | None) -> bool:
+    return " ".join((a or "").split()).lower() == " ".join((b or "").split()).lower()
+
+
+def _select_from(vq: ViewQuery, view: ViewQuery, view_name: str) -> str | None:
+    """SELECT over the view giving ``vq``'s columns, or None when ``view`` cannot give them all."""
+    if _groups_key(vq) != _groups_key(view) or not _same_filter(vq.where, view.where):
+        return None
+    view_groups = {(g.column.lower(), g.granularity): g.name for g in view.groups}
+    view_aggs = {(a.func, (a.column or "").lower()): a.name for a in view.aggregates}
+    items = []
+    by_group = {g.name: g for g in vq.groups}
+    by_agg = {a.name: a for a in vq.aggregates}
+    for name in vq.select_order:
+        if name in by_group:
+            g = by_group[name]
+            source = view_groups[(g.column.lower(), g.granularity)]
+            shown = name if name in vq.aliased or g.granularity else g.column
+        else:
+            a = by_agg[name]
+            source = view_aggs.get((a.func, (a.column or "").lower()))
+            if source is None:
+                return None
+            shown = name if name in vq.aliased else _spark_name(a.func, a.column)
+        items.append(f"{catalog.quote(source)} AS {catalog.quote(shown)}")
+    return f"SELECT {', '.join(items)} FROM {view_name}"
+
+
+def answer_from_view(spark: Any, text: str):
+    """``text`` answered from an enabled materialized view of its table, or None (run it as it is).
+
+    Only the exact shape of a view's query is answered: the same table, the same grouping columns and
+    timeseries (in the view's time zone, which must be the session's), the same WHERE, and a subset of the
+    view's aggregates. ``carbon_ds.sql.materializedViewRewrite=false`` turns it off."""
+    if not parse_bool(spark.conf.get(CONF_MV_REWRITE, "true"), f"spark conf {CONF_MV_REWRITE}", True):
+        return None
+    head = text.lstrip()[:6].upper()
+    if head != "SELECT":
+        return None
+    try:
+        vq = view_query(text)
+    except CarbonError:
+        return None  # not a shape a view can answer
+    main = catalog.lookup(spark, table_name(vq.table))
+    if main is None or not TableHandle.exists(main.path):
+        return None
+    zone = spark.conf.get("spark.sql.session.timeZone", None) or "UTC"
+    for path in views.linked_views(TableHandle.open(main.path)):
+        try:
+            if not TableHandle.exists(path):
+                continue
+            defn = views.definition(path)
+            if any(g.granularity for g in vq.groups) and defn.time_zone != zone:
+                continue
+            select = _select_from(vq, defn.parsed, _view_table(spark, path, defn))
+            if select is None or views.view_status(path).status != "enabled":
+                continue
+        except CarbonError:
+            continue  # a view that cannot be read answers nothing
+        return spark.sql(select)
+    return None
+
+
+def _view_table(spark: Any, path: str, defn: views.ViewDefinition) -> str:
+    db, _, name = defn.name.partition(".")
+    entry = catalog.lookup(spark, TableName(db, name))
+    if entry is None or catalog.real_path(entry.path) != catalog.real_path(path):
+        raise CarbonTableError(f"materialized view {defn.name} is not in this session's catalog")
+    return f"{catalog.quote(db)}.{catalog.quote(name)}"
 
 
 HANDLERS: dict[type, Any] = {

@@ -116,3 +116,58 @@ def test_refused_shapes_and_names(tel):
     run(f"CREATE MATERIALIZED VIEW IF NOT EXISTS mv_tel AS {VIEW}")
     with pytest.raises(CarbonTableError, match="already exists"):
         run(f"CREATE MATERIALIZED VIEW mv_tel AS {VIEW}")
+
+
+PLAIN = ("SELECT brand, sum(speed) AS total, count(*), avg(speed), max(speed) FROM tel WHERE speed >= 0 "
+         "GROUP BY brand")
+
+
+def _answered(spark, text: str) -> tuple[bool, list[tuple], list[str]]:
+    """(read from the view?, rows, column names) of ``text`` through carbon_ds.sql."""
+    df = carbon_ds.sql(spark, text)
+    return "mv_tel" in df._jdf.queryExecution().analyzed().toString(), _rows(df), df.columns
+
+
+def _off(spark, text: str) -> tuple[list[tuple], list[str]]:
+    spark.conf.set("carbon_ds.sql.materializedViewRewrite", "false")
+    try:
+        df = carbon_ds.sql(spark, text)
+        assert "mv_tel" not in df._jdf.queryExecution().analyzed().toString()
+        return _rows(df), df.columns
+    finally:
+        spark.conf.unset("carbon_ds.sql.materializedViewRewrite")
+
+
+def test_carbon_ds_sql_answers_the_views_shape_from_the_view(tel, tmp_path):
+    spark = tel
+    spark.sql(f"CREATE MATERIALIZED VIEW mv_tel AS {PLAIN}")
+    exact = ["SELECT brand, sum(speed) AS total, avg(speed) FROM tel WHERE speed >= 0 GROUP BY brand",
+             "SELECT max(speed), brand, count(*) FROM tel WHERE  speed >= 0 GROUP BY brand"]
+    near = ["SELECT brand, sum(speed) FROM tel WHERE speed > 0 GROUP BY brand",  # another filter
+            "SELECT brand, sum(speed) FROM tel GROUP BY brand",  # no filter
+            "SELECT brand, min(speed) FROM tel WHERE speed >= 0 GROUP BY brand",  # an aggregate it lacks
+            "SELECT brand, ts, sum(speed) FROM tel WHERE speed >= 0 GROUP BY brand, ts",  # finer groups
+            "SELECT sum(speed) FROM tel WHERE speed >= 0",  # coarser groups: not in this slice
+            "SELECT brand, sum(speed) FROM tel WHERE speed >= 0 GROUP BY brand ORDER BY brand"]
+
+    def check() -> None:
+        for text in exact:
+            used, rows, cols = _answered(spark, text)
+            assert used, text
+            assert (rows, cols) == _off(spark, text), text
+        for text in near:
+            used, rows, cols = _answered(spark, text)
+            assert not used, text
+            assert (rows, cols) == _off(spark, text), text
+
+    check()
+    _insert(spark, 4, 150)
+    folder = tmp_path / "added"
+    spark.sql("SELECT * FROM tel").write.parquet(str(folder))
+    carbon_ds.sql(spark, f"ALTER TABLE tel ADD SEGMENT OPTIONS ('path'='{folder}', 'format'='parquet')")
+    check()
+    spark.sql("UPDATE tel SET speed = 1 WHERE brand = 'a'")  # stale: never answered from the view
+    assert not _answered(spark, exact[0])[0]
+    assert _answered(spark, exact[0])[1:] == _off(spark, exact[0])
+    spark.sql("REFRESH MATERIALIZED VIEW mv_tel")
+    check()
