@@ -28,6 +28,8 @@ CONF_PARTITION_VALUES = "carbon_ds.read.partitionValues"
 """"false" reads the partition column from the data files even when metadata knows it."""
 CONF_NATIVE = "carbon_ds.spark.nativeExternal"
 """"false": external segments are read by the data source, not by Spark's own scans."""
+CONF_MV_REWRITE = "carbon_ds.sql.materializedViewRewrite"
+""""false": carbon_ds.sql never answers a query from a materialized view."""
 
 VERIFIED_PLANS = "carbon_ds.verified_plans"
 """Local property: the reused plans and when the table was found still at their version."""

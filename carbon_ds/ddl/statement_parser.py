@@ -11,6 +11,7 @@ import difflib
 import re
 from dataclasses import dataclass, field
 
+from carbon_ds.ddl.materialized_views import parse_statement as parse_view_statement
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions.lexer import STATEMENT, LexError, Token, scan, tokens
 
@@ -619,6 +620,9 @@ def _parse(text: str):
     if not words:
         return None
     head = words[0]
+    view = parse_view_statement(text)  # CarbonData's CREATE / REFRESH / SHOW / DROP MATERIALIZED VIEW
+    if view is not None:
+        return view
     if head == "CREATE":
         # only CREATE [EXTERNAL] TABLE is ours: CREATE [OR REPLACE] [GLOBAL] TEMPORARY VIEW ... USING
         # carbondata, CREATE VIEW, CREATE TEMPORARY TABLE and the rest are Spark's statements

@@ -37,6 +37,7 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, is_inside
 from carbon_ds.names import SOURCE
 from carbon_ds.spark import catalog
+from carbon_ds.spark import materialized_views as mv
 from carbon_ds.spark.compaction_tasks import compact_with_spark
 from carbon_ds.spark.connect import check_reachable
 from carbon_ds.spark.dataframe_write import write as write_by_partition
@@ -91,6 +92,7 @@ OUTPUTS: dict[type, StructType] = {
     Compact: _string_columns(["Merged Segment", "Source Segments", "Rows"]),
     ShowPartitions: _string_columns(["partition"]),
     DeleteRows: _longs(_DML_COLUMNS), UpdateRows: _longs(_DML_COLUMNS), MergeInto: _longs(_MERGE_COLUMNS),
+    **mv.OUTPUTS,
 }
 
 
@@ -459,7 +461,8 @@ def _parse(text: str):
 
 
 # Statements carbon-ds runs whatever the table: CarbonData's own, or a carbondata CREATE
-_ALWAYS_OURS = (CreateTable, AddSegment, ShowSegments, DeleteSegments, CleanFiles, Compact, AlterCarbonPartition)
+_ALWAYS_OURS = (CreateTable, AddSegment, ShowSegments, DeleteSegments, CleanFiles, Compact, AlterCarbonPartition,
+                *mv.HANDLERS)
 
 
 def _ours(spark: Any, stmt: Any) -> bool:
@@ -499,6 +502,9 @@ def run_claimed(spark: Any, text: str):
 def _statement(spark: Any, text: str):
     stmt = _parse(text)
     if stmt is None:
+        answered = mv.answer_from_view(spark, text)  # a query a materialized view gives exactly
+        if answered is not None:
+            return answered
         # queries and INSERT ... SELECT read only the columns and rows they need (docs/sql.md)
         hint = suggest(text)
         if hint is None:
@@ -568,5 +574,6 @@ _HANDLERS: dict[type, Any] = {
     UpdateRows: _row_dml,
     MergeInto: _merge_statement,
     Insert: _insert_statement,
+    **mv.HANDLERS,
 }
 

@@ -38,6 +38,7 @@ from carbon_ds.table.meta.naming import is_columnar
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops import add_segment_hints as hints
 from carbon_ds.table.ops.add_segment_hints import BAD_VALUE
+from carbon_ds.table.ops.views import refresh_after_load
 
 _SPEC_ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([A-Za-z]+(?:\s*\(\s*\d+\s*(?:,\s*\d+\s*)?\))?)\s*$")
 
@@ -463,6 +464,7 @@ def _commit(table: TableHandle, report: ValidationReport, fmt: str, given: dict[
                 file_format=None if fmt == "carbondata" else fmt, path=storage.uri(s.folder), segment_file=seg_name,
             ))
             added.append(seg)
+    refresh_after_load(table)  # the table's on_commit materialized views
     return added
 
 

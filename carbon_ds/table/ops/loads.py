@@ -19,6 +19,7 @@ from carbon_ds.table.meta.load_records import LoadHolder
 from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.ops.compaction import auto_compact, merge_in_background
+from carbon_ds.table.ops.views import refresh_after_load
 from carbon_ds.table.write.load_base import Load, Reservation
 from carbon_ds.table.write.protocol import load_for, reserve_load
 
@@ -89,6 +90,8 @@ def resume_load(table: TableHandle, reservation: Reservation, options: LoadOptio
 
 
 def _attach(load: Load) -> Load:
+    # the table's on_commit materialized views first: automatic compaction after it leaves them stale
+    load.on_commit.append(lambda t=load.table: refresh_after_load(t))
     for name in load.reservation.post_commit:
         hook = _HOOKS[name]
         load.on_commit.append(lambda h=hook, t=load.table: h(t))

@@ -39,7 +39,7 @@ public final class FrontDoor implements ExternalCommandRunner {
 
     /** First words of the statements the runner may claim; any other statement is Spark's at once. */
     static final Set<String> HEADS = Set.of("create", "drop", "alter", "show", "delete", "update", "merge",
-            "clean", "insert");
+            "clean", "insert", "refresh");
     static final FrontDoor INSTANCE = new FrontDoor();
     private static final ThreadLocal<Integer> SPARK_ONLY = ThreadLocal.withInitial(() -> 0);
     private static volatile Runner runner;
@@ -100,7 +100,8 @@ public final class FrontDoor implements ExternalCommandRunner {
 
     /** CarbonData statements Spark's grammar has no form of: their first words, lower case. */
     private static final java.util.List<String> CARBON_ONLY = java.util.List.of("show segments", "clean files",
-            "delete from table");
+            "delete from table", "create materialized view", "refresh materialized view", "show materialized views",
+            "drop materialized view");
 
     /**
      * A clearer error than Spark's for a statement Spark could not parse, or null: the runner's "did you mean",

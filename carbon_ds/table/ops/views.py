@@ -1,0 +1,400 @@
+"""Materialized views: a carbondata table holding a main table's GROUP BY aggregates (docs/materialized-views.md).
+
+Files. The view is an ordinary carbondata table; its ``Metadata/mv_definition.json`` keeps the definition
+(the SELECT, the main table's folder, the refresh mode, the time zone timeseries truncates in) and what the
+rows cover: the view's one readable segment and, for each main-table segment aggregated, a fingerprint (id,
+status, last update/delete stamp, segment file, external path). The main table's ``Metadata/mv_links.json``
+lists its views' folders, so a load into it finds the views to refresh.
+
+Status is computed, never stored: a view is "enabled" only when its readable segment is the recorded one
+and the main table's readable segments are exactly the covered ones with unchanged fingerprints; any other
+state (a new load not aggregated yet, a delete, update, merge, overwrite, compaction or segment deletion,
+a crash between the view's commit and its record) is "stale".
+
+Refresh. Incremental when the covered segments are unchanged: only the new segments' rows are aggregated
+and merged into the existing groups (sum + sum, count + count, min of mins, max of maxes, avg from its kept
+sum and count), so the view holds one row per group. Otherwise a full rebuild. Either way the view's rows
+are replaced in one overwrite load. ``refresh_after_load`` runs after each committed load into a main table
+(loads.py, add_segment.py) for its ``on_commit`` views and never raises: a view it cannot refresh stays stale.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import asdict, dataclass, field
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from carbon_ds.ddl.materialized_views import ViewQuery, view_query
+from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
+from carbon_ds.fs import Storage
+from carbon_ds.table.meta.data_files import is_stream
+from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.read.scanner import Scan
+from carbon_ds.table.write.protocol import reserve_load
+
+__all__ = ["DEFINITION", "LINKS", "ViewDefinition", "create_view", "definition", "drop_view", "is_view",
+           "linked_views", "refresh_after_load", "refresh_view", "view_status"]
+
+DEFINITION = "mv_definition.json"
+LINKS = "mv_links.json"
+AVG_SUM, AVG_COUNT = "__sum", "__count"  # the columns an avg keeps beside it, for merging
+LOCK_TIMEOUT_S = 60.0
+
+
+@dataclass
+class ViewDefinition:
+    name: str  # db.name
+    main_table: str  # db.name of the main table, as shown
+    main_path: str
+    query: str
+    refresh_mode: str  # on_commit | on_manual
+    time_zone: str
+    view_segment: str | None = None  # the view's readable segment holding the rows covered
+    covered: list[list[str]] = field(default_factory=list)  # main-table segment fingerprints
+
+    @property
+    def parsed(self) -> ViewQuery:
+        return view_query(self.query)
+
+    def covered_ids(self) -> list[str]:
+        return [fp[0] for fp in self.covered]
+
+
+@dataclass(frozen=True)
+class ViewStatus:
+    status: str  # enabled | stale
+    reason: str  # why stale ("" when enabled)
+
+
+def _meta(table_path: str, name: str) -> tuple[Storage, str]:
+    storage, path = Storage.for_path(table_path)
+    return storage, Storage.join(path, "Metadata", name)
+
+
+def is_view(path: str) -> bool:
+    storage, file = _meta(path, DEFINITION)
+    return storage.exists(file)
+
+
+def definition(path: str) -> ViewDefinition:
+    storage, file = _meta(path, DEFINITION)
+    try:
+        doc = json.loads(storage.read_text(file))
+        return ViewDefinition(**doc)
+    except FileNotFoundError:
+        raise CarbonTableError(f"{path} is not a materialized view (no Metadata/{DEFINITION})") from None
+    except (ValueError, TypeError) as exc:
+        raise CarbonTableError(f"materialized view at {path}: Metadata/{DEFINITION} is unreadable ({exc})") from None
+
+
+def _save(path: str, defn: ViewDefinition) -> None:
+    storage, file = _meta(path, DEFINITION)
+    storage.write_atomic(file, json.dumps(asdict(defn), indent=1).encode())
+
+
+def linked_views(main: TableHandle) -> list[str]:
+    """The folders of the views defined over ``main`` (read with the table's own storage and options)."""
+    file = Storage.join(main.path, "Metadata", LINKS)
+    if not main.storage.exists(file):
+        return []
+    try:
+        views = json.loads(main.storage.read_text(file)).get("views", [])
+    except (ValueError, AttributeError) as exc:
+        raise CarbonTableError(f"table {main.uri}: Metadata/{LINKS} is unreadable ({exc})") from None
+    return [v for v in views if isinstance(v, str)]
+
+
+def _set_links(main: TableHandle, views: list[str]) -> None:
+    file = Storage.join(main.path, "Metadata", LINKS)
+    if views:
+        main.storage.write_atomic(file, json.dumps({"views": views}, indent=1).encode())
+    elif main.storage.exists(file):
+        main.storage.delete(file)
+
+
+# ------------------------------------------------------------------------------------------ fingerprints
+def _fingerprint(d: LoadDetail) -> list[str]:
+    return [d.name, d.status, d.update_delta_end or "", d.segment_file or "", d.path or ""]
+
+
+def _current(main: TableHandle) -> tuple[list[list[str]], list[str]]:
+    """(fingerprints of the readable segments, ids of streaming segments) of one tablestatus read."""
+    details = main.load_details()
+    streams = [d.name for d in details if is_stream(d) and not d.readable]
+    return [_fingerprint(d) for d in details if d.readable], streams
+
+
+def _view_segments(view: TableHandle) -> list[str]:
+    return [d.name for d in view.load_details() if d.readable or is_stream(d)]
+
+
+def view_status(path: str) -> ViewStatus:
+    defn = definition(path)
+    main = TableHandle.open(defn.main_path)
+    current, streams = _current(main)
+    if streams:
+        return ViewStatus("stale", f"main table has streaming segment(s) {', '.join(streams)}, which grow in place")
+    if _view_segments(TableHandle.open(path)) != ([defn.view_segment] if defn.view_segment else []):
+        return ViewStatus("stale", "the view's rows are not the ones its record covers (refresh interrupted?)")
+    covered = {fp[0]: fp for fp in defn.covered}
+    now = {fp[0]: fp for fp in current}
+    changed = sorted((s for s in covered if now.get(s) != covered[s]), key=_seg_key)
+    if changed:
+        return ViewStatus("stale", f"main-table segment(s) {', '.join(changed)} changed or went away since the "
+                                   "last refresh")
+    new = sorted((s for s in now if s not in covered), key=_seg_key)
+    if new:
+        return ViewStatus("stale", f"main-table segment(s) {', '.join(new)} not aggregated yet")
+    return ViewStatus("enabled", "")
+
+
+def _seg_key(s: str) -> tuple[int, ...]:
+    return tuple(int(p) if p.isdigit() else -1 for p in s.split("."))
+
+
+# ------------------------------------------------------------------------------------------ aggregation
+def _check_columns(vq: ViewQuery, schema: pa.Schema, main_name: str) -> dict[str, str]:
+    """The main table's spelling of each column the view reads (names are case-insensitive)."""
+    by_lower = {n.lower(): n for n in schema.names}
+    names: dict[str, str] = {}
+    wanted = [g.column for g in vq.groups] + [a.column for a in vq.aggregates if a.column]
+    for c in wanted:
+        if c.lower() not in by_lower:
+            raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: column {c!r} is not a column of {main_name} "
+                                    f"(columns: {', '.join(schema.names)})")
+        names[c.lower()] = by_lower[c.lower()]
+    for g in vq.groups:
+        t = schema.field(names[g.column.lower()]).type
+        if g.granularity and not (pa.types.is_timestamp(t) or pa.types.is_date(t)):
+            raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: timeseries needs a timestamp or date column, "
+                                    f"column {g.column!r} of {main_name} is {t}")
+        if g.granularity in ("minute", "hour") and pa.types.is_date(t):
+            raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: timeseries of date column {g.column!r} takes "
+                                    f"'day', 'week', 'month' or 'year', found {g.granularity!r}")
+    for a in vq.aggregates:
+        if a.func in ("sum", "avg"):
+            t = schema.field(names[a.column.lower()]).type
+            if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
+                raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: {a.func}({a.column}) needs a numeric column, "
+                                        f"column {a.column!r} of {main_name} is {t}")
+    return names
+
+
+def _truncate(values: pa.ChunkedArray, granularity: str, time_zone: str) -> pa.ChunkedArray:
+    """timeseries(col, granularity): the start of the minute/hour/day/week (Monday)/month/year holding each
+    value, in ``time_zone`` for timestamps."""
+    if pa.types.is_date(values.type):
+        return pc.floor_temporal(values, unit=granularity, week_starts_monday=True)
+    unit = values.type.unit
+    zoned = values.cast(pa.timestamp(unit, tz=values.type.tz or "UTC")).cast(pa.timestamp(unit, tz=time_zone))
+    floored = pc.floor_temporal(zoned, unit=granularity, week_starts_monday=True)
+    return floored.cast(pa.timestamp(unit, tz="UTC")).cast(values.type)
+
+
+def _sum_type(t: pa.DataType) -> pa.DataType:
+    if pa.types.is_integer(t):
+        return pa.int64()
+    if pa.types.is_decimal(t):  # Spark's sum of decimal(p, s): decimal(p + 10, s)
+        return pa.decimal128(min(38, t.precision + 10), t.scale)
+    return pa.float64()
+
+
+def _empty_main(main: TableHandle, names: list[str]) -> pa.Table:
+    return pa.schema([main.schema.field(n) for n in names]).empty_table()
+
+
+def _aggregate(main: TableHandle, vq: ViewQuery, time_zone: str, segments: list[str]) -> pa.Table:
+    """The view's rows over ``segments`` of ``main`` (groups, aggregates, avg's sum and count)."""
+    cols = _check_columns(vq, main.schema, str(vq.table))
+    read = list(dict.fromkeys(cols.values()))
+    rows = Scan(main, read, vq.where, segments).to_arrow() if segments else _empty_main(main, read)
+    data: dict[str, pa.ChunkedArray | pa.Array] = {}
+    for g in vq.groups:
+        col = rows[cols[g.column.lower()]]
+        data[g.name] = _truncate(col, g.granularity, time_zone) if g.granularity else col
+    specs: list[tuple[str, str, pa.compute.FunctionOptions | None]] = []
+    for a in vq.aggregates:
+        src = f"__in_{a.name}"
+        if a.column is None:
+            data[src] = pa.nulls(rows.num_rows, pa.int8())
+            specs.append((src, "count", pc.CountOptions(mode="all")))
+            continue
+        col = rows[cols[a.column.lower()]]
+        if a.func in ("sum", "avg"):
+            col = col.cast(_sum_type(col.type))
+        data[src] = col
+        if a.func == "avg":
+            specs += [(src, "sum", None), (src, "count", pc.CountOptions(mode="only_valid"))]
+        elif a.func == "count":
+            specs.append((src, "count", pc.CountOptions(mode="only_valid")))
+        else:
+            specs.append((src, a.func, None))
+    table = pa.table(data) if data else pa.table({})
+    keys = [g.name for g in vq.groups]
+    grouped = table.group_by(keys, use_threads=False).aggregate([(s, f, o) if o else (s, f) for s, f, o in specs])
+    return _shape(vq, grouped, rows.schema, cols)
+
+
+def _shape(vq: ViewQuery, grouped: pa.Table, source: pa.Schema, cols: dict[str, str]) -> pa.Table:
+    """The grouped result as the view's columns: SELECT order, avg's kept sum and count at the end."""
+    out: dict[str, pa.ChunkedArray] = {}
+    extra: dict[str, pa.ChunkedArray] = {}
+    by_name = {g.name: g for g in vq.groups}
+    aggs = {a.name: a for a in vq.aggregates}
+    for name in vq.select_order:
+        if name in by_name:
+            out[name] = grouped[name]
+            continue
+        a = aggs[name]
+        src = f"__in_{a.name}"
+        if a.func == "avg":
+            total, count = grouped[f"{src}_sum"], grouped[f"{src}_count"]
+            out[name] = _avg(total, count)
+            extra[name + AVG_SUM], extra[name + AVG_COUNT] = total, count
+        else:
+            out[name] = grouped[f"{src}_{a.func}"]
+    return pa.table({**out, **extra})
+
+
+def _avg(total: pa.ChunkedArray, count: pa.ChunkedArray) -> pa.ChunkedArray:
+    zero = pc.equal(count, 0)
+    safe = pc.if_else(zero, pa.scalar(None, count.type), count)
+    return pc.divide(total.cast(pa.float64()), safe.cast(pa.float64()))
+
+
+def _merge(vq: ViewQuery, old: pa.Table, new: pa.Table) -> pa.Table:
+    """Existing groups and a new segment's partial aggregates as one row per group."""
+    keep = [n for n in new.schema.names if n not in {a.name for a in vq.aggregates if a.func == "avg"}]
+    both = pa.concat_tables([old.select(keep).cast(new.select(keep).schema), new.select(keep)])
+    specs = []
+    for a in vq.aggregates:
+        if a.func == "avg":
+            specs += [(a.name + AVG_SUM, "sum"), (a.name + AVG_COUNT, "sum")]
+        else:
+            specs.append((a.name, "sum" if a.func in ("sum", "count") else a.func))
+    grouped = both.group_by([g.name for g in vq.groups], use_threads=False).aggregate(specs)
+    out: dict[str, pa.ChunkedArray] = {}
+    extra: dict[str, pa.ChunkedArray] = {}
+    aggs = {a.name: a for a in vq.aggregates}
+    for name in vq.select_order:
+        a = aggs.get(name)
+        if a is None:
+            out[name] = grouped[name]
+        elif a.func == "avg":
+            total, count = grouped[name + AVG_SUM + "_sum"], grouped[name + AVG_COUNT + "_sum"]
+            out[name] = _avg(total, count)
+            extra[name + AVG_SUM], extra[name + AVG_COUNT] = total, count
+        else:
+            out[name] = grouped[f"{name}_{'sum' if a.func in ('sum', 'count') else a.func}"]
+    merged = pa.table({**out, **extra})
+    return merged.cast(new.schema)
+
+
+# ------------------------------------------------------------------------------------------ writing
+def _replace_rows(view: TableHandle, rows: pa.Table) -> str:
+    """The view's rows replaced by ``rows`` in one overwrite load; the new segment's id."""
+    lock = view.update_lock("REFRESH MATERIALIZED VIEW", LOCK_TIMEOUT_S)
+    try:
+        load = reserve_load(view, overwrite=True, update_lock_token=lock.token, operation="REFRESH MATERIALIZED VIEW")
+    except BaseException:
+        lock.release()
+        raise
+    with load:
+        load.write([rows.cast(view.schema)])
+    return load.committed.name
+
+
+def create_view(path: str, name: str, main: TableHandle, main_name: str, query: str, refresh_mode: str,
+                time_zone: str) -> ViewDefinition:
+    """A new view at ``path`` (which must not hold a table), built in full from ``main`` now."""
+    vq = view_query(query)
+    current, streams = _current(main)
+    if streams:
+        raise CarbonTableError(f"CREATE MATERIALIZED VIEW {name}: main table {main_name} has streaming segment(s) "
+                               f"{', '.join(streams)}; a view cannot cover rows that grow in place (finish the "
+                               "stream's segments first)")
+    rows = _aggregate(main, vq, time_zone, [fp[0] for fp in current])
+    TableHandle.create(path, rows.schema, properties={"comment": f"materialized view {name} over {main_name}"})
+    try:
+        view = TableHandle.open(path)
+        segment = _replace_rows(view, rows)
+        defn = ViewDefinition(name, main_name, main.uri, query, refresh_mode,
+                              time_zone, segment, current)
+        _save(path, defn)
+        links = linked_views(main)
+        _set_links(main, [*links, view.uri] if view.uri not in links else links)
+    except BaseException:
+        storage, folder = Storage.for_path(path)
+        storage.delete_dir(folder)
+        raise
+    return defn
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    kind: str  # "incremental", "full" or "none" (already up to date)
+    segments: list[str]  # main-table segments aggregated by this refresh
+    rows: int  # the view's rows after it
+
+
+def refresh_view(path: str, full: bool = False) -> Refreshed:
+    """Bring the view at ``path`` up to date with its main table (see the module's docstring)."""
+    defn = definition(path)
+    vq = defn.parsed
+    main = TableHandle.open(defn.main_path)
+    view = TableHandle.open(path)
+    current, streams = _current(main)
+    if streams:
+        raise CarbonTableError(f"REFRESH MATERIALIZED VIEW {defn.name}: main table {defn.main_table} has streaming "
+                               f"segment(s) {', '.join(streams)}; a view cannot cover rows that grow in place")
+    covered = {fp[0]: fp for fp in defn.covered}
+    now = {fp[0]: fp for fp in current}
+    intact = (_view_segments(view) == ([defn.view_segment] if defn.view_segment else [])
+              and all(now.get(s) == fp for s, fp in covered.items()))
+    new = [s for s in now if s not in covered]
+    if not full and intact and not new:
+        return Refreshed("none", [], -1)
+    if not full and intact:
+        partial = _aggregate(main, vq, defn.time_zone, new)
+        old = Scan(view, list(partial.schema.names)).to_arrow()
+        rows, kind, read = _merge(vq, old, partial), "incremental", new
+    else:
+        rows, kind, read = _aggregate(main, vq, defn.time_zone, list(now)), "full", list(now)
+    defn.view_segment = _replace_rows(view, rows)
+    defn.covered = current
+    _save(path, defn)
+    return Refreshed(kind, read, rows.num_rows)
+
+
+def drop_view(path: str) -> ViewDefinition:
+    """Unlink the view from its main table (the caller deletes the view's table)."""
+    defn = definition(path)
+    view_uri = TableHandle.open(path).uri
+    if TableHandle.exists(defn.main_path):
+        main = TableHandle.open(defn.main_path)
+        _set_links(main, [v for v in linked_views(main) if v != view_uri])
+    return defn
+
+
+def refresh_after_load(table: TableHandle) -> None:
+    """After a committed load into ``table``: refresh its ``on_commit`` views. Never raises (the load is
+    committed either way); a view that could not be refreshed stays stale, and a warning says why."""
+    try:
+        views = linked_views(table)
+    except (CarbonError, OSError) as exc:
+        warnings.warn(f"materialized views of {table.uri} not refreshed: {exc}", stacklevel=2)
+        return
+    for path in views:
+        try:
+            if not TableHandle.exists(path):
+                continue
+            if definition(path).refresh_mode == "on_commit":
+                refresh_view(path)
+        except Exception as exc:  # noqa: BLE001 - the load stands; the view stays stale until REFRESH
+            warnings.warn(f"materialized view at {path} not refreshed after the load into {table.uri}: {exc}; it "
+                          "stays stale until REFRESH MATERIALIZED VIEW", stacklevel=2)
+

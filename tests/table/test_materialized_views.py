@@ -1,0 +1,187 @@
+"""Materialized views without Spark (carbon_ds.table.ops.views): the view's rows against the SELECT computed
+afresh from the main table's rows, after appends, added Parquet segments, delete, update, overwrite,
+compaction and DELETE SEGMENT, with timeseries in UTC and in a zone with daylight saving.
+
+Oracle: the main table's rows as pyarrow reads them (``to_arrow``), grouped in plain Python; timeseries
+truncated with ``zoneinfo`` in the view's zone (weeks start on Monday, as Spark's ``date_trunc('week')``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections import defaultdict
+from zoneinfo import ZoneInfo
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from carbon_ds.ddl.materialized_views import parse_statement, view_query
+from carbon_ds.errors import CarbonOptionError
+from carbon_ds.table.ops import views
+from carbon_ds.table.table import CarbonTable
+
+SCHEMA = pa.schema([("brand", pa.string()), ("ts", pa.timestamp("us", tz="UTC")), ("speed", pa.int32()),
+                    ("temp", pa.float64())])
+QUERY = ("SELECT brand, timeseries(ts, '{g}') AS t, sum(speed) AS s, count(*) AS n, count(temp) AS nt, "
+         "avg(temp) AS a, min(speed) AS lo, max(temp) AS hi FROM tel WHERE speed <> 13 GROUP BY brand, "
+         "timeseries(ts, '{g}')")
+
+
+def _batch(rng: random.Random, n: int, start: dt.datetime) -> pa.Table:
+    return pa.table({
+        "brand": [rng.choice(["a", "b", "c", None]) for _ in range(n)],
+        "ts": [start + dt.timedelta(minutes=rng.randrange(0, 60 * 24 * 70)) for _ in range(n)],
+        "speed": [rng.choice([None, *range(0, 40)]) for _ in range(n)],
+        "temp": [rng.choice([None, rng.uniform(-10, 40)]) for _ in range(n)],
+    }, schema=SCHEMA)
+
+
+def _floor(ts: dt.datetime, g: str, zone: str) -> dt.datetime:
+    local = ts.astimezone(ZoneInfo(zone))
+    if g == "minute":
+        local = local.replace(second=0, microsecond=0)
+    elif g == "hour":
+        local = local.replace(minute=0, second=0, microsecond=0)
+    else:
+        day = local.date()
+        if g == "week":
+            day -= dt.timedelta(days=day.weekday())
+        elif g == "month":
+            day = day.replace(day=1)
+        elif g == "year":
+            day = day.replace(month=1, day=1)
+        local = dt.datetime.combine(day, dt.time(), ZoneInfo(zone))
+    return local.astimezone(dt.UTC)
+
+
+def _oracle(main: CarbonTable, g: str, zone: str) -> list[tuple]:
+    groups: dict[tuple, list[dict]] = defaultdict(list)
+    for r in main.to_arrow().to_pylist():
+        if r["speed"] is None or r["speed"] == 13:  # WHERE speed <> 13: NULL is not kept
+            continue
+        groups[(r["brand"], _floor(r["ts"], g, zone))].append(r)
+    out = []
+    for (brand, t), rows in groups.items():
+        speeds = [r["speed"] for r in rows if r["speed"] is not None]
+        temps = [r["temp"] for r in rows if r["temp"] is not None]
+        out.append((brand, t, sum(speeds) if speeds else None, len(rows), len(temps),
+                    round(sum(temps) / len(temps), 9) if temps else None, min(speeds) if speeds else None,
+                    max(temps) if temps else None))
+    return sorted(out, key=repr)
+
+
+def _view(path: str) -> list[tuple]:
+    rows = CarbonTable.open(path).to_arrow().select(["brand", "t", "s", "n", "nt", "a", "lo", "hi"]).to_pylist()
+    return sorted(((r["brand"], r["t"], r["s"], r["n"], r["nt"], None if r["a"] is None else round(r["a"], 9),
+                    r["lo"], r["hi"]) for r in rows), key=repr)
+
+
+def _load(table: CarbonTable, data: pa.Table) -> None:
+    with table.load() as load:
+        load.write([data])
+
+
+@pytest.fixture
+def main(tmp_path):
+    table = CarbonTable.create(str(tmp_path / "tel"), SCHEMA)
+    _load(table, _batch(random.Random(1), 400, dt.datetime(2024, 2, 20, tzinfo=dt.UTC)))
+    return table
+
+
+def _create(tmp_path, main: CarbonTable, g: str = "hour", zone: str = "UTC", mode: str = "on_commit") -> str:
+    path = str(tmp_path / f"mv_{g}")
+    views.create_view(path, f"default.mv_{g}", main, "default.tel", QUERY.format(g=g), mode, zone)
+    return path
+
+
+def test_on_commit_view_equals_the_query_across_changes(tmp_path, main):
+    path = _create(tmp_path, main)
+    assert _view(path) == _oracle(main, "hour", "UTC")
+    rng = random.Random(2)
+    _load(main, _batch(rng, 300, dt.datetime(2024, 3, 1, tzinfo=dt.UTC)))
+    folder = tmp_path / "pq"
+    folder.mkdir()
+    pq.write_table(_batch(rng, 200, dt.datetime(2024, 3, 5, tzinfo=dt.UTC)), str(folder / "p.parquet"))
+    main.add_segment(str(folder), format="parquet")
+    expected = _oracle(main, "hour", "UTC")
+    assert _view(path) == expected
+    keys = [(r[0], r[1]) for r in _view(path)]
+    assert len(keys) == len(set(keys))  # re-aggregated: one row per group, not one per segment
+    state = views.view_status(path)
+    assert (state.status, views.definition(path).covered_ids()) == ("enabled", ["0", "1", "2"])
+
+    def stale_then_refreshed(kind: str) -> None:
+        assert views.view_status(path).status == "stale"
+        assert views.refresh_view(path).kind == kind
+        assert _view(path) == _oracle(main, "hour", "UTC")
+        assert views.view_status(path).status == "enabled"
+
+    main.delete("speed = 5")
+    stale_then_refreshed("full")
+    main.update({"speed": 99}, where="brand = 'a'")
+    stale_then_refreshed("full")
+    main.compact("major")
+    stale_then_refreshed("full")
+    main.delete_segments(["2"])
+    stale_then_refreshed("full")
+    with main.load(overwrite=True) as load:  # the overwrite's commit rebuilds the on_commit view
+        load.write([_batch(rng, 100, dt.datetime(2024, 4, 1, tzinfo=dt.UTC))])
+    assert views.view_status(path).status == "enabled"
+    assert _view(path) == _oracle(main, "hour", "UTC")
+
+
+@pytest.mark.parametrize("zone", ["UTC", "America/New_York"])
+@pytest.mark.parametrize("g", ["minute", "hour", "day", "week", "month", "year"])
+def test_timeseries_granularities_in_the_views_zone(tmp_path, main, g, zone):
+    path = _create(tmp_path, main, g, zone, mode="on_manual")
+    _load(main, _batch(random.Random(3), 200, dt.datetime(2024, 3, 9, tzinfo=dt.UTC)))  # across DST
+    assert views.view_status(path).status == "stale"
+    done = views.refresh_view(path)
+    assert (done.kind, done.segments) == ("incremental", ["1"])
+    assert _view(path) == _oracle(main, g, zone)
+
+
+def test_empty_main_table_and_filter_matching_nothing(tmp_path):
+    main = CarbonTable.create(str(tmp_path / "tel"), SCHEMA)
+    path = _create(tmp_path, main)
+    assert _view(path) == [] and views.view_status(path).status == "enabled"
+    _load(main, _batch(random.Random(4), 50, dt.datetime(2024, 1, 1, tzinfo=dt.UTC)))
+    assert _view(path) == _oracle(main, "hour", "UTC")
+
+
+@pytest.mark.parametrize("query, refused", [
+    ("SELECT brand, sum(speed) FROM a JOIN b ON a.x = b.x GROUP BY brand", "JOIN"),
+    ("SELECT brand, count(DISTINCT speed) FROM t GROUP BY brand", "count(DISTINCT ...)"),
+    ("SELECT brand, sum(speed) FROM t GROUP BY brand HAVING sum(speed) > 1", "HAVING"),
+    ("SELECT brand, sum(speed) FROM t GROUP BY brand ORDER BY brand", "ORDER"),
+    ("SELECT brand, sum(speed) FROM t GROUP BY brand LIMIT 3", "LIMIT"),
+    ("SELECT brand, sum(speed + 1) FROM t GROUP BY brand", "sum of 'speed + 1'"),
+    ("SELECT brand, stddev(speed) FROM t GROUP BY brand", "function stddev()"),
+    ("SELECT brand, speed, sum(speed) FROM t GROUP BY brand", "column speed in the SELECT list but not in GROUP BY"),
+    ("SELECT brand, sum(speed) FROM (SELECT * FROM t) GROUP BY brand", "subquery"),
+    ("SELECT brand FROM t GROUP BY brand", "without an aggregate"),
+    ("SELECT sum(speed) FROM t", "without GROUP BY"),
+    ("SELECT timeseries(ts, 'second'), sum(speed) FROM t GROUP BY timeseries(ts, 'second')", "granularity 'second'"),
+    ("SELECT * FROM t GROUP BY brand", "SELECT *"),
+])
+def test_refused_queries_name_what_is_not_supported(query, refused):
+    with pytest.raises(CarbonOptionError, match="not supported") as err:
+        view_query(query)
+    assert refused in str(err.value)
+
+
+def test_statements_parse():
+    create = parse_statement("create materialized view if not exists db.`m v` properties('REFRESH_TRIGGER_MODE'="
+                             "'ON_MANUAL') as select a, sum(b) from t group by a")
+    assert (create.db, create.name, create.if_not_exists, create.refresh_mode) == ("db", "m v", True, "on_manual")
+    assert create.query == "select a, sum(b) from t group by a"
+    assert parse_statement("SHOW MATERIALIZED VIEWS ON TABLE db.t").table == "t"
+    assert parse_statement("DROP MATERIALIZED VIEW IF EXISTS m").if_exists
+    assert parse_statement("REFRESH MATERIALIZED VIEW m").name == "m"
+    assert parse_statement("CREATE VIEW v AS SELECT 1") is None
+    with pytest.raises(CarbonOptionError, match="'refresh_trigger_mode' must be"):
+        parse_statement("CREATE MATERIALIZED VIEW m PROPERTIES('refresh_trigger_mode'='sometimes') AS SELECT 1")
+    with pytest.raises(CarbonOptionError, match="expected REFRESH MATERIALIZED VIEW <name>"):
+        parse_statement("REFRESH MATERIALIZED VIEW")
