@@ -29,6 +29,8 @@ final class Names {
     static final String CONF_PARTITION_VALUES = "carbon_ds.read.partitionValues";
     /** {@code false}: external segments are read by the data source, not by Spark's own scans. */
     static final String CONF_NATIVE = "carbon_ds.spark.nativeExternal";
+    /** {@code false}: no query is answered from a materialized view. */
+    static final String CONF_MV_REWRITE = "carbon_ds.sql.materializedViewRewrite";
 
     /** Local property: the reused plans and when the table was found still at their version. */
     static final String VERIFIED_PLANS = "carbon_ds.verified_plans";
