@@ -161,7 +161,7 @@ class _Bind(ExprVisitor[Expr]):
         if isinstance(node.value, ArrowExpr):
             for name in sorted(node.value.columns()):
                 if name not in self.schema.names:
-                    raise CarbonOptionError(
+                    raise CarbonFilterError(
                         f"filter names column {name!r}, which is not in the table ({', '.join(self.schema.names)})"
                         + scalar.did_you_mean(name, self.schema.names))
             return node
