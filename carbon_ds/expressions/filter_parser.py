@@ -305,7 +305,7 @@ class _Parser:
         arg = self.expr()
         self.expect_word("AS")
         t = self.peek()
-        if t is None or t[0] != "id":
+        if t is None or t[0] not in ("id", "kw"):  # DATE and TIMESTAMP are keywords of literals too
             raise self.error("expected a type name after AS")
         self.i += 1
         numbers: list[int] = []

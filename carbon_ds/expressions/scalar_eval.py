@@ -274,7 +274,14 @@ def arithmetic(name: str, vals: list[Value], node: Scalar) -> Value:
     if name == "%":
         _zero_divisor(b, node)
         return _remainder(a, b)
-    return {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}[name](a, b)
+    kernel = {"+": pc.add_checked, "-": pc.subtract_checked, "*": pc.multiply_checked}[name]
+    try:
+        return kernel(a, b)
+    except pa.ArrowInvalid as e:
+        if "precision out of range" not in str(e):
+            raise
+        # Spark caps a decimal result at 38 digits; past that pyarrow refuses, so compute in double
+        return kernel(_cast_plain(a, pa.float64()), _cast_plain(b, pa.float64()))
 
 
 def _remainder(a: Value, b: Value) -> Value:
