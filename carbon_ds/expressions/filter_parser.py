@@ -198,7 +198,7 @@ class _Parser:
         if sign == "+":
             return e
         if isinstance(e, Lit) and isinstance(e.value, int | float | Decimal) and not isinstance(e.value, bool):
-            return Lit(-e.value)  # -1 is the literal -1, as Spark reads it
+            return Lit(_negated(e.value))  # -1 is the literal -1, as Spark reads it
         return Call("neg", (e,))
 
     def comparison(self, left: Scalar) -> Scalar:
@@ -330,7 +330,7 @@ class _Parser:
         if sign:
             if not isinstance(value, int | float | Decimal) or isinstance(value, bool):
                 raise self.error(f"expected a number after '-', found {value!r}")
-            value = -value
+            value = _negated(value)
         return Lit(value)
 
     def literal(self) -> Any:
@@ -365,6 +365,11 @@ class _Parser:
         raise self.error(f"expected a value, found {value!r}")
 
 
+
+
+def _negated(value: Any) -> Any:
+    """``-value`` keeping the sign of a zero: -0.0 is a value of its own for float columns."""
+    return value.copy_negate() if isinstance(value, Decimal) else -value
 
 
 def _chain(name: str, parts: list[Scalar]) -> Scalar:
