@@ -17,6 +17,7 @@ from carbon_ds.expressions.tree import (
     NotIn,
     NotNull,
     Or,
+    Predicate,
     StartsWith,
     UnsupportedExpressionError,
     and_,
@@ -29,6 +30,6 @@ from carbon_ds.expressions.tree import (
 
 __all__ = [
     "AlwaysFalse", "AlwaysTrue", "And", "BoundExpr", "ColumnStats", "Compare", "Expr", "ExprVisitor", "In",
-    "IsNull", "Not", "NotIn", "NotNull", "Or", "StartsWith", "UnsupportedExpressionError", "and_", "between",
+    "IsNull", "Not", "NotIn", "NotNull", "Or", "Predicate", "StartsWith", "UnsupportedExpressionError", "and_", "between",
     "bind", "bounded", "filter_table", "might_match", "or_", "parse", "push_not", "to_arrow", "visit",
 ]

@@ -13,7 +13,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from carbon_ds.errors import CarbonOptionError
+from carbon_ds.errors import CarbonFilterError, CarbonOptionError
+from carbon_ds.expressions import scalar
+from carbon_ds.expressions.scalar_eval import ArrowExpr, evaluate
 from carbon_ds.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -28,6 +30,7 @@ from carbon_ds.expressions.tree import (
     NotIn,
     NotNull,
     Or,
+    Predicate,
     StartsWith,
     bounded,
     visit,
@@ -154,6 +157,20 @@ class _Bind(ExprVisitor[Expr]):
             raise CarbonOptionError(f"LIKE needs a string column; {f.name!r} is {f.type}")
         return StartsWith(f.name, node.prefix)
 
+    def visit_predicate(self, node: Predicate) -> Expr:
+        if isinstance(node.value, ArrowExpr):
+            for name in sorted(node.value.columns()):
+                if name not in self.schema.names:
+                    raise CarbonFilterError(
+                        f"filter names column {name!r}, which is not in the table ({', '.join(self.schema.names)})"
+                        + scalar.did_you_mean(name, self.schema.names))
+            return node
+        value, t = scalar.check(node.value, self.schema)
+        if not (pa.types.is_boolean(t) or pa.types.is_null(t)):
+            raise CarbonFilterError(f"filter {node.value} is a {scalar.sql_type_name(t)} value, not a condition; "
+                                    "compare it with something (= < > ...)")
+        return Predicate(value)
+
 
 def bind(e: Expr, schema: pa.Schema) -> BoundExpr:
     """Resolve names case-insensitively to the schema's spelling and coerce literals; errors name the column.
@@ -251,6 +268,7 @@ class _ToArrow(ExprVisitor[Any]):
 
     def __init__(self, schema: pa.Schema, table: pa.Table | None = None):
         self.types = {f.name: f.type for f in schema}
+        self.table = table
         if table is None:
             self.column: Callable[[str], Any] = pc.field
             self.literal: Callable[[Any], Any] = pc.scalar
@@ -304,6 +322,14 @@ class _ToArrow(ExprVisitor[Any]):
     def visit_starts_with(self, node: StartsWith) -> Any:
         return pc.starts_with(self.column(node.column), pattern=node.prefix)
 
+    def visit_predicate(self, node: Predicate) -> Any:
+        if self.table is not None:
+            return evaluate(node.value, self.table)
+        if isinstance(node.value, ArrowExpr):
+            return node.value.expr
+        raise CarbonFilterError(f"the filter {node.value} computes values, which has no pyarrow expression here; "
+                                "filter_table evaluates it")
+
 
 class _Leaves(ExprVisitor[int]):
     def visit_true(self) -> int:
@@ -337,6 +363,9 @@ class _Leaves(ExprVisitor[int]):
         return 1
 
     def visit_starts_with(self, node: StartsWith) -> int:
+        return 1
+
+    def visit_predicate(self, node: Predicate) -> int:
         return 1
 
 
@@ -375,7 +404,39 @@ def filter_table(table: pa.Table, e: Expr) -> pa.Table:
     if table.num_rows == 0:  # no chunk to run kernels on (pyarrow refuses an empty, untyped result)
         visit(e, _ToArrow(table.schema))  # an unknown node is still an error
         return table
-    mask = visit(e, _ToArrow(table.schema, table))
+    mask = _mask(e, table) if _computes(e) else visit(e, _ToArrow(table.schema, table))
     if isinstance(mask, pa.Scalar):  # a tree of TRUE/FALSE constants only
         mask = pa.repeat(mask, table.num_rows)
     return table.filter(mask)
+
+
+def _computes(e: Expr) -> bool:
+    todo = [e]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, Predicate):
+            return True
+        todo.extend(node.children())
+    return False
+
+
+def _mask(e: Expr, table: pa.Table) -> Any:
+    """``e`` on ``table`` as Spark evaluates a filter: the right side of AND (OR) only on the rows where the
+    left side is not FALSE (TRUE), so ``b != 0 AND a / b > 1`` divides by no zero. ``bounded`` keeps the
+    recursion within ``MAX_TREE_DEPTH`` levels."""
+    if isinstance(e, And | Or):
+        left = _mask(e.left, table)
+        if isinstance(left, pa.Scalar):
+            left = pa.repeat(left, table.num_rows)
+        left = left.combine_chunks() if isinstance(left, pa.ChunkedArray) else left
+        reach = pc.fill_null(left, True) if isinstance(e, And) else pc.invert(pc.fill_null(left, False))
+        right = pa.nulls(table.num_rows, pa.bool_())
+        if pc.any(reach).as_py():
+            sub = _mask(e.right, table.filter(reach))
+            sub = pa.repeat(sub, pc.sum(reach).as_py()) if isinstance(sub, pa.Scalar) else sub
+            sub = sub.combine_chunks() if isinstance(sub, pa.ChunkedArray) else sub
+            right = pc.replace_with_mask(right, reach, sub.cast(pa.bool_()))
+        return pc.and_kleene(left, right) if isinstance(e, And) else pc.or_kleene(left, right)
+    if isinstance(e, Not):
+        return pc.invert(_mask(e.child, table))
+    return visit(e, _ToArrow(table.schema, table))

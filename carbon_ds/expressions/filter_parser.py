@@ -1,19 +1,26 @@
 """A small SQL predicate parser: the `filter` read option and the Python API's filter strings.
 
-Grammar (case-insensitive keywords):
+Grammar (case-insensitive keywords), Spark SQL's precedence:
     expr      := or
     or        := and (OR and)*
     and       := not (AND not)*
     not       := NOT not | predicate
-    predicate := '(' expr ')' | TRUE | FALSE
-               | operand (cmp operand | [NOT] IN '(' literal, ... ')' | IS [NOT] NULL
-                          | [NOT] BETWEEN literal AND literal | [NOT] LIKE 'text')
-    operand   := column | literal        (one side of a comparison must be a column)
+    predicate := sum [cmp sum | IS [NOT] NULL | [NOT] IN '(' literal, ... ')'
+                      | [NOT] BETWEEN sum AND sum | [NOT] LIKE sum]
+    sum       := product (('+' | '-' | '||') product)*
+    product   := unary (('*' | '/' | '%') unary)*
+    unary     := '-' unary | '+' unary | atom
+    atom      := literal | column | '(' expr ')' | function '(' expr, ... ')'
+               | CASE [value] (WHEN expr THEN expr)+ [ELSE expr] END | CAST '(' expr AS type ')'
     literal   := number | 'string' | DATE 'yyyy-mm-dd' | TIMESTAMP 'yyyy-mm-dd hh:mm:ss[.ffffff]' | TRUE | FALSE | NULL
     column    := identifier | `quoted identifier` | "quoted identifier"
 
-A chain of ORs or ANDs becomes a balanced tree (see ``and_``), so its length costs no depth. Nesting
-(parentheses and NOTs) is limited to ``MAX_DEPTH`` levels, so no filter text can exhaust the stack.
+What a column compared with a literal, IN, IS NULL, BETWEEN and a prefix LIKE say becomes the plain nodes
+(Compare, In, ...) that pruning reasons about; anything computed (``id % 2 = 1``, ``lower(s) = 'x'``) is a
+:class:`~carbon_ds.expressions.tree.Predicate` over :mod:`carbon_ds.expressions.scalar` nodes, evaluated
+exactly after the read. A chain of ORs or ANDs becomes a balanced tree (see ``and_``), so its length costs
+no depth. Nesting (parentheses, NOT, unary minus, functions, CASE) is limited to ``MAX_DEPTH`` levels, so no
+filter text can exhaust the stack.
 """
 
 from __future__ import annotations
@@ -23,8 +30,9 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from carbon_ds.errors import CarbonOptionError
+from carbon_ds.errors import CarbonFilterError, CarbonOptionError
 from carbon_ds.expressions.lexer import FILTER, LexError, tokens
+from carbon_ds.expressions.scalar import CAST_TYPES, Call, Case, Cast, Col, Lit, Scalar, check_function, sql_type
 from carbon_ds.expressions.tree import (
     AlwaysFalse,
     AlwaysTrue,
@@ -35,6 +43,7 @@ from carbon_ds.expressions.tree import (
     Not,
     NotIn,
     NotNull,
+    Predicate,
     StartsWith,
     and_,
     between,
@@ -46,18 +55,6 @@ MAX_DEPTH = 100
 """How deeply parentheses and NOTs may nest in a filter."""
 
 _KEYWORDS = {"AND", "OR", "NOT", "IN", "IS", "NULL", "BETWEEN", "LIKE", "TRUE", "FALSE", "DATE", "TIMESTAMP"}
-
-
-class _Col(str):
-    """A column name token (distinguishes `x` from the string literal 'x')."""
-
-
-class _Null:
-    def __repr__(self) -> str:
-        return "NULL"
-
-
-NULL = _Null()
 
 
 def _shown(text: str, most: int = 200) -> str:
@@ -85,12 +82,35 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
     return out
 
 
+_OR, _AND, _NOT, _COMPARE, _ADD, _MULTIPLY, _SIGN = range(1, 8)
+_PRECEDENCE = {"<=>": _COMPARE, "=": _COMPARE, "==": _COMPARE, "!=": _COMPARE, "<>": _COMPARE, "<": _COMPARE,
+               "<=": _COMPARE, ">": _COMPARE, ">=": _COMPARE, "+": _ADD, "-": _ADD, "||": _ADD,
+               "*": _MULTIPLY, "/": _MULTIPLY, "%": _MULTIPLY}
+_PREDICATE_WORDS = ("IS", "IN", "BETWEEN", "LIKE", "NOT")
+
+
+def _precedence(t: tuple[str, str, int] | None) -> int:
+    """How tightly the operator ``t`` binds; 0 when ``t`` is no infix operator."""
+    if t is None:
+        return 0
+    if t[0] == "op":
+        return _PRECEDENCE.get(t[1], 0)
+    if t[0] == "kw":
+        if t[1] == "OR":
+            return _OR
+        if t[1] == "AND":
+            return _AND
+        if t[1] in _PREDICATE_WORDS:
+            return _COMPARE
+    return 0
+
+
 class _Parser:
     def __init__(self, text: str):
         self.text = text
         self.toks = _tokens(text)
         self.i = 0
-        self.depth = 0  # open parentheses and NOTs
+        self.depth = 0  # open parentheses, NOTs, signs, function calls, CASEs
 
     def error(self, msg: str) -> CarbonOptionError:
         where = self.toks[self.i][2] if self.i < len(self.toks) else len(self.text)
@@ -107,6 +127,14 @@ class _Parser:
             return t[1]
         return None
 
+    def accept_word(self, word: str) -> bool:
+        """A contextual keyword (CASE, WHEN, AS, ...): still usable as a column name elsewhere."""
+        t = self.peek()
+        if t and t[0] == "id" and t[1].upper() == word:
+            self.i += 1
+            return True
+        return False
+
     def expect(self, kind: str, value: str | None = None) -> str:
         got = self.accept(kind, value)
         if got is None:
@@ -114,120 +142,196 @@ class _Parser:
             raise self.error(f"expected {value or kind}, found {t[1] if t else 'end of text'!r}")
         return got
 
+    def expect_word(self, word: str) -> None:
+        if not self.accept_word(word):
+            t = self.peek()
+            raise self.error(f"expected {word}, found {t[1] if t else 'end of text'!r}")
+
     def deeper(self) -> None:
         self.depth += 1
         if self.depth > MAX_DEPTH:
             self.i -= 1  # point at the '(' or NOT that goes too deep
-            raise self.error(f"filter nests deeper than {MAX_DEPTH} levels of parentheses and NOT")
+            raise self.error(f"filter nests deeper than {MAX_DEPTH} levels of parentheses, NOT, signs, "
+                             "functions and CASE")
 
-    def parse(self) -> Expr:
-        e = self.or_()
+    def parse(self) -> Scalar:
+        e = self.expr()
         if self.peek() is not None:
             raise self.error(f"unexpected {self.peek()[1]!r}")  # type: ignore[index]
         return e
 
-    def or_(self) -> Expr:
-        parts = [self.and_()]
-        while self.accept("kw", "OR"):
-            parts.append(self.and_())
-        return or_(*parts) if len(parts) > 1 else parts[0]
-
-    def and_(self) -> Expr:
-        parts = [self.not_()]
-        while self.accept("kw", "AND"):
-            parts.append(self.not_())
-        return and_(*parts) if len(parts) > 1 else parts[0]
-
-    def not_(self) -> Expr:
-        if self.accept("kw", "NOT"):
-            self.deeper()
-            e = Not(self.not_())
-            self.depth -= 1
-            return e
-        return self.predicate()
-
-    def predicate(self) -> Expr:
-        if self.accept("punct", "("):
-            self.deeper()
-            e = self.or_()
-            self.expect("punct", ")")
-            self.depth -= 1
-            return e
-        t = self.peek()
-        if t and t[0] == "kw" and t[1] in ("TRUE", "FALSE"):
-            nxt = self.peek(1)
-            if nxt is None or nxt[0] == "kw" and nxt[1] in ("AND", "OR") or nxt[1] == ")":
+    # precedence climbing, so a level of parentheses costs three Python frames (expr, prefix, atom)
+    def expr(self, least: int = _OR) -> Scalar:
+        left = self.prefix(least)
+        while True:
+            t = self.peek()
+            prec = _precedence(t)
+            if t is None or prec < least:
+                return left
+            if prec in (_OR, _AND):
+                parts = [left]
+                while self.accept("kw", t[1]):
+                    parts.append(self.expr(prec + 1))
+                left = _chain(t[1].lower(), parts)
+            elif prec == _COMPARE:
+                left = self.comparison(left)
+            else:
                 self.i += 1
-                return AlwaysTrue() if t[1] == "TRUE" else AlwaysFalse()
-        left = self.operand()
+                right = self.expr(prec + 1)
+                left = Call("concat", (left, right)) if t[1] == "||" else Call(t[1], (left, right))
+
+    def prefix(self, least: int) -> Scalar:
+        if self.accept("kw", "NOT"):
+            if least > _NOT:
+                self.i -= 1
+                raise self.error("NOT here must be in parentheses")
+            self.deeper()
+            e = Call("not", (self.expr(_NOT),))
+            self.depth -= 1
+            return e
+        sign = self.accept("op", "-") or self.accept("op", "+")
+        if sign is None:
+            return self.atom()
+        self.deeper()
+        e = self.prefix(_SIGN)
+        self.depth -= 1
+        if sign == "+":
+            return e
+        if isinstance(e, Lit) and isinstance(e.value, int | float | Decimal) and not isinstance(e.value, bool):
+            return Lit(_negated(e.value))  # -1 is the literal -1, as Spark reads it
+        return Call("neg", (e,))
+
+    def comparison(self, left: Scalar) -> Scalar:
         if self.accept("kw", "IS"):
             negated = bool(self.accept("kw", "NOT"))
             self.expect("kw", "NULL")
-            col = self.column_of(left, "IS NULL")
-            return NotNull(col) if negated else IsNull(col)
+            return Call("is_not_null" if negated else "is_null", (left,))
         negated = bool(self.accept("kw", "NOT"))
         if self.accept("kw", "IN"):
-            col = self.column_of(left, "IN")
             self.expect("punct", "(")
-            values = [self.literal()]
+            values = [self.literal_value()]
             while self.accept("punct", ","):
-                values.append(self.literal())
+                values.append(self.literal_value())
             self.expect("punct", ")")
-            if any(v is NULL for v in values):
+            if any(v.value is None for v in values):
                 raise self.error("NULL inside IN (...) is not supported; use IS NULL")
-            return NotIn(col, tuple(values)) if negated else In(col, tuple(values))
+            return Call("not_in" if negated else "in", (left, *values))
         if self.accept("kw", "BETWEEN"):
-            col = self.column_of(left, "BETWEEN")
-            low = self.literal()
+            low = self.expr(_COMPARE + 1)
             self.expect("kw", "AND")
-            high = self.literal()
-            e = between(col, low, high)
-            return Not(e) if negated else e
+            high = self.expr(_COMPARE + 1)
+            e = Call("between", (left, low, high))
+            return Call("not", (e,)) if negated else e
         if self.accept("kw", "LIKE"):
-            col = self.column_of(left, "LIKE")
-            pattern = self.literal()
-            if not isinstance(pattern, str):
-                raise self.error("LIKE needs a string pattern")
-            body = pattern[:-1] if pattern.endswith("%") else None
-            if body is None or any(ch in body for ch in "%_\\"):
-                raise self.error(f"only prefix patterns are supported by LIKE ('abc%'), found {pattern!r}")
-            e = StartsWith(col, body)
-            return Not(e) if negated else e
+            e = Call("like", (left, self.expr(_COMPARE + 1)))
+            return Call("not", (e,)) if negated else e
         if negated:
             raise self.error("NOT must be followed by IN, BETWEEN or LIKE here")
-        op = self.accept("op")
-        if op is None:
-            t = self.peek()
-            raise self.error(f"expected a comparison operator, found {t[1] if t else 'end of text'!r}")
+        op = self.expect("op")
         if op == "<=>":
+            self.i -= 1
             raise self.error("the null-safe operator <=> is not supported")
         op = {"==": "=", "<>": "!="}.get(op, op)
-        right = self.operand()
-        if isinstance(left, _Col) and not isinstance(right, _Col):
-            col, value = str(left), right
-        elif isinstance(right, _Col) and not isinstance(left, _Col):
-            col, value, op = str(right), left, flip(op)
-        else:
-            raise self.error("a comparison needs one column and one literal")
-        if value is NULL:
-            # x = NULL is never true in SQL; say so rather than silently returning nothing
-            raise self.error(f"comparison with NULL is never true; use {col} IS NULL / IS NOT NULL")
-        return Compare(col, op, value)
+        right = self.expr(_COMPARE + 1)
+        for side, other in ((left, right), (right, left)):
+            if isinstance(side, Lit) and side.value is None:
+                # x = NULL is never true in SQL; say so rather than silently returning nothing
+                col = other.name if isinstance(other, Col) else str(other)
+                raise self.error(f"comparison with NULL is never true; use {col} IS NULL / IS NOT NULL")
+        return Call(op, (left, right))
 
-    def column_of(self, operand: Any, what: str) -> str:
-        if not isinstance(operand, _Col):
-            raise self.error(f"{what} needs a column on its left")
-        return str(operand)
-
-    def operand(self) -> Any:
+    def atom(self) -> Scalar:
         t = self.peek()
-        if t and t[0] == "id":
+        if t is None:
+            raise self.error("expected a value, found end of text")
+        kind, value, _ = t
+        if kind == "punct" and value == "(":
             self.i += 1
-            return _Col(t[1])
-        if t and t[0] == "qid":
+            self.deeper()
+            e = self.expr()
+            self.expect("punct", ")")
+            self.depth -= 1
+            return e
+        if kind == "id":
+            nxt = self.peek(1)
+            upper = value.upper()
+            if upper == "CASE" and nxt is not None and nxt[0] != "op":
+                self.i += 1
+                return self.case()
+            if nxt is not None and nxt[:2] == ("punct", "("):
+                self.i += 2
+                if upper == "CAST":
+                    return self.cast()
+                return self.function(value, t[2])
             self.i += 1
-            return _Col(t[1])
-        return self.literal()
+            return Col(value)
+        if kind == "qid":
+            self.i += 1
+            return Col(value)
+        return Lit(self.literal())
+
+    def function(self, name: str, pos: int) -> Scalar:
+        self.deeper()
+        args: list[Scalar] = []
+        if not self.accept("punct", ")"):
+            args.append(self.expr())
+            while self.accept("punct", ","):
+                args.append(self.expr())
+            self.expect("punct", ")")
+        self.depth -= 1
+        try:
+            low = check_function(name, len(args))
+        except CarbonFilterError as e:
+            raise CarbonFilterError(f"cannot parse filter {_shown(self.text)}: {e} at position {pos}") from None
+        return Call(low, tuple(args))
+
+    def case(self) -> Scalar:
+        self.deeper()
+        subject = None if self.peek() and self.peek()[0] == "id" and self.peek()[1].upper() == "WHEN" else self.expr()
+        whens = []
+        while self.accept_word("WHEN"):
+            cond = self.expr()
+            self.expect_word("THEN")
+            whens.append((cond if subject is None else Call("=", (subject, cond)), self.expr()))
+        if not whens:
+            raise self.error("CASE needs at least one WHEN ... THEN ...")
+        otherwise = self.expr() if self.accept_word("ELSE") else Lit(None)
+        self.expect_word("END")
+        self.depth -= 1
+        return Case(tuple(whens), otherwise)
+
+    def cast(self) -> Scalar:
+        self.deeper()
+        arg = self.expr()
+        self.expect_word("AS")
+        t = self.peek()
+        if t is None or t[0] not in ("id", "kw"):  # DATE and TIMESTAMP are keywords of literals too
+            raise self.error("expected a type name after AS")
+        self.i += 1
+        numbers: list[int] = []
+        if self.accept("punct", "("):
+            numbers.append(int(self.expect("num")))
+            if self.accept("punct", ","):
+                numbers.append(int(self.expect("num")))
+            self.expect("punct", ")")
+        try:
+            to = sql_type(t[1], *numbers)
+        except CarbonFilterError as e:
+            raise self.error(str(e)) from None
+        if to is None:
+            raise self.error(f"unknown type {t[1]!r} in CAST; known: {', '.join(CAST_TYPES)}")
+        self.expect("punct", ")")
+        self.depth -= 1
+        return Cast(arg, to)
+
+    def literal_value(self) -> Lit:
+        sign = self.accept("op", "-")
+        value = self.literal()
+        if sign:
+            if not isinstance(value, int | float | Decimal) or isinstance(value, bool):
+                raise self.error(f"expected a number after '-', found {value!r}")
+            value = _negated(value)
+        return Lit(value)
 
     def literal(self) -> Any:
         t = self.peek()
@@ -247,7 +351,7 @@ class _Parser:
         if kind == "kw" and value in ("TRUE", "FALSE"):
             return value == "TRUE"
         if kind == "kw" and value == "NULL":
-            return NULL
+            return None
         if kind == "kw" and value in ("DATE", "TIMESTAMP"):
             text = self.expect("str")
             try:
@@ -261,16 +365,86 @@ class _Parser:
         raise self.error(f"expected a value, found {value!r}")
 
 
+
+
+def _negated(value: Any) -> Any:
+    """``-value`` keeping the sign of a zero: -0.0 is a value of its own for float columns."""
+    return value.copy_negate() if isinstance(value, Decimal) else -value
+
+
+def _chain(name: str, parts: list[Scalar]) -> Scalar:
+    """A balanced tree of ``name`` calls, so a long chain costs log2(n) levels."""
+    if len(parts) == 1:
+        return parts[0]
+    mid = (len(parts) + 1) // 2
+    return Call(name, (_chain(name, parts[:mid]), _chain(name, parts[mid:])))
+
+
+def _plain(node: Scalar) -> bool:
+    return isinstance(node, Lit) and node.value is not None
+
+
+def to_tree(node: Scalar) -> Expr:
+    """The predicate tree of a parsed condition: the forms pruning understands as their own nodes, the
+    rest as :class:`Predicate` leaves."""
+    if isinstance(node, Lit) and isinstance(node.value, bool):
+        return AlwaysTrue() if node.value else AlwaysFalse()
+    if not isinstance(node, Call):
+        return Predicate(node)
+    name, a = node.name, node.args
+    if name in ("and", "or"):
+        parts = [to_tree(x) for x in a]
+        return and_(*parts) if name == "and" else or_(*parts)
+    if name == "not":
+        return Not(to_tree(a[0]))
+    if name in ("=", "!=", "<", "<=", ">", ">="):
+        if isinstance(a[0], Col) and _plain(a[1]):
+            return Compare(a[0].name, name, a[1].value)
+        if isinstance(a[1], Col) and _plain(a[0]):
+            return Compare(a[1].name, flip(name), a[0].value)
+    if name in ("in", "not_in") and isinstance(a[0], Col) and all(_plain(x) for x in a[1:]):
+        values = tuple(x.value for x in a[1:])  # type: ignore[attr-defined]
+        return In(a[0].name, values) if name == "in" else NotIn(a[0].name, values)
+    if name in ("is_null", "is_not_null") and isinstance(a[0], Col):
+        return IsNull(a[0].name) if name == "is_null" else NotNull(a[0].name)
+    if name == "between" and isinstance(a[0], Col) and _plain(a[1]) and _plain(a[2]):
+        return between(a[0].name, a[1].value, a[2].value)  # type: ignore[attr-defined]
+    if name == "like" and isinstance(a[0], Col) and _plain(a[1]) and isinstance(a[1].value, str):  # type: ignore[attr-defined]
+        pattern = a[1].value  # type: ignore[attr-defined]
+        body = pattern[:-1] if pattern.endswith("%") else None
+        if body is not None and not any(ch in body for ch in "%_\\"):
+            return StartsWith(a[0].name, body)
+    return Predicate(_desugar(node))
+
+
+def _desugar(node: Scalar) -> Scalar:
+    """BETWEEN and NOT IN as the calls they stand for (value expressions know neither)."""
+    if isinstance(node, Call):
+        args = tuple(_desugar(a) for a in node.args)
+        if node.name == "between":
+            x, low, high = args
+            return Call("and", (Call(">=", (x, low)), Call("<=", (x, high))))
+        if node.name == "not_in":
+            return Call("not", (Call("in", args),))
+        return Call(node.name, args)
+    if isinstance(node, Case):
+        return Case(tuple((_desugar(c), _desugar(v)) for c, v in node.whens), _desugar(node.otherwise))
+    if isinstance(node, Cast):
+        return Cast(_desugar(node.arg), node.to)
+    return node
+
+
 def parse(text: str) -> Expr:
     """Parse a SQL predicate into the expression tree.
 
     Raises:
-        CarbonOptionError: the text is empty, is not a predicate of the grammar above, or nests deeper than
-            ``MAX_DEPTH`` levels; the message says what and where.
+        CarbonOptionError: the text is empty, is not a predicate of the grammar above (an unknown function is
+            a CarbonFilterError naming the nearest known one), or nests deeper than ``MAX_DEPTH`` levels; the
+            message says what and where.
     """
     if not text.strip():
         raise CarbonOptionError(f"empty filter {text!r}: give a predicate such as \"a > 1\", or no filter at all")
     try:
-        return _Parser(text).parse()
+        return to_tree(_Parser(text).parse())
     except RecursionError:  # MAX_DEPTH keeps the parser well inside the limit; this is only a backstop
         raise CarbonOptionError(f"filter nests too deeply to parse ({len(text)} characters)") from None

@@ -51,12 +51,13 @@ class Dialect:
 # open strings too. A string opened with a straight quote ends only at the same straight quote: 'it’s'.
 _TYPOGRAPHIC = {"'": "'", "‘": "’'", "’": "’'", '"': '"', "“": '”"', "”": '”"'}
 
-# Spark SQL's spelling for filters: 'strings' ('' is a quote), `names` and "names", 1L / 2.5D / 1e3 numbers
+# Spark SQL's spelling for filters: 'strings' ('' is a quote), `names` and "names", 1L / 2.5D / 1e3 numbers;
+# a sign is an operator (``id-1`` is a subtraction), which the parser folds into a number literal
 FILTER = Dialect(
     strings={"'": "'"}, identifiers={"`": "`", '"': '"'}, backslash_escapes=False,
     word=re.compile(r"[A-Za-z_][A-Za-z0-9_.]*"),
-    number=re.compile(r"[+-]?(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[LlDd]?"),
-    operators=("<=>", "<=", ">=", "<>", "!=", "==", "=", "<", ">"), punct="(),",
+    number=re.compile(r"(?:\d+\.\d*|\.\d+|\d+)(?:[eE][+-]?\d+)?[LlDd]?"),
+    operators=("<=>", "<=", ">=", "<>", "!=", "==", "||", "=", "<", ">", "+", "-", "*", "/", "%"), punct="(),",
 )
 # UPDATE ... SET values: arithmetic, so a sign is an operator
 SET_VALUE = Dialect(

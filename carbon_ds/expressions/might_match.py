@@ -22,6 +22,7 @@ from carbon_ds.expressions.tree import (
     IsNull,
     NotIn,
     NotNull,
+    Predicate,
     StartsWith,
     push_not,
     visit,
@@ -129,7 +130,7 @@ class _MightMatch(ExprVisitor[bool]):
         return left or right
 
     def visit_not(self, child: bool) -> bool:
-        return True  # NOT LIKE: we cannot reason about it
+        return True  # NOT LIKE or NOT of a computed predicate: we cannot reason about it
 
     def visit_compare(self, node: Compare) -> bool:
         return self._leaf(node.column, lambda s: not _usable(node.value) or _compare(s, node.op, node.value))
@@ -154,6 +155,9 @@ class _MightMatch(ExprVisitor[bool]):
 
     def visit_starts_with(self, node: StartsWith) -> bool:
         return self._leaf(node.column, lambda s: _starts_with(s, node.prefix))
+
+    def visit_predicate(self, node: Predicate) -> bool:
+        return True  # computed values: min/max say nothing about them
 
 
 _NOT_FREE: dict[int, tuple[Expr, Expr]] = {}  # id(e) -> (e, push_not(e)); holding e keeps its id its own

@@ -9,7 +9,9 @@ schema's Arrow C Data Interface export.
 Translated: ``pc.field(...)`` compared (``== != < <= > >=``) with a literal, ``isin``, ``is_null``,
 ``is_valid``, ``&``, ``|``, ``~``. pyarrow's ``is_in`` and ``is_null`` never return null, so they become
 two-valued predicates here too (``~pc.field("a").isin([1])`` keeps the rows where ``a`` is null, as pyarrow
-does). Anything else raises :class:`~carbon_ds.errors.CarbonFilterError` naming the part.
+does). Any other expression of top-level fields (arithmetic, string functions, ...) is kept whole as a
+:class:`~carbon_ds.expressions.tree.Predicate` that pyarrow itself evaluates on the rows read (no pruning by
+it); a nested field reference raises :class:`~carbon_ds.errors.CarbonFilterError`.
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ import pyarrow.compute as pc
 import pyarrow.ipc as ipc
 
 from carbon_ds.errors import CarbonFilterError
-from carbon_ds.expressions.tree import AlwaysFalse, Compare, Expr, In, IsNull, Not, NotNull, and_, or_
+from carbon_ds.expressions.scalar_eval import ArrowExpr
+from carbon_ds.expressions.tree import AlwaysFalse, Compare, Expr, In, IsNull, Not, NotNull, Predicate, and_, or_
 
 _COMPARE = {"equal": "=", "not_equal": "!=", "less": "<", "less_equal": "<=", "greater": ">",
             "greater_equal": ">="}
@@ -121,7 +124,21 @@ def _parse(expr: pc.Expression) -> _Node:
 
 def from_pyarrow(expr: pc.Expression) -> Expr:
     """Our predicate for a pyarrow filter expression (see the module docstring for what translates)."""
-    return _translate(_parse(expr), expr)
+    tree = _parse(expr)
+    try:
+        return _translate(tree, expr)
+    except CarbonFilterError:
+        return Predicate(ArrowExpr(expr, frozenset(_fields(tree))))
+
+
+def _fields(n: _Node) -> set[str]:
+    out, todo = set(), [n]
+    while todo:
+        node = todo.pop()
+        if node.kind == "field":
+            out.add(node.value)
+        todo.extend(node.args)
+    return out
 
 
 def _field(n: _Node, whole: pc.Expression) -> str:

@@ -109,6 +109,15 @@ class StartsWith(Expr):
 
 
 @dataclass(frozen=True)
+class Predicate(Expr):
+    """A condition on computed values (``id % 2 = 1``, ``lower(s) = 'x'``): ``value`` is a boolean value
+    expression (:mod:`carbon_ds.expressions.scalar`). Pruning cannot reason about it (every unit might
+    match); the rows read are filtered by it exactly."""
+
+    value: Any
+
+
+@dataclass(frozen=True)
 class And(Expr):
     left: Expr
     right: Expr
@@ -178,6 +187,9 @@ class ExprVisitor(ABC, Generic[T]):
     @abstractmethod
     def visit_starts_with(self, node: StartsWith) -> T: ...
 
+    @abstractmethod
+    def visit_predicate(self, node: Predicate) -> T: ...
+
 
 # node type -> (what the visitor method takes, its name). Branches take their children's results.
 _CONSTANT, _LEAF, _UNARY, _BINARY = 0, -1, 1, 2
@@ -190,6 +202,7 @@ _RULES: dict[type, tuple[int, str]] = {
     IsNull: (_LEAF, "visit_is_null"),
     NotNull: (_LEAF, "visit_not_null"),
     StartsWith: (_LEAF, "visit_starts_with"),
+    Predicate: (_LEAF, "visit_predicate"),
     And: (_BINARY, "visit_and"),
     Or: (_BINARY, "visit_or"),
     Not: (_UNARY, "visit_not"),
@@ -403,6 +416,9 @@ class _Columns(ExprVisitor[set[str]]):
     def visit_starts_with(self, node: StartsWith) -> set[str]:
         return {node.column}
 
+    def visit_predicate(self, node: Predicate) -> set[str]:
+        return node.value.columns()
+
 
 class _SqlText(ExprVisitor[str]):
     """The text of ``str(expr)``: SQL-like, every And/Or in parentheses, literals as Python reprs."""
@@ -439,6 +455,9 @@ class _SqlText(ExprVisitor[str]):
 
     def visit_starts_with(self, node: StartsWith) -> str:
         return f"{node.column} LIKE {node.prefix + '%'!r}"
+
+    def visit_predicate(self, node: Predicate) -> str:
+        return str(node.value)
 
 
 _Pair = tuple[Expr, Expr]
@@ -484,12 +503,15 @@ class _PushNot(ExprVisitor[_Pair]):
     def visit_starts_with(self, node: StartsWith) -> _Pair:
         return node, Not(node)  # NOT LIKE: kept, treated as "might match" by pruning
 
+    def visit_predicate(self, node: Predicate) -> _Pair:
+        return node, Not(node)
+
 
 def push_not(e: Expr) -> Expr:
     """Rewrite without Not nodes (De Morgan), so the min/max visitor never has to negate a 'might match'.
 
     SQL three-valued logic: NOT (x < 5) keeps rows where x >= 5 and drops nulls, which is exactly x >= 5.
-    The one Not left is NOT LIKE, which has no Not-free form.
+    The Nots left are over LIKE and computed predicates, which have no Not-free form.
 
     Raises:
         UnsupportedExpressionError: ``e`` holds a node type outside the predicate model.

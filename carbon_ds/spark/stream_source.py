@@ -5,7 +5,8 @@ segment ids (carbon_ds.table.ops.stream_offsets says what they hold and how dele
 compacted segments are treated). The rows of a batch are read by the batch reader (``CarbonReader``) over
 exactly that batch's segments, pinned to the tablestatus version its plan saw.
 
-Options: ``starting_segment`` (latest | earliest | a segment id), ``max_files_per_trigger`` or
+Options: ``starting_segment`` (snapshot, the default: the table's rows first, then what is appended, as
+Delta's and Iceberg's sources start | latest | earliest | a segment id), ``max_files_per_trigger`` or
 ``max_rows_per_trigger`` (admission control, PySpark 4.2+; a batch holds at least one segment), and
 ``ignore_changes``. ``Trigger.AvailableNow`` (PySpark 4.3+) reads what was committed when the query started.
 """
@@ -27,7 +28,15 @@ from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import positive_int, true_or_false
 from carbon_ds.table.meta.tablestatus import LoadDetail
-from carbon_ds.table.ops.stream_offsets import Limit, Offset, initial_offset, load_id, next_offset, segments_between
+from carbon_ds.table.ops.stream_offsets import (
+    Limit,
+    Offset,
+    initial_offset,
+    load_id,
+    next_offset,
+    segments_between,
+    snapshot_between,
+)
 from carbon_ds.table.read.scan import count as count_rows
 
 try:  # PySpark 4.2+ (admission control), 4.3+ (Trigger.AvailableNow)
@@ -140,11 +149,12 @@ class CarbonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
 
     @short_errors
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        ids = segments_between(Offset.from_json(start), Offset.from_json(end))
-        if not ids:
+        begin, finish = Offset.from_json(start), Offset.from_json(end)
+        names = snapshot_between(begin, finish) + [str(i) for i in segments_between(begin, finish)]
+        if not names:
             return []
         readable = {e.name for e in self._entries() if e.readable}
-        chosen = [str(i) for i in ids if str(i) in readable]  # one deleted since its offset: nothing to read
+        chosen = [n for n in names if n in readable]  # one deleted since its offset: nothing to read
         if not chosen:
             return []
         reader = CarbonReader(self.path, self.schema, {SEGMENTS_OPTION: ",".join(chosen)})

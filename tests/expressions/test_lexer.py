@@ -12,7 +12,7 @@ def kinds(text, dialect):
 
 def test_filter_dialect_is_spark_sql_spelling():
     assert kinds("a.b >= -1.5e3 AND `x``y` <=> 'it''s' -- trailing", FILTER) == [
-        ("word", "a.b"), ("op", ">="), ("number", "-1.5e3"), ("word", "AND"), ("ident", "x`y"),
+        ("word", "a.b"), ("op", ">="), ("op", "-"), ("number", "1.5e3"), ("word", "AND"), ("ident", "x`y"),
         ("op", "<=>"), ("string", "it's")]
     assert kinds('"col" IN (1L, 2D)', FILTER) == [
         ("ident", "col"), ("word", "IN"), ("punct", "("), ("number", "1L"), ("punct", ","), ("number", "2D"),

@@ -163,6 +163,9 @@ class _Trace(ExprVisitor[str]):
     def visit_starts_with(self, node: StartsWith) -> str:
         return self._note(f"{node.column} like {node.prefix}")
 
+    def visit_predicate(self, node) -> str:
+        return self._note(str(node.value))
+
 
 def test_visit_is_post_order_left_to_right():
     t = _Trace()

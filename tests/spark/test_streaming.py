@@ -167,7 +167,7 @@ def append(path: str, start: int, n: int) -> list[int]:
 def test_stream_read_delivers_each_committed_row_once(spark, tmp_path):
     path = str(tmp_path / "t")
     append(path, 0, 5)  # before the stream starts: not delivered (starting_segment latest)
-    df = spark.readStream.format("carbondata").load(path)
+    df = spark.readStream.format("carbondata").option("starting_segment", "latest").load(path)
     q = (df.writeStream.format("memory").queryName("carbon_stream_read")
          .option("checkpointLocation", str(tmp_path / "ck")).trigger(processingTime="0 seconds").start())
     try:
@@ -229,7 +229,7 @@ def test_changes_to_streamed_rows_are_reported_unless_ignored(spark, tmp_path):
 
 
 @pytest.mark.parametrize(("options", "words"), [
-    ({"starting_segment": "soon"}, "option starting_segment must be 'latest', 'earliest' or a segment id"),
+    ({"starting_segment": "soon"}, "option starting_segment must be 'snapshot' .*, 'latest', 'earliest' or a segment id"),
     ({"max_files_per_trigger": "0"}, "option 'max_files_per_trigger' must be a positive integer"),
     ({"max_files_per_trigger": "2", "max_rows_per_trigger": "9"}, "give one of them"),
     ({"ignore_changes": "maybe"}, "option 'ignore_changes' must be true or false"),
@@ -303,6 +303,67 @@ def test_source_offsets_and_reads_in_process(tmp_path):
     assert rows_between(initial, o1) == first
     assert rows_between(o1, o2) == later
     assert reader.partitions(o2, o2) == []
+
+
+def _compacted_table_with_deletes(path: str) -> list[int]:
+    """Three loads compacted into 0.1, a fourth load, odd ids deleted: the rows a reader sees now."""
+    for k in range(3):
+        append(path, 10 * k, 5)
+    table = CarbonTable.open(path)
+    table.compact("major")
+    append(path, 30, 5)
+    assert table.delete("id % 2 = 1") == 8
+    names = {e.name: e.status for e in TableHandle.open(path).load_details()}
+    assert names.get("0.1") == ts.SUCCESS and names["0"] == ts.COMPACTED, names
+    return sorted(carbon_ds.read_table(path).column("id").to_pylist())
+
+
+def test_default_start_is_the_table_then_what_is_appended(tmp_path):
+    """starting_segment's default (snapshot): the first batch is the table as it is (the compacted segment's
+    rows once, deleted rows not), later batches the appended segments; a reader restarted from the last
+    offset (what a checkpoint holds) delivers nothing again."""
+    path = str(tmp_path / "t")
+    existing = _compacted_table_with_deletes(path)
+    assert existing == [0, 2, 4, 10, 12, 14, 20, 22, 24, 30, 32, 34]
+    source = CarbonDataSource({"path": path})
+    reader = source.streamReader(source.schema())
+    initial = reader.initialOffset()
+    o1 = reader.latestOffset(initial, None)
+
+    def rows_between(r, start, end):
+        return sorted(v for p in r.partitions(start, end) for b in r.read(p) for v in b.column(0).to_pylist())
+
+    assert rows_between(reader, initial, o1) == existing
+    later = append(path, 100, 3)
+    o2 = reader.latestOffset(o1, None)
+    assert rows_between(reader, o1, o2) == later
+    restarted = source.streamReader(source.schema())
+    assert restarted.latestOffset(o2, None) == o2 and restarted.partitions(o2, o2) == []
+    more = append(path, 200, 2)
+    o3 = restarted.latestOffset(o2, None)
+    assert rows_between(restarted, o2, o3) == more
+    # the old start stays one option away
+    latest = CarbonDataSource({"path": path, "starting_segment": "latest"})
+    old = latest.streamReader(latest.schema())
+    start = old.initialOffset()
+    assert old.latestOffset(start, None) == start and old.partitions(start, start) == []
+
+
+def test_snapshot_stream_with_restart_holds_every_row_once(spark, tmp_path):
+    path, copy, ck = str(tmp_path / "t"), str(tmp_path / "copy"), str(tmp_path / "ck")
+    existing = _compacted_table_with_deletes(path)
+
+    def run():
+        q = (spark.readStream.format("carbondata").load(path).writeStream.format("carbondata")
+             .option("checkpointLocation", ck).trigger(availableNow=True).start(copy))
+        assert q.awaitTermination(WAIT) and q.exception() is None
+
+    run()
+    assert sorted(carbon_ds.read_table(copy).column("id").to_pylist()) == existing
+    later = append(path, 100, 4)
+    run()  # restarted from the checkpoint: the appended rows only
+    run()  # and again: nothing
+    assert sorted(carbon_ds.read_table(copy).column("id").to_pylist()) == sorted(existing + later)
 
 
 def test_path_less_stream_names_the_way_that_works(spark):

@@ -21,7 +21,17 @@ def pos(offset: Offset) -> tuple[int, tuple[int, ...]]:
 
 def test_initial_offsets():
     entries = [entry("0"), entry("1", ts.IN_PROGRESS), entry("2")]
-    assert pos(initial_offset(entries, None)) == (3, (1,))  # latest: segment 1 may still commit
+    assert pos(initial_offset(entries, "latest")) == (3, (1,))  # segment 1 may still commit
+    assert initial_offset(entries, "latest").snapshot == ()
+    # the default (snapshot): the same position, and the readable segments to deliver first; a compaction's
+    # result is one of them, its sources are not
+    compacted = [entry("0", ts.COMPACTED, merged_load_name="0.1"), entry("1", ts.IN_PROGRESS), entry("2"),
+                 entry("0.1")]
+    start = initial_offset(compacted, None)
+    assert pos(start) == (3, (1,)) and start.snapshot == ("2", "0.1")
+    assert Offset.from_json(start.to_json()) == start
+    end, _ = next_offset(compacted, start)
+    assert pos(end) == (3, (1,)) and end.snapshot == () and segments_between(start, end) == []
     assert pos(initial_offset(entries, "earliest")) == (0, ())
     assert pos(initial_offset(entries, "2")) == (2, ())
     assert pos(initial_offset([], "latest")) == (0, ())

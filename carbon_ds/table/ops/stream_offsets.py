@@ -6,10 +6,12 @@ ones (reserved but not committed when the offset was taken; a later batch delive
 or forgets them when they fail). Segment ids are reserved in order but may commit out of order, so a single
 "last segment" would skip a slow load. ``updated`` is the newest delete delta end time among passed
 segments: a later one means rows already delivered were deleted or updated. ``at`` is when the offset was
-taken: a passed segment deleted after it had been readable then, so its rows went out.
+taken: a passed segment deleted after it had been readable then, so its rows went out. ``snapshot`` names
+the segments (compacted ones such as ``0.1`` too) that hold the table's rows when a stream starts from a
+snapshot (the default): the first batch delivers them, every later offset has none left.
 
-Segments made by compaction (``0.1``) hold rows already counted under their sources and are never
-delivered. What happens to delivered rows later is checked on every offset (``changes``):
+Segments made by compaction (``0.1``) hold rows already counted under their sources and are delivered
+only as part of a start snapshot. What happens to delivered rows later is checked on every offset (``changes``):
 
 - a delivered segment deleted (DELETE SEGMENT) or replaced (INSERT OVERWRITE): "Marked for Delete";
 - rows of a delivered segment deleted or updated (its delete delta is newer than ``updated``).
@@ -38,15 +40,19 @@ class Offset:
     pending: tuple[int, ...] = ()
     updated: int = 0
     at: int = 0
+    snapshot: tuple[str, ...] = ()
 
     def to_json(self) -> dict:
-        return {"next": self.next, "pending": list(self.pending), "updated": self.updated, "at": self.at}
+        out = {"next": self.next, "pending": list(self.pending), "updated": self.updated, "at": self.at}
+        if self.snapshot:
+            out["snapshot"] = list(self.snapshot)
+        return out
 
     @classmethod
     def from_json(cls, data: dict) -> Offset:
         try:
             return cls(int(data["next"]), tuple(int(p) for p in data.get("pending", [])), int(data.get("updated", 0)),
-                       int(data.get("at", 0)))
+                       int(data.get("at", 0)), tuple(str(n) for n in data.get("snapshot", [])))
         except (KeyError, TypeError, ValueError) as e:
             raise CarbonTableError(f"carbondata stream offset {data!r} is not one this source wrote: {e}") from None
 
@@ -69,21 +75,27 @@ def load_id(entry: LoadDetail) -> int | None:
     return int(entry.name) if entry.name.isdigit() else None
 
 
+STARTS = ("snapshot", "latest", "earliest")
+
+
 def initial_offset(entries: list[LoadDetail], starting: str | None, now: int | None = None) -> Offset:
-    """Where a new stream starts: ``latest`` (default: segments committed from now on), ``earliest`` (every
-    segment), or a segment id (that segment and later ones). Deltas already there are not changes."""
-    value = (starting or "latest").strip().lower()
+    """Where a new stream starts: ``snapshot`` (default: the table's rows as they are now, compacted segments
+    included and deleted rows left out, then segments committed later), ``latest`` (segments committed from
+    now on), ``earliest`` (every load segment; one already compacted is reported), or a segment id (that
+    segment and later ones). Deltas already there are not changes."""
+    value = (starting or "snapshot").strip().lower()
     ids = [i for e in entries if (i := load_id(e)) is not None]
     at = ts.now_ms() if now is None else now
     if value == "earliest":
         return Offset(0, at=at)
-    if value == "latest":
+    if value in ("latest", "snapshot"):
         pending = tuple(sorted(load_id(e) for e in entries if load_id(e) is not None and e.status in OPEN))
-        return Offset(max(ids) + 1 if ids else 0, pending, _updated(entries, lambda _i: True), at)
+        snapshot = tuple(e.name for e in entries if e.readable and e.status not in OPEN) if value == "snapshot" else ()
+        return Offset(max(ids) + 1 if ids else 0, pending, _updated(entries, lambda _i: True), at, snapshot)
     if value.isdigit():
         return Offset(int(value), (), _updated(entries, lambda _i: True), at)
-    raise CarbonOptionError(f"option starting_segment must be 'latest', 'earliest' or a segment id (a whole "
-                            f"number), found {starting!r}")
+    raise CarbonOptionError(f"option starting_segment must be 'snapshot' (the default), 'latest', 'earliest' or "
+                            f"a segment id (a whole number), found {starting!r}")
 
 
 def _updated(entries: list[LoadDetail], delivered: Callable[[int], bool]) -> int:
@@ -111,6 +123,18 @@ def next_offset(entries: list[LoadDetail], start: Offset, limit: Limit | None = 
     """(the end offset of the next batch, notes on segments skipped). Raises CarbonTableError for a change
     to delivered rows or an undelivered segment that can no longer be read alone, unless ``ignore_changes``."""
     problems = changes(entries, start)
+    if start.snapshot:
+        # the first batch is the start snapshot alone; later batches go on from ``next`` as usual
+        by_name = {e.name: e for e in entries}
+        for name in start.snapshot:
+            e = by_name.get(name)
+            if e is not None and e.status == ts.COMPACTED:
+                problems.append(f"segment {name} was compacted into {e.merged_load_name or 'another segment'} "
+                                "before this stream read it")
+        if problems and not ignore_changes:
+            raise CarbonTableError("carbondata stream: " + "; ".join(problems) + ". Restart the stream (a new "
+                                   "checkpoint) or set option ignore_changes=true to go on")
+        return Offset(start.next, start.pending, start.updated, ts.now_ms() if now is None else now), problems
     by_id = {i: e for e in entries if (i := load_id(e)) is not None}
     candidates = sorted(set(start.pending) | {i for i in by_id if i >= start.next})
     admitted: list[int] = []
@@ -147,6 +171,11 @@ def next_offset(entries: list[LoadDetail], start: Offset, limit: Limit | None = 
     if not problems and (end.next, end.pending, end.updated) == (start.next, start.pending, start.updated):
         return start, problems  # nothing new: Spark compares offsets to know (and AvailableNow ends on it)
     return end, problems
+
+
+def snapshot_between(start: Offset, end: Offset) -> list[str]:
+    """The start snapshot's segment names when the batch from ``start`` to ``end`` is the one delivering it."""
+    return [n for n in start.snapshot if n not in end.snapshot]
 
 
 def segments_between(start: Offset, end: Offset) -> list[int]:

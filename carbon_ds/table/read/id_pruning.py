@@ -16,6 +16,7 @@ from carbon_ds.expressions import (
     IsNull,
     NotIn,
     NotNull,
+    Predicate,
     StartsWith,
     push_not,
     visit,
@@ -157,6 +158,9 @@ class _Selector(ExprVisitor[Indexes]):
 
     def visit_starts_with(self, node: StartsWith) -> Indexes:
         return self.all
+
+    def visit_predicate(self, node: Predicate) -> Indexes:
+        return self.all  # computed values: partition bounds say nothing about them
 
 
 def _as_array(v, layout: Layout) -> pa.Array:
