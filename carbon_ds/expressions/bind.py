@@ -106,16 +106,19 @@ def _coerce(value: Any, t: pa.DataType, column: str) -> Any:
 class _Bind(ExprVisitor[Expr]):
     """Each leaf with its column resolved to the schema's spelling and its literals coerced."""
 
-    def __init__(self, schema: pa.Schema):
+    def __init__(self, schema: pa.Schema, where: str | None = None):
         self.schema = schema
+        self.where = where
         self.lookup = {f.name.lower(): f for f in schema}
+
+    def not_in_table(self, name: str) -> str:
+        table = f"the schema of table {self.where}" if self.where else "the table"
+        return f"filter names column {name!r}, which is not in {table} ({', '.join(self.schema.names)})"
 
     def field(self, name: str) -> pa.Field:
         f = self.lookup.get(name.lower())
         if f is None:
-            raise CarbonOptionError(
-                f"filter names column {name!r}, which is not in the table ({', '.join(self.schema.names)})"
-            )
+            raise CarbonOptionError(self.not_in_table(name))
         return f
 
     def visit_true(self) -> Expr:
@@ -161,9 +164,7 @@ class _Bind(ExprVisitor[Expr]):
         if isinstance(node.value, ArrowExpr):
             for name in sorted(node.value.columns()):
                 if name not in self.schema.names:
-                    raise CarbonFilterError(
-                        f"filter names column {name!r}, which is not in the table ({', '.join(self.schema.names)})"
-                        + scalar.did_you_mean(name, self.schema.names))
+                    raise CarbonFilterError(self.not_in_table(name) + scalar.did_you_mean(name, self.schema.names))
             return node
         value, t = scalar.check(node.value, self.schema)
         if not (pa.types.is_boolean(t) or pa.types.is_null(t)):
@@ -172,15 +173,16 @@ class _Bind(ExprVisitor[Expr]):
         return Predicate(value)
 
 
-def bind(e: Expr, schema: pa.Schema) -> BoundExpr:
-    """Resolve names case-insensitively to the schema's spelling and coerce literals; errors name the column.
+def bind(e: Expr, schema: pa.Schema, where: str | None = None) -> BoundExpr:
+    """Resolve names case-insensitively to the schema's spelling and coerce literals; errors name the column
+    (and ``where``: the table whose schema ``schema`` is).
 
     Raises:
         CarbonOptionError: a column is not in ``schema``, a literal does not fit its column, or LIKE is used
             on a column that is not a string.
         UnsupportedExpressionError: ``e`` holds a node type outside the predicate model.
     """
-    return BoundExpr(visit(bounded(e), _Bind(schema)))
+    return BoundExpr(visit(bounded(e), _Bind(schema, where)))
 
 
 def _scalar(value: Any, t: pa.DataType) -> pa.Scalar | Any:

@@ -200,7 +200,7 @@ class CarbonReader(DataSourceReader):
 
     def _option_expr(self):
         try:
-            return pruning.as_expr(self.filter, self.source_schema)
+            return pruning.as_expr(self.filter, self.source_schema, self.path)
         except CarbonOptionError as e:
             raise CarbonOptionError(f"option filter={self.filter!r}: {e}") from None
 

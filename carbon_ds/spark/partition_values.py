@@ -34,7 +34,7 @@ def known_values(spark: Any, source: Snapshot, names: list[str] | None, filter: 
     on = parse_bool(spark.conf.get(CONF_PARTITION_VALUES, "true"), f"spark conf {CONF_PARTITION_VALUES}", True)
     if not on or len(schema.fields) != 1:
         return None
-    expr = pruning.as_expr(filter, source.schema) if filter else AlwaysTrue()
+    expr = pruning.as_expr(filter, source.schema, source.uri) if filter else AlwaysTrue()
     rows = partition_value_rows(source, names, expr)
     if rows is None or any(_literal(v) is None for v, _n in rows):
         return None

@@ -121,7 +121,7 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
     if filter is not None and not isinstance(filter, str):
         raise CarbonOptionError(f"read(): filter must be SQL text for Spark, found {type(filter).__name__}")
     if filter:
-        as_expr(filter, source.schema)  # fail here, on the driver, with the parser's message
+        as_expr(filter, source.schema, source.uri)  # fail here, on the driver, with the parser's message
     register(spark)
     storage = {STORAGE_PREFIX + k: str(v) for k, v in (storage_options or {}).items()}
     schema = pa.schema([source.schema.field(n) for n in names]) if names is not None else source.schema

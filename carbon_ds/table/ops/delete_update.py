@@ -239,7 +239,7 @@ def _apply(table: TableHandle, staged: Staged, entries: list, operation: str) ->
 def _expr(table: TableHandle, where: Any):
     if isinstance(where, str) and not where.strip():
         raise CarbonTableError("an empty WHERE would touch every row; pass where=None to mean every row")
-    return pruning.as_expr(where, table.schema)
+    return pruning.as_expr(where, table.schema, table.uri)
 
 
 def delete(table: TableHandle, where=None, threshold: int = DEFAULT_DELTA_THRESHOLD,

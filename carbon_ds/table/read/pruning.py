@@ -38,16 +38,17 @@ from carbon_ds.table.meta.signed_cache import SignedCache, sign
 
 
 # ------------------------------------------------------------------------------------------ the filter
-def as_expr(filter, schema: pa.Schema) -> Expr:
-    """A bound predicate from a SQL string, an expression tree, or (column, op, value) tuples (ANDed)."""
+def as_expr(filter, schema: pa.Schema, where: str | None = None) -> Expr:
+    """A bound predicate from a SQL string, an expression tree, or (column, op, value) tuples (ANDed);
+    ``where``: the table whose schema ``schema`` is, for errors."""
 
     if filter is None:
         return AlwaysTrue()
     if isinstance(filter, str):
         if not filter.strip():
             return AlwaysTrue()
-        return bind(parse(filter), schema)
-    return bind(to_expr(filter), schema)
+        return bind(parse(filter), schema, where)
+    return bind(to_expr(filter), schema, where)
 
 
 # ------------------------------------------------------------------------------------------ counters

@@ -225,7 +225,7 @@ def read(path, columns: list[str] | None = None, filter=None, segments=None,
     """Projected rows where ``filter`` is TRUE, pruned at every level and then filtered exactly."""
     source = open_source(path, segments)
     names = resolve_columns(source.schema, columns, source.uri)
-    expr = pruning.as_expr(filter, source.schema)
+    expr = pruning.as_expr(filter, source.schema, source.uri)
     p = plan(source, expr)
     if counts is not None:
         counts.add(p.counts)
@@ -243,7 +243,7 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
     counts answer alone; otherwise only the filter columns of the surviving pages are read. ``planned``:
     the plan of ``path`` (a ``Snapshot``) for ``filter``, made earlier."""
     source = open_source(path, segments)
-    expr = pruning.as_expr(filter, source.schema)
+    expr = pruning.as_expr(filter, source.schema, source.uri)
     deletes = _deletes(source)
     recorded = {f.path: f.rows for f in source.data_files if f.rows is not None and f.external is not None
                 and (deletes is None or deletes.status_of(f.path, f.segment_id) is None)}
@@ -304,7 +304,7 @@ class ExplainReport(dict):
 def explain(path, filter=None, segments=None) -> ExplainReport:
     """What a filtered read would touch: units read vs skipped at each level (no data page is decoded)."""
     source = open_source(path, segments)
-    expr = pruning.as_expr(filter, source.schema)
+    expr = pruning.as_expr(filter, source.schema, source.uri)
     p = plan(source, expr)
     TaskReader(source.storage, source.columns, _table_path(source), _deletes(source)).page_counts(p.pieces, expr,
                                                                                                  p.counts)
@@ -341,7 +341,7 @@ def scan_estimate(path, filter=None, segments=None) -> tuple[int, int | None]:
     """(stored bytes as scan_bytes counts them, rows of the surviving blocklets or None when an index
     does not say) of a filtered read. No data page is read."""
     source = open_source(path, segments)
-    expr = pruning.as_expr(filter, source.schema)
+    expr = pruning.as_expr(filter, source.schema, source.uri)
     kept = plan(source, expr).pieces
     if not kept:
         return 0, 0

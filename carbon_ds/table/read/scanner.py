@@ -55,8 +55,8 @@ class Scan:
             raise CarbonOptionError(f"batch_size must be a whole number >= 1, found {batch_size!r}")
         self._path = path
         self.source = scan.open_source(path, segments)
-        self.expr = pruning.as_expr(filter, self.source.schema)
-        extra = pruning.as_expr(prune, self.source.schema)
+        self.expr = pruning.as_expr(filter, self.source.schema, self.source.uri)
+        extra = pruning.as_expr(prune, self.source.schema, self.source.uri)
         # a prune-only filter narrows what is planned and read, never the rows: count() and the row filter
         # then go by the filter alone
         self._prune_only = not isinstance(extra, AlwaysTrue)
