@@ -76,11 +76,12 @@ class CarbonOptionError(CarbonError, ValueError):
 
 
 class CarbonFilterError(CarbonOptionError):
-    """A filter that cannot be translated into carbon-ds predicates (names the part that cannot).
+    """A filter that cannot be parsed or evaluated (names the part at fault: an unknown function, a value
+    of the wrong type, a division by zero).
 
     Example:
         >>> try:
-        ...     carbon_ds.scan(path, filter=pc.field("speed").cast(pa.string()) == "1").to_arrow()
+        ...     carbon_ds.scan(path, filter="lowr(vin) = 'x'").to_arrow()
         ... except carbon_ds.CarbonFilterError as e:
         ...     print(type(e).__name__)
         CarbonFilterError
