@@ -132,3 +132,10 @@ class CarbonConcurrentError(CarbonTableError):
 class CarbonStatusVersionWarning(UserWarning):
     """A commit wrote a new version of a table's versioned segment list (``Metadata/tablestatus_<version>``,
     CarbonData 2.3.1+): the message holds the ALTER TABLE statement that points CarbonData's metastore at it."""
+
+
+def see(page: str, anchor: str | None = None) -> str:
+    """How the message of an error for a common mistake ends: the documentation page to read (a file of
+    docs/, and a heading's anchor on it). tests/package/test_error_docs.py checks that each page and anchor
+    named this way exists."""
+    return f" (see docs/{page}{'#' + anchor if anchor else ''})"

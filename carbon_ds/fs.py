@@ -36,6 +36,7 @@ from carbon_ds.errors import (
     CarbonMissingFileError,
     CarbonOptionError,
     CarbonTableError,
+    see,
 )
 
 
@@ -542,7 +543,7 @@ def _known(kwargs: dict[str, Any], valid: tuple[str, ...], uri: str) -> None:
     unknown = sorted(set(kwargs) - set(valid))
     if unknown:
         raise CarbonOptionError(f"unknown storage option(s) {', '.join(unknown)} for {uri}; valid: "
-                                f"{', '.join(sorted(valid))} (and the aliases {', '.join(sorted(_S3_ALIASES))})")
+                                f"{', '.join(sorted(valid))} (and the aliases {', '.join(sorted(_S3_ALIASES))})" + see("object-stores.md"))
 
 
 def _remember(uri: str, storage: Storage) -> None:

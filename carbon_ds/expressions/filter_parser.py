@@ -30,7 +30,7 @@ import re
 from decimal import Decimal
 from typing import Any
 
-from carbon_ds.errors import CarbonFilterError, CarbonOptionError
+from carbon_ds.errors import CarbonFilterError, CarbonOptionError, see
 from carbon_ds.expressions.lexer import FILTER, LexError, tokens
 from carbon_ds.expressions.scalar import CAST_TYPES, Call, Case, Cast, Col, Lit, Scalar, check_function, sql_type
 from carbon_ds.expressions.tree import (
@@ -72,7 +72,7 @@ def _tokens(text: str) -> list[tuple[str, str, int]]:
     try:
         toks = tokens(text, FILTER)
     except LexError as e:
-        raise CarbonOptionError(f"cannot parse filter {_shown(text)}: {e}") from None
+        raise CarbonOptionError(f"cannot parse filter {_shown(text)}: {e}" + see("pruning.md", "filter-syntax")) from None
     out = []
     for t in toks:
         kind, value = _KINDS[t.kind], t.text
@@ -114,7 +114,8 @@ class _Parser:
 
     def error(self, msg: str) -> CarbonOptionError:
         where = self.toks[self.i][2] if self.i < len(self.toks) else len(self.text)
-        return CarbonOptionError(f"cannot parse filter {_shown(self.text)}: {msg} at position {where}")
+        return CarbonOptionError(f"cannot parse filter {_shown(self.text)}: {msg} at position {where}"
+                                 + see("pruning.md", "filter-syntax"))
 
     def peek(self, k: int = 0) -> tuple[str, str, int] | None:
         j = self.i + k
@@ -282,7 +283,8 @@ class _Parser:
         try:
             low = check_function(name, len(args))
         except CarbonFilterError as e:
-            raise CarbonFilterError(f"cannot parse filter {_shown(self.text)}: {e} at position {pos}") from None
+            raise CarbonFilterError(f"cannot parse filter {_shown(self.text)}: {e} at position {pos}"
+                                       + see("pruning.md", "filter-syntax")) from None
         return Call(low, tuple(args))
 
     def case(self) -> Scalar:

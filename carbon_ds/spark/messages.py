@@ -73,7 +73,7 @@ def missing_in_workers(exc: BaseException) -> CarbonError | None:
     return errors.CarbonDependencyError(
         f"Spark's Python workers cannot import carbon-ds (No module named {found.group(1)!r}); expected them to "
         "run the Python carbon-ds is installed in: set PYSPARK_PYTHON to it (on every worker) before creating "
-        "the SparkSession")
+        "the SparkSession" + errors.see("cluster.md"))
 
 
 @contextmanager

@@ -17,7 +17,7 @@ import sys
 from functools import lru_cache
 from typing import Any
 
-from carbon_ds.errors import CarbonDependencyError
+from carbon_ds.errors import CarbonDependencyError, see
 
 # what a task imports first: the data source module and, through it, pyarrow and carbon_ds
 PROBE = "import carbon_ds.spark.datasource"
@@ -47,7 +47,7 @@ def check_workers(spark: Any) -> None:
         raise CarbonDependencyError(
             f"Spark's Python workers run {exe!r}, which cannot import carbon-ds ({problem}); expected the "
             f"Python carbon-ds is installed in: set PYSPARK_PYTHON={sys.executable} before creating the "
-            "SparkSession, or activate that virtualenv")
+            "SparkSession, or activate that virtualenv" + see("cluster.md"))
 
 
 @lru_cache(maxsize=8)

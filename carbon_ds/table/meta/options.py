@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from carbon_ds.errors import CarbonOptionError
+from carbon_ds.errors import CarbonOptionError, see
 from carbon_ds.names import (
     COMPRESSOR_OPTION,
     EXPANDED_OPTION,
@@ -68,7 +68,8 @@ def normalize(options: Mapping[str, Any] | None, valid: tuple[str, ...] = VALID,
             continue
         if k not in valid:
             extra = " (a read option)" if k in READ_OPTIONS else ""
-            raise CarbonOptionError(f"unknown {what} {key!r}{extra}; valid {what}s: {', '.join(sorted(valid))}")
+            raise CarbonOptionError(f"unknown {what} {key!r}{extra}; valid {what}s: {', '.join(sorted(valid))}"
+                                    + see("options.md", "read-and-write-options"))
         out[k] = _text(value)
     return out
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
 
-from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
+from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError, see
 from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.carbon_file import CarbonDataFile
@@ -103,7 +103,7 @@ def no_data_error(path: str | os.PathLike) -> CarbonTableError:
         hint = (f"; to read {fmt} data use pyarrow, or add the folder to a CarbonData table without converting "
                 f"it: CarbonTable.add_segment({text!r}, format={fmt!r})")
     return CarbonTableError(f"{text} is not a CarbonData table (no Metadata/schema) and holds no .carbondata "
-                            f"files (found {found}){hint}")
+                            f"files (found {found}){hint}" + see("tables.md"))
 
 
 def arrow_schema_of(path: str | os.PathLike) -> pa.Schema:
