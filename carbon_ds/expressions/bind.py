@@ -14,7 +14,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFilterError, CarbonOptionError
-from carbon_ds.expressions import scalar
+from carbon_ds.expressions.scalar import check as check_scalar
+from carbon_ds.expressions.scalar import did_you_mean, sql_type_name
 from carbon_ds.expressions.scalar_eval import ArrowExpr, evaluate
 from carbon_ds.expressions.tree import (
     AlwaysFalse,
@@ -164,11 +165,11 @@ class _Bind(ExprVisitor[Expr]):
         if isinstance(node.value, ArrowExpr):
             for name in sorted(node.value.columns()):
                 if name not in self.schema.names:
-                    raise CarbonFilterError(self.not_in_table(name) + scalar.did_you_mean(name, self.schema.names))
+                    raise CarbonFilterError(self.not_in_table(name) + did_you_mean(name, self.schema.names))
             return node
-        value, t = scalar.check(node.value, self.schema)
+        value, t = check_scalar(node.value, self.schema)
         if not (pa.types.is_boolean(t) or pa.types.is_null(t)):
-            raise CarbonFilterError(f"filter {node.value} is a {scalar.sql_type_name(t)} value, not a condition; "
+            raise CarbonFilterError(f"filter {node.value} is a {sql_type_name(t)} value, not a condition; "
                                     "compare it with something (= < > ...)")
         return Predicate(value)
 
