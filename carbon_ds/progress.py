@@ -71,3 +71,18 @@ def advance(rows: int) -> None:
     bar = _rows_bar.get()
     if bar is not None:
         bar.update(rows)
+
+
+@contextmanager
+def phase(text: str) -> Iterator[None]:
+    """Say ``text`` on the enclosing ``rows_written`` bar while a step that writes no rows runs (a load's sort):
+    a bar standing at 0% then says why instead of looking stuck."""
+    bar = _rows_bar.get()
+    if bar is None:
+        yield
+        return
+    bar.set_postfix_str(text, refresh=True)
+    try:
+        yield
+    finally:
+        bar.set_postfix_str("", refresh=True)

@@ -305,3 +305,22 @@ def test_the_write_bar_moves_while_one_large_batch_is_written(tmp_path, monkeypa
     api.write_table(pa.table({"id": pa.array(range(rows), pa.int64())}), tmp_path / "t")
     assert [n for n, _t in seen] == [32_000, 32_000, 32_000, 4_000]
     assert {t for _n, t in seen} == {rows}  # the bar knows the total: a percentage, not just a count
+
+
+def test_the_write_bar_says_when_it_sorts(tmp_path, monkeypatch):
+    """A load with sort columns sorts before it writes a row: the bar says so while it sorts, and only then."""
+    said: list[tuple[str, int]] = []
+
+    class Recording(progress.tqdm):
+        def set_postfix_str(self, s="", refresh=True):
+            said.append((s, self.n))
+            return super().set_postfix_str(s, refresh)
+
+    monkeypatch.setattr(progress, "tqdm", Recording)
+    monkeypatch.setenv("CARBON_DS_PROGRESS", "1")
+    rows = pa.table({"k": pa.array([(i * 7919) % 1000 for i in range(1000)], pa.int64())})
+    api.write_table(rows, tmp_path / "sorted", sort_columns="k")
+    assert said == [("sorting 1,000 rows by k", 0), ("", 0)]
+    said.clear()
+    api.write_table(rows, tmp_path / "unsorted")
+    assert said == []

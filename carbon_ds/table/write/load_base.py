@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.format.hive import normalize_spec
+from carbon_ds.progress import phase
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.load_records import IN_PROGRESS, LoadHolder, dead_load, remove_record, write_record
@@ -164,13 +165,14 @@ def sort_for_load(data: pa.Table, sort_columns: list[str]) -> pa.Table:
     if not sort_columns or data.num_rows < 2:
         return data
     by_lower = {n.lower(): n for n in data.schema.names}
-    try:
-        keys = [(by_lower[c.lower()], "ascending", "at_start") for c in sort_columns]
-        order = pc.sort_indices(data, sort_keys=keys)
-    except (TypeError, ValueError):  # pyarrow before per-key null placement
-        keys2 = [(by_lower[c.lower()], "ascending") for c in sort_columns]
-        order = pc.sort_indices(data, sort_keys=keys2, null_placement="at_start")
-    return data.take(order)
+    with phase(f"sorting {data.num_rows:,} rows by {', '.join(sort_columns)}"):
+        try:
+            keys = [(by_lower[c.lower()], "ascending", "at_start") for c in sort_columns]
+            order = pc.sort_indices(data, sort_keys=keys)
+        except (TypeError, ValueError):  # pyarrow before per-key null placement
+            keys2 = [(by_lower[c.lower()], "ascending") for c in sort_columns]
+            order = pc.sort_indices(data, sort_keys=keys2, null_placement="at_start")
+        return data.take(order)
 
 
 def mark_success(table: TableHandle, entries: list[LoadDetail], reservation: Reservation, end: int,
