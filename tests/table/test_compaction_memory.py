@@ -80,7 +80,9 @@ def _grew(path: Path, warm: Path, mode: str) -> dict:
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="peak memory is measured through Linux /proc")
 def test_merge_of_large_files_holds_blocklets_not_files(tmp_path):
     data = _make(tmp_path / "big", LOADS)
-    _make(tmp_path / "warm", 2, rows=50_000)
+    # the warm-up table spans several blocklets so every kernel the merge needs is compiled before the
+    # measurement (a fresh clone has no numba cache; compiling inside it added ~25 MB)
+    _make(tmp_path / "warm", 2, rows=300_000)
     shutil.copytree(tmp_path / "big", tmp_path / "big2")
     shutil.copytree(tmp_path / "warm", tmp_path / "warm2")
     streamed = _grew(tmp_path / "big", tmp_path / "warm", "stream")
