@@ -279,8 +279,8 @@ SILENT_CLASSES = {
 
 def silent_class(kind: str, route: str, label: str, message: str) -> str:
     """Which of SILENT_CLASSES a silent case is, "?" when none explains it."""
-    same_rows = message.startswith("rows ") and message.split(",")[0].split(" -> ")[0][5:] == \
-        message.split(",")[0].split(" -> ")[-1]
+    same_rows = (message.startswith("rows ") and message.split(",")[0].split(" -> ")[0][5:] ==
+        message.split(",")[0].split(" -> ")[-1])
     if kind in (".carbondata", "corpus.carbondata"):
         if "header.column_schema" in label:
             return "file-header-columns"

@@ -79,8 +79,8 @@ def main() -> None:
         return dst
 
     def carbon_python(path: str) -> dict:
-        m = CarbonTable.open(path).merge(source, on="id").when_matched_update_all() \
-            .when_not_matched_insert_all().execute()
+        m = (CarbonTable.open(path).merge(source, on="id").when_matched_update_all()
+             .when_not_matched_insert_all().execute())
         return {"rows_written": m.rows_written, "rows_copied": m.rows_copied, "updated": m.rows_updated,
                 "inserted": m.rows_inserted}
 
@@ -103,9 +103,9 @@ def main() -> None:
             spark.conf.unset(CONF_DRIVER_ROWS)
 
     def delta(path: str) -> dict:
-        got = deltalake.DeltaTable(path).merge(source, predicate="t.id = s.id", source_alias="s",
-                                               target_alias="t").when_matched_update_all() \
-            .when_not_matched_insert_all().execute()
+        merger = deltalake.DeltaTable(path).merge(source, predicate="t.id = s.id", source_alias="s",
+                                                  target_alias="t")
+        got = merger.when_matched_update_all().when_not_matched_insert_all().execute()
         return {"rows_written": got["num_output_rows"], "rows_copied": got["num_target_rows_copied"],
                 "updated": got["num_target_rows_updated"], "inserted": got["num_target_rows_inserted"],
                 "files_added": got.get("num_target_files_added"), "files_removed": got.get("num_target_files_removed")}

@@ -318,14 +318,14 @@ def markdown(results: dict[str, dict], summary: dict, sf: float, repeat: int, lo
             equal = "yes" + (" (row order differs among ties)" if r["notes"] else "")
         else:
             equal = "NO: " + ", ".join(k for k, v in r["equal"].items() if not v)
-        line = f"| {q.upper()} | {num(r.get('carbondata_s'), '.3f')} | {num(r.get('parquet_s'), '.3f')} | " \
-               f"{num(r.get('ratio'), '.2f')}x |"
+        line = (f"| {q.upper()} | {num(r.get('carbondata_s'), '.3f')} | {num(r.get('parquet_s'), '.3f')} | "
+               f"{num(r.get('ratio'), '.2f')}x |")
         for side, _title, key in extras:
             line += f" {num(r.get(f'{side}_s'), '.3f')} | " + (f"{r[key]:.2f}x |" if r.get(key) else "- |")
         line += f" {r.get('rows', '-')} | {equal} |"
         lines.append(line)
-    gm = f"| geomean | {num(summary['geomean_carbondata_s'], '.3f')} | {num(summary['geomean_parquet_s'], '.3f')} | " \
-         f"**{num(summary['geomean_ratio'], '.2f')}x** |"
+    gm = (f"| geomean | {num(summary['geomean_carbondata_s'], '.3f')} | {num(summary['geomean_parquet_s'], '.3f')} | "
+         f"**{num(summary['geomean_ratio'], '.2f')}x** |")
     for _side, _title, key in extras:
         gm += " | " + (f"**{summary[f'geomean_{key}']:.2f}x** |" if summary[f"geomean_{key}"] else "- |")
     gm += " | |"

@@ -255,8 +255,8 @@ def check_page(tab: Page, base: str, site: Path, rel: str) -> tuple[list[str], d
         target = page_of(site, link.path)
         if target is None:
             found.append(f"broken link: {href} (no such page)")
-        elif link.fragment and target.suffix == ".html" and \
-                urllib.parse.unquote(link.fragment) not in ids_of(target):
+        elif (link.fragment and target.suffix == ".html" and
+                urllib.parse.unquote(link.fragment) not in ids_of(target)):
             found.append(f"broken link: {href} (no element with id '{link.fragment}')")
     return found, stats
 

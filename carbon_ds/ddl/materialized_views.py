@@ -320,8 +320,8 @@ def view_query(query: str) -> ViewQuery:
         raise _refuse(f"GROUP BY {', '.join(missing)} without it in the SELECT list", query)
     if not aggregates:
         raise _refuse("a SELECT without an aggregate", query)
-    if len({g.granularity for g in groups if g.granularity}) > 1 or \
-            len({g.column.lower() for g in groups if g.granularity}) > 1:
+    if (len({g.granularity for g in groups if g.granularity}) > 1 or
+            len({g.column.lower() for g in groups if g.granularity}) > 1):
         raise _refuse("timeseries of more than one column or granularity", query)
     lower = [n.lower() for n in order]
     dup = sorted({n for n in lower if lower.count(n) > 1})

@@ -662,8 +662,8 @@ def _parse(text: str):
             # ADD PARTITION may name the folder holding the partition's data (Hive's LOCATION)
             loc = re.fullmatch(r"LOCATION\s+(?P<q>['\"])(?P<path>.*)(?P=q)", rest, re.IGNORECASE | re.S)
             if clause is None or (rest and (loc is None or m.group("act").upper() != "ADD")):
-                after = "[LOCATION '<folder>'] and nothing after" if m.group("act").upper() == "ADD" \
-                    else "and nothing after"
+                after = ("[LOCATION '<folder>'] and nothing after" if m.group("act").upper() == "ADD"
+                    else "and nothing after")
                 raise CarbonOptionError(f"ALTER TABLE ... {m.group('act').upper()} PARTITION: expected "
                                         f"PARTITION (col = value, ...) {after}, found {text[m.end():]!r}")
             spec = partition_spec(clause.group("body"), "ALTER TABLE ... PARTITION")

@@ -121,8 +121,8 @@ class _Translator:
         if kind == "StringExpr" and body == "StartsWith":
             column = self._column(inputs[0])
             prefix = self._literal(inputs[1], column)
-            if not isinstance(prefix, str) or not pa.types.is_string(self._type(column)) \
-                    and not pa.types.is_large_string(self._type(column)):
+            if (not isinstance(prefix, str) or not pa.types.is_string(self._type(column))
+                    and not pa.types.is_large_string(self._type(column))):
                 raise _Untranslatable("starts_with")
             return _Part(StartsWith(column, prefix), True)
         if kind != "Boolean":
@@ -163,8 +163,8 @@ class _Translator:
         kind, value = _one(lit)
         if isinstance(value, dict) and set(value) == {"dtype", "value"}:  # Polars 1.x
             value = value["value"]
-        data = value.get("List") if kind == "Scalar" and isinstance(value, dict) else value if kind == "Series" \
-            else None
+        data = (value.get("List") if kind == "Scalar" and isinstance(value, dict) else value if kind == "Series"
+            else None)
         if data is None:
             raise _Untranslatable("is_in literal")
         values = ipc.open_stream(bytes(data)).read_all().column(0).to_pylist()

@@ -178,8 +178,8 @@ class CarbonReader(DataSourceReader):
             raise CarbonOptionError(f"option {UNSCALED_OPTION}={text!r}: expected name or name:precision:scale "
                                     "entries separated by commas")
         declared = {f.name.lower(): f.type for f in self.target}
-        out = resolve_columns(self.source_schema, [e[0] for e in entries], f"option {UNSCALED_OPTION}") if entries \
-            else []
+        out = (resolve_columns(self.source_schema, [e[0] for e in entries], f"option {UNSCALED_OPTION}") if entries
+            else [])
         types: dict[str, pa.DataType] = {}
         for name, entry in zip(out, entries, strict=True):
             t = self.source_schema.field(name).type
@@ -349,8 +349,8 @@ class CarbonReader(DataSourceReader):
         if snap is not None and in_task() and not self.pinned:
             started = query_started_ms()
             # not planned for this query: re-planned unless the planned version is the one the query began with
-            if (started is None or snap.planned_ms < started) and not self._verified(snap, started) \
-                    and not self._current_at(snap.version, started):
+            if ((started is None or snap.planned_ms < started) and not self._verified(snap, started)
+                    and not self._current_at(snap.version, started)):
                 source, fresh, version, _ = self._plan()
                 if version != snap.version:
                     if started is not None:

@@ -212,8 +212,8 @@ def _check_duplicates(positions: pa.Table, rows: pa.Table, key_cols: list[str], 
     if not many.any():
         return
     i = int(first[many][0])
-    key = ", ".join(f"{k}={rows.column(f'__key_{k}')[i].as_py()!r}" for k in key_cols) or \
-        f"position {positions.column(POSITION_NAMES[0])[i].as_py()} row {positions.column(POSITION_NAMES[3])[i]}"
+    key = (", ".join(f"{k}={rows.column(f'__key_{k}')[i].as_py()!r}" for k in key_cols) or
+        f"position {positions.column(POSITION_NAMES[0])[i].as_py()} row {positions.column(POSITION_NAMES[3])[i]}")
     raise CarbonTableError(
         f"{where}: the target row with {key} is matched by {int(counts[many][0])} source rows "
         f"({int(many.sum())} target row(s) in all); a MERGE may change each target row at most once (as in "

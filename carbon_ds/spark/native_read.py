@@ -173,9 +173,9 @@ def projection(ref: ExternalRef, found: StructType, table: TableHandle, names: l
     schema = table.schema
     found_types = {f.name: f.dataType for f in found.fields}
     # a CSV file without a header has Spark's column names _c0, _c1, ...: its columns in table order
-    display = dict(zip(schema.names, found_types, strict=False)) if fmt == "csv" and not parse_bool(
-        opts.get("header", opts.get("fileheader_present", "true")), "option header", True) else \
-        {n: n for n in found_types}
+    headerless = fmt == "csv" and not parse_bool(
+        opts.get("header", opts.get("fileheader_present", "true")), "option header", True)
+    display = dict(zip(schema.names, found_types, strict=False)) if headerless else {n: n for n in found_types}
     by_lower = {c.lower(): c for c in display}
     # schema evolution: a renamed column under an earlier name, an added one as its default
     renames, absent = external_names(list(display), table.columns)

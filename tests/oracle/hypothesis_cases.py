@@ -39,8 +39,8 @@ from oracle_cases import (
 FIRST_ID = 100_000  # hypothesis cases' ids (Case.seed), apart from the seeded ones
 SEED = 45  # the same cases on every run
 # the load's complex delimiters \\001-\\003, and surrogates; "\\N" and "@NU#LL$!" are kept out below
-TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02\x03"), max_size=20) \
-    .filter(lambda s: s not in ("\\N", "@NU#LL$!"))
+TEXT = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x01\x02\x03"), max_size=20).filter(
+    lambda s: s not in ("\\N", "@NU#LL$!"))
 BITS = {"smallint": 16, "int": 32, "bigint": 64}
 
 

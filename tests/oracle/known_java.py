@@ -50,18 +50,18 @@ def excuse(case: Case, spec: dict, got: list[int]) -> str | None:
     op = spec["op"]
     if op == "<" and _no_dict_primitive(case, spec["column"]) and not got:
         return LESS_THAN
-    if op in (">", ">=") and (_no_dict_primitive(case, spec["column"]) or _sorted_string(case, spec["column"])) \
-            and not missing and all(values[i] is None for i in extra):
+    if (op in (">", ">=") and (_no_dict_primitive(case, spec["column"]) or _sorted_string(case, spec["column"]))
+            and not missing and all(values[i] is None for i in extra)):
         return NULLS_IN_RANGE
-    if op == ">=" and spec["type"] == "string" and spec["value"] == "" and not missing \
-            and all(values[i] is None for i in extra):
+    if (op == ">=" and spec["type"] == "string" and spec["value"] == "" and not missing
+            and all(values[i] is None for i in extra)):
         return EMPTY_STRING_FLOOR
-    if op in ("<", "<=", ">", ">=") and spec["type"] in ("float", "double") \
-            and spec["value"] in ("Infinity", "-Infinity") \
-            and all(values[i] is None or math.isinf(values[i]) for i in extra):
+    if (op in ("<", "<=", ">", ">=") and spec["type"] in ("float", "double")
+            and spec["value"] in ("Infinity", "-Infinity")
+            and all(values[i] is None or math.isinf(values[i]) for i in extra)):
         return INFINITE_LITERAL
-    if spec["type"] in ("float", "double") and any(v == 0 and str(v).startswith("-") for v in values if v is not None) \
-            and all(values[i] == 0 for i in extra | missing):
+    if (spec["type"] in ("float", "double") and any(v == 0 and str(v).startswith("-") for v in values if v is not None)
+            and all(values[i] == 0 for i in extra | missing)):
         return SIGNED_ZERO
     return None
 

@@ -256,8 +256,8 @@ def test_carbon_ds_filtered_reads_of_carbondata_files(run: Run):
         for spec in case.filters:
             value = spec.get("py")
             op = spec["op"]
-            cond = (spec["column"], op, list(value) if op in ("in", "not in") else value) \
-                if op not in ("is null", "is not null") else (spec["column"], op, None)
+            cond = ((spec["column"], op, list(value) if op in ("in", "not in") else value)
+                if op not in ("is null", "is not null") else (spec["column"], op, None))
             got = sorted(carbon_ds.read_table(str(run.theirs[case.seed]), columns=[ROW_ID], filter=[cond])
                          .column(ROW_ID).to_pylist())
             want = expected_rows(case, spec, theirs=True)

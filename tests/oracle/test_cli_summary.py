@@ -245,8 +245,8 @@ def test_summary_counts(run, name):
             assert named, (shard, blk)
             known = [w.files[k] for k in (str(f.relative_to(w.path)) for f in named) if k in w.files]
             if len(known) == len(named):
-                assert sum(int(x["NumRows"].replace(",", "")) for x in blocklet_rows if x["BLK"] == blk) == \
-                    sum(t.num_rows for t in known)
+                assert (sum(int(x["NumRows"].replace(",", "")) for x in blocklet_rows if x["BLK"] == blk) ==
+                    sum(t.num_rows for t in known))
     if name == "big":
         assert blocklets > 1, "the 70,000-row table should span several blocklets"
 
@@ -311,8 +311,8 @@ def test_segments_and_version(run):
         data = sum(f.stat().st_size for f in folder.glob("*.carbondata"))
         index = sum(f.stat().st_size for f in folder.glob("*.carbonindex*"))
         assert abs(size_bytes(r["Data Size"]) - data) <= 0.006 * 1024 if data >= 1024 else size_bytes(r["Data Size"]) == data
-        assert abs(size_bytes(r["Index Size"]) - index) <= 0.006 * 1024 if index >= 1024 else \
-            size_bytes(r["Index Size"]) == index
+        assert (abs(size_bytes(r["Index Size"]) - index) <= 0.006 * 1024 if index >= 1024 else
+            size_bytes(r["Index Size"]) == index)
         assert r["Format"] == "columnar_v3"
     ours = table(sections(output(results, "plain"))["version Details"])
     theirs = table(sections(output(results, "control-plain"))["version Details"])

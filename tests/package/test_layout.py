@@ -1,11 +1,14 @@
 """The package's layering, measured from the source: no import circles, imports only downwards, function-level
-imports only for optional dependencies, no private names across modules, every module importable alone."""
+imports only for optional dependencies, no private names across modules, every module importable alone, no
+backslash line continuations (a structure walker stops at them; brackets say the same)."""
 
 from __future__ import annotations
 
 import ast
+import io
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 
 import pytest
@@ -150,8 +153,8 @@ def test_function_level_imports_are_few_and_for_optional_dependencies():
                     names = [a.name for a in n.names] if isinstance(n, ast.Import) else [n.module or ""]
                     for name in names:
                         top = name.split(".")[0]
-                        assert top in optional | {"carbon_ds"} or top in sys.stdlib_module_names, \
-                            f"{mod}:{n.lineno} imports {name} inside a function"
+                        assert top in optional | {"carbon_ds"} or top in sys.stdlib_module_names, (
+                            f"{mod}:{n.lineno} imports {name} inside a function")
 
 
 def test_no_private_name_is_imported_across_modules():
@@ -161,6 +164,24 @@ def test_no_private_name_is_imported_across_modules():
             if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("carbon_ds"):
                 found += [f"{mod}:{n.lineno} {n.module}.{a.name}" for a in n.names
                           if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == []
+
+
+def backslash_continuations(source: str) -> list[int]:
+    """Lines ending in a backslash outside a string literal."""
+    strings = [(t.start, t.end) for t in tokenize.generate_tokens(io.StringIO(source).readline)
+               if t.type == tokenize.STRING]
+    return [i for i, line in enumerate(source.splitlines(), 1) if line.endswith("\\")
+            and not any(a <= (i, len(line) - 1) < b for a, b in strings)]
+
+
+def test_backslash_continuations_are_found_outside_strings_only():
+    assert backslash_continuations('x = 1 + \\\n    2\ny = """a \\\nb"""\n') == [1]
+
+
+def test_no_backslash_line_continuations():
+    found = [f"{p.relative_to(ROOT)}:{i}" for folder in ("carbon_ds", "pyspark_carbondata", "tests", "benchmarks", "scripts")
+             for p in sorted((ROOT / folder).rglob("*.py")) for i in backslash_continuations(p.read_text(encoding="utf-8"))]
     assert found == []
 
 

@@ -34,5 +34,5 @@ def test_constraints_are_the_lower_bounds():
     for name, low in bounds.items():
         pinned = pins[name].split(".")
         wanted = low.split(".")
-        assert pinned[:len(wanted)] == wanted and all(p == "0" for p in pinned[len(wanted):]) or \
-            name == "numpy" and pinned[:2] == wanted[:2], f"{name}: pinned {pins[name]}, lower bound {low}"
+        assert (pinned[:len(wanted)] == wanted and all(p == "0" for p in pinned[len(wanted):]) or
+            name == "numpy" and pinned[:2] == wanted[:2]), f"{name}: pinned {pins[name]}, lower bound {low}"

@@ -157,8 +157,8 @@ def test_add_columns_to_a_partitioned_catalog_table(ext):
 
 
 def test_stored_as_outside_a_create_clause_is_left_alone(ext):
-    assert ext.sql("SELECT 'x STORED AS carbondata' AS s /* STORED AS carbondata */").first()[0] == \
-        "x STORED AS carbondata"
+    assert (ext.sql("SELECT 'x STORED AS carbondata' AS s /* STORED AS carbondata */").first()[0] ==
+        "x STORED AS carbondata")
     row = ext.sql("SELECT stored AS carbondata FROM (SELECT 7 AS stored)").first()  # a column alias
     assert row.asDict() == {"carbondata": 7}
 

@@ -107,8 +107,8 @@ def _same(spark, make) -> list:
 def test_dataframe_reads_only_needed_columns_and_blocklets(spark, emp):
     path, data = emp
     def q():  # a new DataFrame each time: a DataFrame keeps the plan it was optimized to
-        return spark.read.format("carbondata").load(path).filter("id >= 1200 AND id < 1300 AND dept = 'd1'") \
-            .select("salary")
+        return (spark.read.format("carbondata").load(path).filter("id >= 1200 AND id < 1300 AND dept = 'd1'")
+            .select("salary"))
 
     ((columns, text),) = _reads(q())
     assert columns == ["id", "dept", "salary"]
@@ -168,8 +168,8 @@ def _planned_partitions(df) -> list[int | None]:
     jvm = df.sparkSession._jvm
     forname = jvm.java.lang.Class.forName
     source_field = forname("org.apache.spark.sql.execution.datasources.v2.python.PythonTable").getDeclaredField("ds")
-    info_field = forname("org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2") \
-        .getDeclaredField("readInfo")
+    info_field = (forname("org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2")
+        .getDeclaredField("readInfo"))
     source_field.setAccessible(True)
     info_field.setAccessible(True)
     out = []
@@ -331,8 +331,8 @@ def test_decimals_travel_unscaled_and_equal_pyarrow(spark, emp, tmp_path):
     got = spark.read.format("carbondata").schema(schema).load(path).where("d > 0").collect()
     assert sorted((r.id, r.d) for r in got) == [(0, Decimal("12.340")), (3, Decimal("9999999999999.990"))]
     with _rule_off(spark):
-        assert sorted(spark.read.format("carbondata").schema(schema).load(path).where("d > 0").collect()) == \
-            sorted(got)
+        assert (sorted(spark.read.format("carbondata").schema(schema).load(path).where("d > 0").collect()) ==
+            sorted(got))
     spark.conf.set("carbon_ds.extension.unscaledDecimals", "false")
     try:
         plain = spark.sql("SELECT id, d FROM ext_dec")

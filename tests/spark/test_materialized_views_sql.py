@@ -68,8 +68,8 @@ def test_view_follows_loads_through_either_door(tel, door):
     _insert(spark, 2, 200)  # on_commit: the load refreshes the view, one row per group
     assert _view_rows(spark) == _rows(spark.sql(ORACLE))
     shown = [r.asDict() for r in run("SHOW MATERIALIZED VIEWS ON TABLE tel").collect()]
-    assert [(r["Name"], r["Main Table"], r["Status"], r["Refresh Mode"], r["Segments Covered"]) for r in shown] == \
-        [("default.mv_tel", "default.tel", "enabled", "on_commit", "0,1")]
+    columns = ("Name", "Main Table", "Status", "Refresh Mode", "Segments Covered")
+    assert [tuple(r[c] for c in columns) for r in shown] == [("default.mv_tel", "default.tel", "enabled", "on_commit", "0,1")]
     spark.sql("DELETE FROM tel WHERE speed = 7")
     assert run("SHOW MATERIALIZED VIEWS").collect()[0]["Status"] == "stale"
     assert run("REFRESH MATERIALIZED VIEW mv_tel").collect()[0]["Refresh"] == "full"

@@ -544,3 +544,21 @@ def test_a_small_carbondata_part_read_at_planning_follows_commits(spark, tmp_pat
         assert rows() == want
         table.delete("k = 2 AND id < 10")
         assert rows() == [r for r in want if r[1] != 2 or r[0] >= 10]
+
+
+def test_a_headerless_csv_segment_reads_its_columns_in_table_order(spark, tmp_path):
+    """A CSV file without a header row: Spark names its columns _c0, _c1, ...; the native scan maps them to the
+    table's columns by position, as the Python reader does."""
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(_rows(0, 10), path)
+    (tmp_path / "csv").mkdir()
+    pcsv.write_csv(_rows(10, 20), tmp_path / "csv" / "a.csv", pcsv.WriteOptions(include_header=False))
+    CarbonTable.open(path).add_segment(str(tmp_path / "csv"), format="csv", options={"header": "false"})
+    pq.write_table(_rows(0, 20), tmp_path / "oracle.parquet")
+    spark.read.format("carbondata").load(path).createOrReplaceTempView("headerless_t")
+    spark.read.parquet(str(tmp_path / "oracle.parquet")).createOrReplaceTempView("headerless_oracle")
+    with confs(spark, **{CONF_LOCAL_BYTES: "0"}):
+        for q in ("SELECT * FROM {t}", "SELECT s, d FROM {t} WHERE id >= 12 AND k = 1"):
+            for df in _routes(spark, q.format(t="headerless_t")):
+                _same(df, spark.sql(q.format(t="headerless_oracle")))
+        assert carbon_ds.read_table(path).sort_by("id").equals(_rows(0, 20))

@@ -79,8 +79,8 @@ def tables(spark, tmp_path_factory):
     spark.read.format("carbondata").load(paths["emp"]).createOrReplaceTempView("emp_df")
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW emp_f USING carbondata OPTIONS (path '{paths['emp']}', "
               "filter 'id < 1000')")
-    spark.read.format("carbondata").schema("ID bigint, dept string, salary double").load(paths["emp"]) \
-        .createOrReplaceTempView("emp_wide")
+    (spark.read.format("carbondata").schema("ID bigint, dept string, salary double").load(paths["emp"])
+        .createOrReplaceTempView("emp_wide"))
     yield paths
     for name in ("emp", "dept", "nan", "target_a", "target_b", "rich", "rich_recent", "emp_df", "emp_f",
                  "emp_wide"):

@@ -371,6 +371,6 @@ def test_path_less_stream_names_the_way_that_works(spark):
     how streams give it, and does not claim the session lacks the extension."""
     with pytest.raises(Exception, match=r"carbondata needs a path, found none: .*readStream\.load\(path\) / "
                                         r"writeStream\.start\(path\)") as e:
-        spark.readStream.format("carbondata").load().writeStream.format("memory").queryName("carbon_no_path") \
-            .start().stop()
+        (spark.readStream.format("carbondata").load().writeStream.format("memory").queryName("carbon_no_path")
+            .start().stop())
     assert "does not have" not in str(e.value)

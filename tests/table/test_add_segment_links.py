@@ -81,8 +81,8 @@ def test_files_reached_through_links_are_registered_once(tmp_path):
     _link(data / "b_again.parquet", other / "b.parquet")  # and once more as a file link
     t.add_segment(str(data), format="parquet")
     # the oracle: each real file read once by pyarrow
-    expected = pq.read_table(data / "a.parquet").column("id").to_pylist() + \
-        pq.read_table(other / "b.parquet").column("id").to_pylist()
+    expected = (pq.read_table(data / "a.parquet").column("id").to_pylist() +
+        pq.read_table(other / "b.parquet").column("id").to_pylist())
     assert _rows(t) == sorted(list(range(5)) + expected)
     # the same folder again under another name is the same segment path
     alias = _link(tmp_path / "alias", data)

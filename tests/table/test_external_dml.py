@@ -186,11 +186,11 @@ def test_spark_reads_and_sql_dml_on_external_segments(mixed, spark):
     carbon_ds.sql(spark, "DROP TABLE IF EXISTS extdml")
     carbon_ds.sql(spark, f"CREATE TABLE extdml (id BIGINT, v BIGINT, s STRING) STORED AS carbondata LOCATION '{t.uri}'")
     gone = pc.and_(pc.greater_equal(oracle["id"], 140), pc.less(oracle["id"], 145))
-    assert carbon_ds.sql(spark, "DELETE FROM extdml WHERE id >= 140 AND id < 145").collect()[0][0] == \
-        pc.sum(gone).as_py() > 0
+    assert (carbon_ds.sql(spark, "DELETE FROM extdml WHERE id >= 140 AND id < 145").collect()[0][0] ==
+        pc.sum(gone).as_py() > 0)
     oracle = oracle.filter(pc.invert(gone))
-    spark.createDataFrame([(310, 1, "sq"), (9001, 2, "new")], "id bigint, v bigint, s string") \
-        .createOrReplaceTempView("extsrc")
+    (spark.createDataFrame([(310, 1, "sq"), (9001, 2, "new")], "id bigint, v bigint, s string")
+        .createOrReplaceTempView("extsrc"))
     assert 310 in oracle["id"].to_pylist()
     out = carbon_ds.sql(spark, "MERGE INTO extdml t USING extsrc s ON t.id = s.id WHEN MATCHED THEN UPDATE SET * "
                                "WHEN NOT MATCHED THEN INSERT *").collect()[0]

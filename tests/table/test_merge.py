@@ -141,8 +141,8 @@ def test_killed_merge_leaves_table_as_before(tmp_path, point):
         t.merge(src, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
     assert _sorted(carbon_ds.read_table(t.uri)) == _sorted(before)
     after = json.loads(open(t.tablestatus_path).read())
-    assert [e for e in after if e.get("segmentStatus") == "Success"] == \
-        [e for e in status if e.get("segmentStatus") == "Success"]
+    assert ([e for e in after if e.get("segmentStatus") == "Success"] ==
+        [e for e in status if e.get("segmentStatus") == "Success"])
     # the update lock was released: the same merge now succeeds
     t.merge(src, on="id").when_matched_update_all().when_not_matched_insert_all().execute()
 

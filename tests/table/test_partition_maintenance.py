@@ -213,5 +213,5 @@ def test_spark_add_partition_delete_update_and_overwrite_lock(spark, tmp_path):
 def test_stale_tmp_dirs_helper_still_lists_tmp(tmp_path):
     path = _table(tmp_path)
     os.makedirs(os.path.join(path, "day=1", "hour=1", "5.tmp"))
-    assert [d.replace("\\", "/").rsplit("/", 1)[-1] for d in partitioned_write.stale_tmp_dirs(CarbonTable.open(path))] \
-        == ["5.tmp"]
+    assert ([d.replace("\\", "/").rsplit("/", 1)[-1] for d in partitioned_write.stale_tmp_dirs(CarbonTable.open(path))]
+        == ["5.tmp"])

@@ -52,8 +52,8 @@ def test_built_table_is_the_one_appends_write(tmp_path):
 
     a, b = _status(built), _status(appended)
     assert [sorted(e) for e in a] == [sorted(e) for e in b]
-    assert [{k: v for k, v in e.items() if k not in TIMES | {"segmentFile"}} for e in a] == \
-        [{k: v for k, v in e.items() if k not in TIMES | {"segmentFile"}} for e in b]
+    assert ([{k: v for k, v in e.items() if k not in TIMES | {"segmentFile"}} for e in a] ==
+        [{k: v for k, v in e.items() if k not in TIMES | {"segmentFile"}} for e in b])
     for e in a:
         assert int(e["timestamp"]) > int(e["loadStartTime"])
         assert e["segmentFile"] == f"{e['loadName']}_{e['timestamp']}.segment"

@@ -102,8 +102,8 @@ def test_entry_list_edits_write_what_a_full_rewrite_writes():
                 name = rng.choice(plain).name
                 assert edited.find(name) == ts.find(plain, name)
             assert ts.next_segment_id(edited) == ts.next_segment_id(list(plain))
-            assert ts.with_status(edited, frozenset({ts.IN_PROGRESS})) == \
-                [e for e in plain if e.status == ts.IN_PROGRESS]
+            assert (ts.with_status(edited, frozenset({ts.IN_PROGRESS})) ==
+                [e for e in plain if e.status == ts.IN_PROGRESS])
         text = status_doc.text_of(edited.texts())
         assert text == ts.dumps(plain)  # canonical rows render exactly as before
         assert edited.changed() == (ts.dumps(plain) != data.decode())

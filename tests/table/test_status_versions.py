@@ -185,7 +185,7 @@ def test_writes_refuse_a_table_opened_at_a_named_version(ours: Path):
 
 
 def test_alter_statement_names_the_database_only_from_a_warehouse_folder():
-    assert status_versions.alter_statement("/w/db1.db/t", "5") == \
-        "ALTER TABLE db1.t SET SERDEPROPERTIES ('latestversion'='5')"
-    assert status_versions.alter_statement("s3://bucket/store/t/", "5") == \
-        "ALTER TABLE t SET SERDEPROPERTIES ('latestversion'='5')"
+    assert (status_versions.alter_statement("/w/db1.db/t", "5") ==
+        "ALTER TABLE db1.t SET SERDEPROPERTIES ('latestversion'='5')")
+    assert (status_versions.alter_statement("s3://bucket/store/t/", "5") ==
+        "ALTER TABLE t SET SERDEPROPERTIES ('latestversion'='5')")

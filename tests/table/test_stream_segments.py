@@ -145,8 +145,8 @@ def test_spark_reads_stream_segments(table: Path, spark):
     df = spark.read.format("carbondata").load(str(table))
     assert sorted(r["id"] for r in df.select("id").collect()) == list(range(1, 13))
     assert df.where("country = 'india'").count() == 1
-    assert sorted(r["id"] for r in carbon_ds.read(spark, str(table), columns=["id"], native=True).collect()) \
-        == list(range(1, 13))
+    assert (sorted(r["id"] for r in carbon_ds.read(spark, str(table), columns=["id"], native=True).collect())
+        == list(range(1, 13)))
 
 
 @pytest.mark.parametrize("force", [False, True])

@@ -256,8 +256,8 @@ def test_spark_entry_points_without_pyspark_say_how_to_install(tmp_path):
     code = ("import sys; sys.modules['pyspark'] = None\nimport carbon_ds\n"
             "try:\n    carbon_ds.register\nexcept carbon_ds.CarbonDependencyError as e:\n    print('MSG', e)\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
-    assert "MSG carbon_ds.register needs pyspark, which is not installed: pip install 'carbon-ds[spark]'" in r.stdout, \
-        r.stderr[-2000:]
+    assert "MSG carbon_ds.register needs pyspark, which is not installed: pip install 'carbon-ds[spark]'" in r.stdout, (
+        r.stderr[-2000:])
 
 
 def test_progress_bars_show_when_asked_and_stay_quiet_otherwise(tmp_path, capsys, monkeypatch):

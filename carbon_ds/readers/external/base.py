@@ -168,8 +168,8 @@ def partition_scalar(raw: str | None, t: pa.DataType) -> pa.Scalar:
     if _is_string(t):
         return pa.scalar(text, type=t)
     if pa.types.is_timestamp(t):
-        return pc.cast(pc.strptime(pa.scalar(text), format="%Y-%m-%d %H:%M:%S", unit="us"), t) if ":" in text \
-            else pc.cast(pa.scalar(text), t)
+        return (pc.cast(pc.strptime(pa.scalar(text), format="%Y-%m-%d %H:%M:%S", unit="us"), t) if ":" in text
+            else pc.cast(pa.scalar(text), t))
     return pc.cast(pa.scalar(text), t)
 
 

@@ -68,8 +68,8 @@ def open_file(storage: Storage, path: str, options: dict[str, str], table_schema
     def read(columns, units):
 
         cols = file_columns(schema, columns)
-        opts = pcsv.ConvertOptions(column_types=column_types, include_columns=cols, **nulls) if cols is not None \
-            else convert
+        opts = (pcsv.ConvertOptions(column_types=column_types, include_columns=cols, **nulls) if cols is not None
+            else convert)
         try:
             with storage.open(path) as fh:
                 data = pcsv.read_csv(fh, read_options=read_options, parse_options=parse, convert_options=opts)

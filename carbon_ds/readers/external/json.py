@@ -58,8 +58,8 @@ def open_file(storage: Storage, path: str, options: dict[str, str], table_schema
         if multiline:
             data_rows = _multiline_rows(storage, path)
             data = pa.Table.from_pylist([{n: r.get(n) for n in cols} for r in data_rows])
-            data = pa.Table.from_arrays([data.column(n).cast(target.field(n).type) for n in cols], schema=target) \
-                if data_rows else target.empty_table()
+            data = (pa.Table.from_arrays([data.column(n).cast(target.field(n).type) for n in cols], schema=target)
+                if data_rows else target.empty_table())
         elif not storage.size(path):
             data = target.empty_table()
         else:

@@ -174,8 +174,8 @@ def _segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataF
                 raise type(e)(f"{e} (listed by segment file {seg.source})") from None
             raise
         dropped = any(d.status not in ("Success", "Marked for Update") for d in seg.location_map.values())
-        if not found and fmt == COLUMNAR and not dropped and (detail.data_size or "0").isdigit() \
-                and int(detail.data_size or 0):
+        if (not found and fmt == COLUMNAR and not dropped and (detail.data_size or "0").isdigit()
+                and int(detail.data_size or 0)):
             # an empty load records 0 bytes: a segment file listing nothing for a load of data lost its list
             raise CarbonFormatError(
                 f"segment file {seg.source} lists no data file for segment {detail.name}, whose tablestatus entry "

@@ -181,8 +181,8 @@ def committed_status_name(entries: list[LoadDetail]) -> str | None:
         if e.name == "0" and e.update_status_file:
             return e.update_status_file
     names = [e.update_status_file for e in entries if e.update_status_file]
-    return max(names, key=lambda n: int(n.rsplit("-", 1)[-1]) if n.rsplit("-", 1)[-1].isdigit() else -1) \
-        if names else None
+    return (max(names, key=lambda n: int(n.rsplit("-", 1)[-1]) if n.rsplit("-", 1)[-1].isdigit() else -1)
+        if names else None)
 
 
 _CACHE_LOCK = threading.Lock()
@@ -453,8 +453,8 @@ class Deletes:
         # an entry names
         held = {actual_block_name(self.table_path, f.path): f.segment_id for f in files}
         for key, st in self.statuses.items():
-            if st.status == SUCCESS and key not in hit and not st.external and held.get(st.actual, st.segment) != \
-                    st.segment:
+            if (st.status == SUCCESS and key not in hit and not st.external and held.get(st.actual, st.segment) !=
+                    st.segment):
                 raise CarbonFormatError(
                     f"update status has deleted rows of block {st.actual!r} in segment {st.segment}, but the table "
                     f"holds that block in segment {held[st.actual]}", self.where)

@@ -290,8 +290,8 @@ def check_file(storage: Storage, path: str, size: int, fmt: str, options: dict[s
             for c, raw in cross:
                 value = ext.partition_scalar(raw, schema.field(c).type)
                 col = data.column(c)
-                bad = pc.sum(pc.invert(pc.fill_null(pc.equal(col, value), False))).as_py() if value.is_valid \
-                    else col.length() - col.null_count
+                bad = (pc.sum(pc.invert(pc.fill_null(pc.equal(col, value), False))).as_py() if value.is_valid
+                    else col.length() - col.null_count)
                 if bad:
                     check.problems.append(f"partition column {c}: folder says {c}={raw} but {bad} row(s) of the "
                                           f"file hold another value")

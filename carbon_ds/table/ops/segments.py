@@ -528,8 +528,8 @@ def _sweep_leftovers(table: TableHandle, entries: list[LoadDetail], force: bool,
                     result.trash_folder = storage.uri(trash_run)
     for d, climb in empty_dirs:
         # emptied partition folders (and their empty parents) go, as Hive's DROP PARTITION removes them
-        while ok(d) and storage.resolves_inside(d, table.path) and storage.is_dir(d) and not storage.list(d, recursive=True) \
-                and not storage.list_dirs(d):
+        while (ok(d) and storage.resolves_inside(d, table.path) and storage.is_dir(d) and not storage.list(d, recursive=True)
+                and not storage.list_dirs(d)):
             storage.delete_dir(d)
             if not climb:
                 break
