@@ -68,6 +68,33 @@ def spark(tmp_path_factory):
     session.stop()
 
 
+def _need_extension_jar() -> None:
+    from carbon_ds.spark.extension import jar_path
+
+    if jar_path() is None:
+        if os.environ.get("CI"):  # CI builds the jar (scripts/setup.sh): its absence is a failure there
+            pytest.fail("the Spark extension jar was not built (scripts/setup.sh runs scripts/build-jvm.sh)")
+        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
+
+
+@pytest.fixture
+def extension_jar() -> None:
+    """For tests that start their own Spark: the Catalyst extension's jar must be built."""
+    _need_extension_jar()
+
+
+@pytest.fixture(scope="session")
+def ext(spark):
+    """The session's Spark with the Catalyst extension active and carbon-ds registered."""
+    import carbon_ds
+    from carbon_ds.spark.extension import extension_active
+
+    _need_extension_jar()
+    assert extension_active(spark)
+    carbon_ds.register(spark)
+    return spark
+
+
 AWS_VARS = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL",
             "AWS_PROFILE", "AWS_CONFIG_FILE", "AWS_SHARED_CREDENTIALS_FILE")
 

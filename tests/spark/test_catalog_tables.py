@@ -18,7 +18,6 @@ import pyarrow.parquet as pq
 import pytest
 
 import carbon_ds
-from carbon_ds.spark.extension import extension_active, jar_path
 
 pytestmark = pytest.mark.spark
 
@@ -40,16 +39,6 @@ def _rows(table: pa.Table) -> list[tuple]:
 
 def _spark_rows(df) -> list[tuple]:
     return sorted(tuple(r) for r in df.collect())
-
-
-@pytest.fixture(scope="module")
-def ext(spark):
-    if jar_path() is None:
-        if os.environ.get("CI"):
-            pytest.fail("the Spark extension jar was not built (scripts/setup.sh runs scripts/build-jvm.sh)")
-        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
-    assert extension_active(spark)
-    return spark
 
 
 @pytest.fixture

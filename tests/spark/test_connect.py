@@ -21,7 +21,6 @@ import pytest
 import carbon_ds
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.spark.connect import check_reachable
-from carbon_ds.spark.extension import jar_path
 
 ROWS = 3000
 
@@ -62,11 +61,9 @@ def _data() -> pa.Table:
 
 
 @pytest.mark.spark
-def test_connect_round_trip_with_the_extension(tmp_path):
+def test_connect_round_trip_with_the_extension(tmp_path, extension_jar):
     for module in ("grpc", "grpc_status", "google.rpc", "zstandard"):
         pytest.importorskip(module, reason="Spark Connect needs pyspark[connect]'s dependencies (the test extra)")
-    if jar_path() is None:
-        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
     data = _data()
     path = str(tmp_path / "conn")
     for start in range(0, ROWS, 1000):  # three files sorted on id: the filter leaves one

@@ -18,20 +18,8 @@ import pytest
 
 import carbon_ds
 from carbon_ds.spark import catalog
-from carbon_ds.spark.extension import extension_active, jar_path
 
 pytestmark = pytest.mark.spark
-
-
-@pytest.fixture(scope="module")
-def ext(spark):
-    if jar_path() is None:
-        if os.environ.get("CI"):
-            pytest.fail("the Spark extension jar was not built (scripts/setup.sh runs scripts/build-jvm.sh)")
-        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
-    assert extension_active(spark)
-    carbon_ds.register(spark)
-    return spark
 
 
 def _rows(df) -> list[tuple]:

@@ -17,7 +17,6 @@ import pyarrow as pa
 import pytest
 
 import carbon_ds
-from carbon_ds.spark.extension import jar_path
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -81,9 +80,7 @@ def _run(tmp_path, phase: str, mode: str) -> dict:
 
 
 @pytest.mark.parametrize("mode", ["hive", "in_memory"])
-def test_tables_through_both_doors_in_a_new_process(tmp_path, mode):
-    if jar_path() is None:
-        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
+def test_tables_through_both_doors_in_a_new_process(tmp_path, mode, extension_jar):
     external = tmp_path / "external"
     carbon_ds.write_table(pa.table({"x": pa.array([1, 2, 3], pa.int64())}), str(external))
     made = _run(tmp_path, "create", mode)

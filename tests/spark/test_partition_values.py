@@ -139,11 +139,10 @@ def test_list_partitions_of_one_value_from_metadata(spark, tmp_path):
     assert _by_hour(df) == _by_hour(parquet.where("hour IN (1, 5)"))
 
 
-def test_plain_spark_sql_through_the_extension(spark, tmp_path):
+def test_plain_spark_sql_through_the_extension(ext, tmp_path):
+    spark = ext
     """With the Catalyst extension, plain spark.sql and DataFrame calls over the table get the same answer
     from the one planning call (jvm/src KnownRows), and the kept plan of a repeated query follows a DELETE."""
-    if not extension_active(spark):
-        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
     hours = pa.array(np.random.default_rng(5).integers(0, 24, ROWS), pa.int32())
     path, twin = _made(tmp_path, RangePartition("hour", tuple(range(1, 25))), hours)
     spark.read.parquet(twin).createOrReplaceTempView("pv_twin")
@@ -195,12 +194,11 @@ def test_date_and_decimal_partition_values(spark, tmp_path, kind):
     spark.catalog.dropTempView("pv_typed_twin")
 
 
-def test_counts_by_value_need_no_row(spark, tmp_path):
+def test_counts_by_value_need_no_row(ext, tmp_path):
+    spark = ext
     """With the extension, counting rows by the partition column is answered with the counts themselves (jvm/src
     KnownRows): a local relation of one row per value. Any other aggregate of the column gets the rows made
     from metadata and Spark's own aggregate. Both against Spark over the Parquet twin."""
-    if not extension_active(spark):
-        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
     hours = pa.array(np.random.default_rng(8).integers(0, 24, ROWS), pa.int32())
     path, twin = _made(tmp_path, RangePartition("hour", tuple(range(1, 25))), hours)
     parquet = spark.read.parquet(twin)

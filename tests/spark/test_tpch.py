@@ -15,7 +15,6 @@ from pathlib import Path
 import pytest
 
 import carbon_ds  # noqa: E402
-from carbon_ds.spark.extension import extension_active
 
 pytestmark = pytest.mark.spark
 
@@ -81,14 +80,10 @@ def test_query_matches_parquet(sides, n):
 
 
 @pytest.fixture(scope="module")
-def plain(spark, sides):  # sides: writes the tables and fills _TARGETS
+def plain(ext, sides):  # sides: writes the tables and fills _TARGETS
     """A session whose TPC-H names are ``CREATE TEMPORARY VIEW ... USING carbondata`` views over the same
     tables, queried through plain ``spark.sql``: only the Catalyst extension prunes there."""
-    if not extension_active(spark):
-        if os.environ.get("CI"):
-            pytest.fail("the Spark extension is not active in the test session (scripts/build-jvm.sh)")
-        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
-    session = spark.newSession()
+    session = ext.newSession()
     for name, target in _TARGETS.items():
         session.sql(f"CREATE TEMPORARY VIEW {name} USING carbondata OPTIONS (path '{target}')")
     yield session
