@@ -282,8 +282,9 @@ class TableHandle:
                 meta.new_table_folder: it must be absent or empty).
         """
         path = resolve(path, storage_options, filesystem)
-        table, created = cls.open_or_create(path, schema, sort_columns, properties, long_string_columns,
-                                            partition_by, partition)
+        table, created = cls.open_or_create(path, schema, partition_by=partition_by, sort_columns=sort_columns,
+                                            properties=properties, long_string_columns=long_string_columns,
+                                            partition=partition)
         if not created:
             raise CarbonTableError(f"table already exists: {table.storage.uri(table.schema_path)}")
         return table
@@ -293,10 +294,11 @@ class TableHandle:
         cls,
         path: str | os.PathLike,
         schema: pa.Schema,
+        *,
+        partition_by: list[str] | None = None,
         sort_columns: list[str] | None = None,
         properties: dict[str, str] | None = None,
         long_string_columns: list[str] | None = None,
-        partition_by: list[str] | None = None,
         partition: PartitionSpec | None = None,
     ) -> tuple:
         """(table, created): the table at ``path``, created from ``schema`` (and the settings) when absent.

@@ -27,7 +27,7 @@ from carbon_ds.table.read.task_reader import TaskReader, read_file, read_pieces
 @dataclass
 class Snapshot:
     """What a read plans over: a table's readable (or chosen) files, or a bare folder's, as of one read of
-    its tablestatus. ``Snapshot.open`` is where a path becomes a table for every read route (scans, the
+    its tablestatus. ``open_source`` is where a path becomes a table for every read route (scans, the
     Spark source, counts, DML); the Spark source pickles it into its plan rather than opening it again.
 """
 
@@ -41,11 +41,6 @@ class Snapshot:
     deletes: Deletes | None = None  # committed delete deltas of the same tablestatus version as ``files``
     data_files: list[DataFile] = field(default_factory=list)  # a table's files with their formats
     details: list[LoadDetail] | None = None  # the tablestatus version a table's snapshot was taken from
-
-    @classmethod
-    def open(cls, path: str | os.PathLike | TableHandle | Snapshot, segments=None) -> Snapshot:
-        """``open_source``: a table (a path or an open handle) or a bare folder, as of now."""
-        return open_source(path, segments)
 
     @property
     def columns(self):
