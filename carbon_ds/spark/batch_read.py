@@ -419,7 +419,8 @@ class CarbonReader(DataSourceReader):
         table_path = table_path if self.is_table else None  # a planned file CLEAN FILES moved: from the trash
         if self.positions:
             # every live row with where it lives; the DELETE/UPDATE predicate is Spark's to evaluate
-            tables = position_tables(storage, planned, self.columns or [], self.source_schema, deletes, columns)
+            tables = position_tables(storage, planned, self.columns or [], self.source_schema, deletes, columns,
+                                     table_path=table_path)
         else:
             # exact filtering by the option only: pushed filters are Spark's to evaluate
             tables = read_pieces(

@@ -108,6 +108,17 @@ def test_tasks_read_the_planned_snapshot(tmp_path, commit, clean):
     assert commit == "compact" or _ids(path) != OLD
 
 
+def test_row_positions_of_a_planned_file_moved_to_the_trash(tmp_path):
+    """A DELETE/UPDATE's read of rows with their positions finds a file CLEAN FILES moved, as a row read does."""
+    path = _table(tmp_path)
+    reader, parts = _plan(path, with_row_positions="true")
+    _overwrite(CarbonTable.open(path), path)
+    CarbonTable.open(path).clean_files()
+    got = [b for p in parts for b in reader.read(p)]
+    assert sorted(i for b in got for i in b.column("id").to_pylist()) == OLD
+    assert {f for b in got for f in b.column("__carbon_file").to_pylist()} == {p.pieces[0].path for p in parts}
+
+
 def test_deletes_travel_with_the_plan(tmp_path):
     path = _table(tmp_path)
     t = CarbonTable.open(path)

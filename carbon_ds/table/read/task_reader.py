@@ -343,13 +343,13 @@ POSITION_NAMES = tuple(f.name for f in POSITION_FIELDS)
 
 
 def position_tables(storage: Storage, pieces: list[Piece], columns: list[str], schema: pa.Schema,
-                    deletes: Deletes | None, table_columns=None, keep=None):
+                    deletes: Deletes | None, table_columns=None, keep=None, table_path: str | None = None):
     """Every live row of ``pieces`` (``columns`` of ``schema``) plus the position columns, one table per
     blocklet (external files: one per file, positions (unit, 0, row in unit)). No row is filtered here (Spark
     evaluates the user's predicate on these rows) unless ``keep`` (rows -> boolean array) says which rows
-    are wanted."""
+    are wanted. ``table_path``: a planned file CLEAN FILES has since moved is read from the trash, as rows are."""
     cols = list(columns) or [schema.names[0]]
-    reader = TaskReader(storage, table_columns, None, deletes)
+    reader = TaskReader(storage, table_columns, table_path, deletes)
     for piece in pieces:
         if piece.external is not None:
             fd = reader.external_deletes(piece)
