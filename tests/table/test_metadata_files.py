@@ -113,6 +113,31 @@ def test_replace_is_never_torn(tmp_path):
     assert [p.path for p in storage.list(str(tmp_path))] == [path]  # no temp files left
 
 
+def test_replace_if_takes_only_the_version_read(tmp_path):
+    """A conditional replace goes through while the file holds the bytes read, and is refused once anyone
+    wrote it since, even with bytes of the same length or the very bytes first read again (A, B, A)."""
+    storage, path = Storage.for_path(tmp_path / "tablestatus")
+    storage.write_atomic(path, b"[1]")
+    data, first = storage.read_versioned(path)
+    assert data == b"[1]" and storage.read_versioned(path)[1] == first  # reading again: the same version
+    assert storage.replace_if(path, b"[2]", first)
+    assert not storage.replace_if(path, b"[3]", first)  # [2] is there now: [1]'s version no longer holds
+    _, second = storage.read_versioned(path)
+    with open(path, "wb") as f:  # another writer, in place, same length
+        f.write(b"[4]")
+    assert not storage.replace_if(path, b"[5]", second)
+    _, third = storage.read_versioned(path)
+    storage.write_atomic(path, b"[9]")
+    storage.read_versioned(path)  # this process met [9] at the path
+    storage.write_atomic(path, b"[4]")  # and [4] came back
+    assert not storage.replace_if(path, b"[6]", third)
+    assert storage.read_versioned(path)[0] == b"[4]"
+    assert storage.replace_if(path, b"[7]", storage.read_versioned(path)[1])
+    assert storage.read_versioned(path)[0] == b"[7]"
+    assert storage.replace_if(str(tmp_path / "absent"), b"[8]", None)  # None: created only while absent
+    assert not storage.replace_if(str(tmp_path / "absent"), b"[8]", None)
+
+
 def test_schema_file_like_carbondata(tmp_path, corpus):
     storage, path = Storage.for_path(corpus / "table-1.1-global-dictionary" / "Metadata" / "schema")
     real = schema_file.read(storage, path)

@@ -133,6 +133,9 @@ class FileEntry:
     # table does not list, a leftover of a failed task, is never opened, so the index is not refused whole)
     problem: str | None = None
     _merged: S.Stats | None = field(default=None, repr=False, compare=False)
+    # made once per entry (entries are cached and shared): planning thousands of segments repeats them
+    _claim: tuple[IndexClaim | None] | None = field(default=None, repr=False, compare=False)
+    _totals: tuple[int, int, int] | None = field(default=None, repr=False, compare=False)
 
     def file_stats(self) -> S.Stats:
         """The whole file's statistics (its blocklets' merged), made once: index entries are cached."""
@@ -143,10 +146,19 @@ class FileEntry:
     def claim(self) -> IndexClaim | None:
         """The index's word on the file, when it knows every blocklet's rows (entries written before
         CarbonData kept per-blocklet info describe a whole file and are not checked)."""
-        if self.source is None or self.external is not None or any(r is None for r in self.rows):
-            return None
-        return IndexClaim(self.source, tuple(self.rows), tuple(self.min_max),  # type: ignore[arg-type]
-                          self.footer_offset, self.file_size, self.problem)
+        if self._claim is None:
+            if self.source is None or self.external is not None or any(r is None for r in self.rows):
+                self._claim = (None,)
+            else:
+                self._claim = (IndexClaim(self.source, tuple(self.rows), tuple(self.min_max),  # type: ignore[arg-type]
+                                          self.footer_offset, self.file_size, self.problem),)
+        return self._claim[0]
+
+    def totals(self) -> tuple[int, int, int]:
+        """(blocklets, rows, pages) of the file, as the counters of a plan add them."""
+        if self._totals is None:
+            self._totals = (len(self.blocklets), sum(r or 0 for r in self.rows), sum(self.pages))
+        return self._totals
 
 
 _CACHE: dict[tuple[str, int, int | None], dict[str, FileEntry]] = {}
@@ -217,11 +229,12 @@ def read_index_file(storage: Storage, path: str, size: int, mtime: int | None,
 _FOLDERS = SignedCache(max_entries=100_000)
 
 
-def folder_index(storage: Storage, folder: str, table_columns: list[ColumnSchema] | None = None
-                 ) -> dict[str, FileEntry]:
+def folder_index(storage: Storage, folder: str, table_columns: list[ColumnSchema] | None = None,
+                 columns_key: tuple | None = None) -> dict[str, FileEntry]:
     """Every data file named by the index files in ``folder`` (merge index files first); the result is
-    shared (cached): callers do not change it."""
-    key = (storage.uri(folder), column_map.table_key(table_columns))
+    shared (cached): callers do not change it. ``columns_key``: ``column_map.table_key(table_columns)``,
+    when the caller has it (a plan over thousands of folders makes it once)."""
+    key = (storage.uri(folder), column_map.table_key(table_columns) if columns_key is None else columns_key)
     hit = _FOLDERS.get(storage, key)
     if hit is not None:
         return hit
@@ -247,10 +260,11 @@ def index_claims(storage: Storage, files: list[tuple[str, str | None]],
     whole and do not plan by the index: the footer is still checked against it when the file is opened."""
     folders: dict[str, dict[str, FileEntry]] = {}
     out: dict[str, IndexClaim] = {}
+    columns_key = column_map.table_key(table_columns)
     for path, _seg in files:
         folder = dirname(path)
         if folder not in folders:
-            folders[folder] = folder_index(storage, folder, table_columns)
+            folders[folder] = folder_index(storage, folder, table_columns, columns_key)
         entry = folders[folder].get(posixpath.basename(path))
         claim = entry.claim() if entry is not None else None
         if claim is not None:
@@ -281,12 +295,11 @@ def _footer_entry(storage: Storage, path: str, table_columns: list[ColumnSchema]
 def _prune_file(path: str, entry: FileEntry, expr: Expr, segment_id: str | None, counts: Counts,
                 plan: Plan) -> bool:
     _count_all(entry, counts)
-    if isinstance(expr, AlwaysTrue):  # nothing to prune by (an unfiltered read or count)
-        keep = list(range(len(entry.blocklets)))
-    elif not might_match(expr, S.lookup(entry.file_stats())):
+    if isinstance(expr, AlwaysTrue):  # nothing to prune by (an unfiltered read or count): the whole file
+        return _keep_whole(path, entry, segment_id, counts, plan)
+    if not might_match(expr, S.lookup(entry.file_stats())):
         return False
-    else:
-        keep = [i for i, st in enumerate(entry.blocklets) if might_match(expr, S.lookup(st))]
+    keep = [i for i, st in enumerate(entry.blocklets) if might_match(expr, S.lookup(st))]
     if not keep:
         return False
     counts.files_read += 1
@@ -302,11 +315,27 @@ def _prune_file(path: str, entry: FileEntry, expr: Expr, segment_id: str | None,
     return True
 
 
+def _keep_whole(path: str, entry: FileEntry, segment_id: str | None, counts: Counts, plan: Plan) -> bool:
+    """``_prune_file`` of a file none of whose blocklets is pruned, from the entry's totals."""
+    blocklets = len(entry.blocklets)
+    if not blocklets:
+        return False
+    counts.files_read += 1
+    counts.blocklets_read += blocklets
+    n = None if entry.problem is not None or None in entry.rows else entry.totals()[1]
+    if plan.exact_rows is not None:
+        plan.exact_rows = None if n is None else plan.exact_rows + n
+    plan.pieces.append(Piece(path, None, segment_id, n, entry.external, entry.claim()))
+    plan.entries[path] = entry
+    return True
+
+
 def _count_all(entry: FileEntry, counts: Counts) -> None:
+    blocklets, rows, pages = entry.totals()
     counts.files_total += 1
-    counts.blocklets_total += len(entry.blocklets)
-    counts.rows_total += sum(r or 0 for r in entry.rows)
-    counts.pages_total += sum(entry.pages)
+    counts.blocklets_total += blocklets
+    counts.rows_total += rows
+    counts.pages_total += pages
 
 
 def _external_entry(storage: Storage, path: str, ref: ExternalRef, schema: pa.Schema | None,
@@ -348,6 +377,7 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
     for path, seg in files:
         by_segment.setdefault(seg, []).append(path)
     folders: dict[str, dict[str, FileEntry]] = {}
+    columns_key = column_map.table_key(table_columns)
     for seg, paths in by_segment.items():
         entries = []
         for path in paths:
@@ -358,7 +388,7 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
             if use_index:
                 folder = dirname(path)
                 if folder not in folders:
-                    folders[folder] = folder_index(storage, folder, table_columns)
+                    folders[folder] = folder_index(storage, folder, table_columns, columns_key)
                 entry = folders[folder].get(posixpath.basename(path))
             if entry is None:
                 entry = _footer_entry(storage, path, table_columns)
