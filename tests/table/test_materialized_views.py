@@ -9,6 +9,7 @@ truncated with ``zoneinfo`` in the view's zone (weeks start on Monday, as Spark'
 from __future__ import annotations
 
 import datetime as dt
+import os
 import random
 from collections import defaultdict
 from zoneinfo import ZoneInfo
@@ -19,6 +20,7 @@ import pytest
 
 from carbon_ds.ddl.materialized_views import parse_statement, view_query
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.fs import Storage
 from carbon_ds.table.ops import views
 from carbon_ds.table.table import CarbonTable
 
@@ -185,3 +187,31 @@ def test_statements_parse():
         parse_statement("CREATE MATERIALIZED VIEW m PROPERTIES('refresh_trigger_mode'='sometimes') AS SELECT 1")
     with pytest.raises(CarbonOptionError, match="expected REFRESH MATERIALIZED VIEW <name>"):
         parse_statement("REFRESH MATERIALIZED VIEW")
+
+
+def test_incremental_refresh_reads_only_the_new_segments(tmp_path, main, monkeypatch):
+    """A refresh after an append opens no file of a segment the view already covers, and gives the rows a
+    full rebuild gives."""
+    _load(main, _batch(random.Random(5), 300, dt.datetime(2024, 3, 1, tzinfo=dt.UTC)))
+    path = _create(tmp_path, main, mode="on_manual")
+    _load(main, _batch(random.Random(6), 200, dt.datetime(2024, 3, 20, tzinfo=dt.UTC)))
+    opened: list[str] = []
+    for method in ("open", "read_bytes"):
+        real = getattr(Storage, method)
+
+        def spy(self, file, _real=real):
+            opened.append(file)
+            return _real(self, file)
+        monkeypatch.setattr(Storage, method, spy)
+    done = views.refresh_view(path)
+    monkeypatch.undo()
+    assert (done.kind, done.segments) == ("incremental", ["2"])
+    fact = os.path.join(main.path, "Fact", "Part0")
+    main_files = [f for f in opened if f.startswith(fact)]
+    segments = {os.path.relpath(f, fact).split(os.sep)[0] for f in main_files}
+    assert segments == {"Segment_2"}, main_files
+    assert any(f.endswith(".carbondata") for f in main_files)
+    incremental = _view(path)
+    assert incremental == _oracle(main, "hour", "UTC")
+    assert views.refresh_view(path, full=True).kind == "full"
+    assert _view(path) == incremental
