@@ -105,7 +105,7 @@ def main() -> None:
 
     mv_path = None
     if not args.no_spark:
-        spark = spark_session(extension=True)
+        spark = spark_session(extension=True, conf={"spark.sql.warehouse.dir": os.path.join(base, "warehouse")})
         carbon_ds.sql(spark, f"CREATE EXTERNAL TABLE tel ({COLUMNS}) STORED AS carbondata LOCATION '{main_path}'")
         t0 = time.perf_counter()
         carbon_ds.sql(spark, f"CREATE MATERIALIZED VIEW mv_tel PROPERTIES ('refresh_trigger_mode'='on_manual') "
