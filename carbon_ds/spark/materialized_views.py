@@ -31,7 +31,7 @@ from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
 
-__all__ = ["HANDLERS", "OUTPUTS", "answer_from_view"]
+__all__ = ["HANDLERS", "OUTPUTS", "answer_from_view", "drop_views_of"]
 
 SHOW_COLUMNS = ["Name", "Main Table", "Status", "Refresh Mode", "Segments Covered", "Reason"]
 REFRESH_COLUMNS = ["Refresh", "Segments Aggregated", "Rows"]
@@ -146,6 +146,25 @@ def _drop(spark: Any, stmt: DropMaterializedView, _text: str):
     if TableHandle.exists(entry.path):
         segment_ops.drop_table_files(table)
     return _empty(spark)
+
+
+def drop_views_of(spark: Any, main_path: str) -> list[str]:
+    """DROP TABLE of a main table drops its materialized views first, as CarbonData's DROP TABLE does (a view
+    without its main table could never be refreshed or used); the names of the views dropped."""
+    dropped = []
+    for path in views.linked_views(TableHandle.open(main_path)):
+        if not TableHandle.exists(path) or not views.is_view(path):
+            continue
+        name = views.definition(path).name
+        db, _, short = name.partition(".")
+        entry = catalog.lookup(spark, TableName(db, short))
+        if entry is not None and catalog.real_path(entry.path) == catalog.real_path(path):
+            _drop(spark, DropMaterializedView(db, short, True), "")
+        else:  # not in this session's catalog: its files and its link still go
+            views.drop_view(path)
+            segment_ops.drop_table_files(TableHandle.open(path))
+        dropped.append(name)
+    return dropped
 
 
 # ------------------------------------------------------------------------------------------ answering queries

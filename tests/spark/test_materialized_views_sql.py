@@ -11,8 +11,12 @@ import os
 import pytest
 
 import carbon_ds
+from carbon_ds.ddl.statement_parser import table_name
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.spark import catalog
 from carbon_ds.spark.extension import extension_active, jar_path
+from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.ops import views
 
 pytestmark = pytest.mark.spark
 
@@ -171,3 +175,23 @@ def test_carbon_ds_sql_answers_the_views_shape_from_the_view(tel, tmp_path):
     assert _answered(spark, exact[0])[1:] == _off(spark, exact[0])
     spark.sql("REFRESH MATERIALIZED VIEW mv_tel")
     check()
+
+
+@pytest.mark.parametrize("door", ["spark_sql", "carbon_ds_sql"])
+def test_drop_table_drops_its_views(tel, door):
+    """As CarbonData's DROP TABLE (CarbonDropTableCommand drops the views on the table), and DROP TABLE of a
+    view's own table is refused: DROP MATERIALIZED VIEW removes it."""
+    spark = tel
+    run = spark.sql if door == "spark_sql" else (lambda text: carbon_ds.sql(spark, text))
+    run(f"CREATE MATERIALIZED VIEW mv_tel AS {VIEW}")
+    [view_path] = views.linked_views(TableHandle.open(catalog.lookup(spark, table_name("tel")).path))
+    with pytest.raises(Exception, match="is a materialized view; use DROP MATERIALIZED VIEW"):
+        run("DROP TABLE mv_tel")
+    run("DROP TABLE IF EXISTS mv_tel")  # skipped, as CarbonData skips it
+    assert spark.catalog.tableExists("mv_tel")
+    run("DROP TABLE tel")
+    assert not spark.catalog.tableExists("mv_tel")
+    assert run("SHOW MATERIALIZED VIEWS").collect() == []
+    assert not TableHandle.exists(view_path)
+    run("CREATE TABLE tel (brand STRING, ts TIMESTAMP, speed INT) STORED AS carbondata")
+    run(f"CREATE MATERIALIZED VIEW mv_tel AS {VIEW}")  # the name is free again
