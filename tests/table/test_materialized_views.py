@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import os
 import random
+import warnings
 from collections import defaultdict
 from zoneinfo import ZoneInfo
 
@@ -21,6 +22,8 @@ import pytest
 from carbon_ds.ddl.materialized_views import parse_statement, view_query
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.fs import Storage
+from carbon_ds.table.meta import tablestatus
+from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops import views
 from carbon_ds.table.table import CarbonTable
 
@@ -215,3 +218,27 @@ def test_incremental_refresh_reads_only_the_new_segments(tmp_path, main, monkeyp
     assert incremental == _oracle(main, "hour", "UTC")
     assert views.refresh_view(path, full=True).kind == "full"
     assert _view(path) == incremental
+
+
+def test_a_streaming_segment_warns_once_not_per_load(tmp_path, main):
+    """Each micro-batch of a stream commits a load; a view that cannot cover a CarbonData streaming segment
+    says so once (kept in the view's folder, so batches committed by other processes stay quiet too), and
+    again once the reason changes."""
+    path = _create(tmp_path, main)
+    with main.edit_status("test: a CarbonData stream writes segment 5") as edit:
+        edit.entries.append(LoadDetail(name="5", status=tablestatus.STREAMING, file_format="ROW_V1"))
+        edit.commit()
+    rng = random.Random(7)
+    with pytest.warns(UserWarning, match="streaming segment") as said:
+        for _ in range(3):
+            _load(main, _batch(rng, 20, dt.datetime(2024, 3, 1, tzinfo=dt.UTC)))
+    assert len([w for w in said if "streaming segment" in str(w.message)]) == 1
+    assert views.view_status(path).status == "stale"
+    with main.edit_status("test: the stream's segment handed off") as edit:
+        edit.entries[:] = [e for e in edit.entries if e.name != "5"]
+        edit.commit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refreshed: no warning
+        _load(main, _batch(rng, 20, dt.datetime(2024, 3, 2, tzinfo=dt.UTC)))
+    assert views.view_status(path).status == "enabled"
+    assert _view(path) == _oracle(main, "hour", "UTC")
