@@ -133,8 +133,10 @@ def _view_segments(view: TableHandle) -> list[str]:
     return [d.name for d in view.load_details() if d.readable or is_stream(d)]
 
 
-def view_status(path: str) -> ViewStatus:
-    defn = definition(path)
+def view_status(path: str, defn: ViewDefinition | None = None) -> ViewStatus:
+    """Whether the view at ``path`` is fresh; with ``defn`` (read by the caller), whether the rows that
+    definition records are (a caller then reads exactly ``defn.view_segment``)."""
+    defn = definition(path) if defn is None else defn
     main = TableHandle.open(defn.main_path)
     current, streams = _current(main)
     if streams:
