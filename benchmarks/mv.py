@@ -80,9 +80,9 @@ def rounded(rows: list) -> list[tuple]:
 
 
 def differ(a: list[tuple], b: list[tuple]) -> list[tuple]:
-    """The rows of ``a`` and ``b`` that are not equal to within 1e-9 relative for floats."""
+    """The rows of ``a`` and ``b`` that are not equal to within 1e-8 relative for floats (they are rounded to 9 digits)."""
     def close(x, y) -> bool:
-        return math.isclose(x, y, rel_tol=1e-9) if isinstance(x, float) and isinstance(y, float) else x == y
+        return math.isclose(x, y, rel_tol=1e-8) if isinstance(x, float) and isinstance(y, float) else x == y
     if len(a) != len(b):
         return sorted(set(a) ^ set(b), key=repr)
     return [(x, y) for x, y in zip(a, b, strict=True) if not all(close(u, v) for u, v in zip(x, y, strict=True))]
