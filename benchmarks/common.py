@@ -37,9 +37,10 @@ def save(out_dir: str, name: str, payload: dict) -> str:
     return path
 
 
-def spark_session(memory: str = "6g", master: str = "local[2]", extension: bool = False):
+def spark_session(memory: str = "6g", master: str = "local[2]", extension: bool = False,
+                  conf: dict[str, str] | None = None):
     """A local SparkSession with the carbondata source registered, workers on this interpreter
-    (``extension``: with the carbon-ds Catalyst extension, carbon_ds.configure_spark)."""
+    (``extension``: with the carbon-ds Catalyst extension, carbon_ds.configure_spark; ``conf``: more settings)."""
     import sys
 
     from pyspark.sql import SparkSession
@@ -48,13 +49,15 @@ def spark_session(memory: str = "6g", master: str = "local[2]", extension: bool 
 
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this interpreter's packages
     builder = carbon_ds.configure_spark(SparkSession.builder) if extension else SparkSession.builder
-    spark = (
+    builder = (
         builder.master(master)
         .config("spark.ui.enabled", "false")
         .config("spark.driver.memory", memory)
         .config("spark.sql.shuffle.partitions", "2")
-        .getOrCreate()
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     carbon_ds.register(spark)
     return spark

@@ -11,6 +11,8 @@ from __future__ import annotations
 import os
 from typing import Any
 
+import pyarrow as pa
+from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from carbon_ds.ddl.materialized_views import (
@@ -26,12 +28,16 @@ from carbon_ds.errors import CarbonError, CarbonTableError
 from carbon_ds.fs import Storage
 from carbon_ds.names import CONF_MV_REWRITE
 from carbon_ds.spark import catalog
+from carbon_ds.spark.arrow_schema import arrow_schema
+from carbon_ds.spark.local import LOCAL_MAX_ROWS, arrow_frame, local_limit
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
+from carbon_ds.table.read.scan import scan_estimate
+from carbon_ds.table.read.scanner import Scan
 
-__all__ = ["HANDLERS", "OUTPUTS", "answer_from_view"]
+__all__ = ["HANDLERS", "OUTPUTS", "answer_from_view", "drop_views_of"]
 
 SHOW_COLUMNS = ["Name", "Main Table", "Status", "Refresh Mode", "Segments Covered", "Reason"]
 REFRESH_COLUMNS = ["Refresh", "Segments Aggregated", "Rows"]
@@ -148,6 +154,25 @@ def _drop(spark: Any, stmt: DropMaterializedView, _text: str):
     return _empty(spark)
 
 
+def drop_views_of(spark: Any, main_path: str) -> list[str]:
+    """DROP TABLE of a main table drops its materialized views first, as CarbonData's DROP TABLE does (a view
+    without its main table could never be refreshed or used); the names of the views dropped."""
+    dropped = []
+    for path in views.linked_views(TableHandle.open(main_path)):
+        if not TableHandle.exists(path) or not views.is_view(path):
+            continue
+        name = views.definition(path).name
+        db, _, short = name.partition(".")
+        entry = catalog.lookup(spark, TableName(db, short))
+        if entry is not None and catalog.real_path(entry.path) == catalog.real_path(path):
+            _drop(spark, DropMaterializedView(db, short, True), "")
+        else:  # not in this session's catalog: its files and its link still go
+            views.drop_view(path)
+            segment_ops.drop_table_files(TableHandle.open(path))
+        dropped.append(name)
+    return dropped
+
+
 # ------------------------------------------------------------------------------------------ answering queries
 def _spark_name(a_func: str, column: str | None) -> str:
     """The column name Spark gives an unaliased aggregate (``sum(speed)``, ``count(1)`` for ``count(*)``)."""
@@ -162,8 +187,8 @@ def _same_filter(a: str | None, b: str | None) -> bool:
     return " ".join((a or "").split()).lower() == " ".join((b or "").split()).lower()
 
 
-def _select_from(vq: ViewQuery, view: ViewQuery, view_name: str) -> str | None:
-    """SELECT over the view giving ``vq``'s columns, or None when ``view`` cannot give them all."""
+def _items(vq: ViewQuery, view: ViewQuery) -> list[tuple[str, str]] | None:
+    """(view column, name shown) for each of ``vq``'s columns, or None when ``view`` cannot give them all."""
     if _groups_key(vq) != _groups_key(view) or not _same_filter(vq.where, view.where):
         return None
     view_groups = {(g.column.lower(), g.granularity): g.name for g in view.groups}
@@ -182,8 +207,25 @@ def _select_from(vq: ViewQuery, view: ViewQuery, view_name: str) -> str | None:
             if source is None:
                 return None
             shown = name if name in vq.aliased else _spark_name(a.func, a.column)
-        items.append(f"{catalog.quote(source)} AS {catalog.quote(shown)}")
-    return f"SELECT {', '.join(items)} FROM {view_name}"
+        items.append((source, shown))
+    return items
+
+
+def _pinned(spark: Any, path: str, segment: str, items: list[tuple[str, str]], alias: str):
+    """The view's rows of ``segment`` (the one whose freshness was checked) read here into a local relation,
+    so a refresh or a load landing before the query runs cannot change what it answers; None when that
+    segment has been replaced since (the caller asks the main table). ``False``: too big for the driver."""
+    limit = local_limit(spark)
+    stored, rows = scan_estimate(path, None, segment)
+    if limit <= 0 or rows is None or rows > LOCAL_MAX_ROWS or stored > limit:
+        return False
+    try:
+        table = Scan(path, columns=list(dict.fromkeys(s for s, _ in items)), segments=segment).to_arrow()
+    except (CarbonError, FileNotFoundError):
+        return None  # replaced (and cleaned) since the check
+    table = pa.table([table[s] for s, _ in items], names=[shown for _, shown in items])
+    schema = from_arrow_schema(table.schema)
+    return arrow_frame(spark, table.cast(arrow_schema(schema)), schema).alias(alias)
 
 
 def answer_from_view(spark: Any, text: str):
@@ -191,7 +233,9 @@ def answer_from_view(spark: Any, text: str):
 
     Only the exact shape of a view's query is answered: the same table, the same grouping columns and
     timeseries (in the view's time zone, which must be the session's), the same WHERE, and a subset of the
-    view's aggregates. ``carbon_ds.sql.materializedViewRewrite=false`` turns it off."""
+    view's aggregates. The view's rows are those of the segment whose freshness was checked, read now (a
+    view past ``carbon_ds.sql.localRelationBytes`` or 100,000 rows is read by Spark when the query runs).
+    ``carbon_ds.sql.materializedViewRewrite=false`` turns it off."""
     if not parse_bool(spark.conf.get(CONF_MV_REWRITE, "true"), f"spark conf {CONF_MV_REWRITE}", True):
         return None
     head = text.lstrip()[:6].upper()
@@ -212,12 +256,19 @@ def answer_from_view(spark: Any, text: str):
             defn = views.definition(path)
             if any(g.granularity for g in vq.groups) and defn.time_zone != zone:
                 continue
-            select = _select_from(vq, defn.parsed, _view_table(spark, path, defn))
-            if select is None or views.view_status(path).status != "enabled":
+            items = _items(vq, defn.parsed)
+            name = _view_table(spark, path, defn)
+            if items is None or defn.view_segment is None or views.view_status(path, defn).status != "enabled":
                 continue
+            answer = _pinned(spark, path, defn.view_segment, items, defn.name.partition(".")[2])
         except CarbonError:
             continue  # a view that cannot be read answers nothing
-        return spark.sql(select)
+        if answer is None:
+            continue
+        if answer is False:
+            shown = ", ".join(f"{catalog.quote(s)} AS {catalog.quote(n)}" for s, n in items)
+            return spark.sql(f"SELECT {shown} FROM {name}")
+        return answer
     return None
 
 

@@ -53,6 +53,7 @@ from carbon_ds.table.meta.options import parse_bool, split_list
 from carbon_ds.table.meta.partition_spec import spec_from_properties
 from carbon_ds.table.meta.properties import TableProperties
 from carbon_ds.table.ops import segments as segment_ops
+from carbon_ds.table.ops import views
 from carbon_ds.table.ops.hive_partitions import add_partition, drop_partitions
 from carbon_ds.table.table import CarbonTable
 
@@ -194,6 +195,11 @@ def _drop(spark: Any, stmt: DropTable):
     entry = catalog.lookup(spark, stmt.table)
     if entry is None:
         return None  # not ours: Spark drops (or complains about) its own tables
+    if views.is_view(entry.path):  # as in CarbonData: a view's table goes with DROP MATERIALIZED VIEW only
+        if stmt.if_exists:
+            return _empty(spark)
+        raise CarbonTableError(f"DROP TABLE {entry.db}.{entry.name}: it is a materialized view; use DROP "
+                               f"MATERIALIZED VIEW {entry.db}.{entry.name}")
     deletes = (not entry.external and CarbonTable.exists(entry.path)
                and not any(not o.external for o in catalog.owners(spark, entry.path, entry.db, entry.name)))
     table = CarbonTable.open(entry.path) if deletes else None
@@ -208,6 +214,8 @@ def _drop(spark: Any, stmt: DropTable):
                 raise CarbonTableError(
                     f"DROP TABLE {entry.db}.{entry.name}: external segment folder(s) {', '.join(inside)} lie "
                     f"inside the table folder {table.uri}; delete those segments first so their files are not removed")
+    if CarbonTable.exists(entry.path):
+        mv.drop_views_of(spark, entry.path)
     catalog.catalog_drop(spark, entry)  # Spark deletes a managed table's folder itself
     catalog.drop_view(spark, entry.name)
     catalog.unregister(spark, entry.db, entry.name)

@@ -11,8 +11,13 @@ import os
 import pytest
 
 import carbon_ds
+from carbon_ds.ddl.statement_parser import table_name
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.spark import catalog
+from carbon_ds.spark import materialized_views as mv
 from carbon_ds.spark.extension import extension_active, jar_path
+from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.ops import views
 
 pytestmark = pytest.mark.spark
 
@@ -171,3 +176,54 @@ def test_carbon_ds_sql_answers_the_views_shape_from_the_view(tel, tmp_path):
     assert _answered(spark, exact[0])[1:] == _off(spark, exact[0])
     spark.sql("REFRESH MATERIALIZED VIEW mv_tel")
     check()
+
+
+@pytest.mark.parametrize("door", ["spark_sql", "carbon_ds_sql"])
+def test_drop_table_drops_its_views(tel, door):
+    """As CarbonData's DROP TABLE (CarbonDropTableCommand drops the views on the table), and DROP TABLE of a
+    view's own table is refused: DROP MATERIALIZED VIEW removes it."""
+    spark = tel
+    run = spark.sql if door == "spark_sql" else (lambda text: carbon_ds.sql(spark, text))
+    run(f"CREATE MATERIALIZED VIEW mv_tel AS {VIEW}")
+    [view_path] = views.linked_views(TableHandle.open(catalog.lookup(spark, table_name("tel")).path))
+    with pytest.raises(Exception, match="is a materialized view; use DROP MATERIALIZED VIEW"):
+        run("DROP TABLE mv_tel")
+    run("DROP TABLE IF EXISTS mv_tel")  # skipped, as CarbonData skips it
+    assert spark.catalog.tableExists("mv_tel")
+    run("DROP TABLE tel")
+    assert not spark.catalog.tableExists("mv_tel")
+    assert run("SHOW MATERIALIZED VIEWS").collect() == []
+    assert not TableHandle.exists(view_path)
+    run("CREATE TABLE tel (brand STRING, ts TIMESTAMP, speed INT) STORED AS carbondata")
+    run(f"CREATE MATERIALIZED VIEW mv_tel AS {VIEW}")  # the name is free again
+
+
+def test_the_answer_is_the_checked_segments_rows(tel, monkeypatch):
+    """The view's rows read are those of the segment whose freshness was checked: a load (with its on_commit
+    refresh) landing between the check and the read sends the query to the main table, and a load after
+    carbon_ds.sql returned does not change the answer it gave."""
+    spark = tel
+    spark.sql(f"CREATE MATERIALIZED VIEW mv_tel AS {PLAIN}")
+    text = "SELECT brand, sum(speed) AS total, count(*) FROM tel WHERE speed >= 0 GROUP BY brand"
+    before = _off(spark, text)
+    df = carbon_ds.sql(spark, text)
+    assert "mv_tel" in df._jdf.queryExecution().analyzed().toString()
+    _insert(spark, 5, 120)  # refreshes the view: a new view segment
+    assert (_rows(df), df.columns) == before  # the rows of the segment checked, not a mix
+    after = _off(spark, text)
+    assert after != before
+
+    real = mv.views.view_status
+    landed = []
+
+    def check_then_load(path, defn=None):
+        state = real(path, defn)
+        if not landed:  # a load and its refresh land right after the check
+            landed.append(True)
+            _insert(spark, 6, 80)
+        return state
+
+    monkeypatch.setattr(mv.views, "view_status", check_then_load)
+    used, rows, cols = _answered(spark, text)
+    assert landed and not used  # the checked segment was replaced: the main table answered
+    assert (rows, cols) == _off(spark, text)

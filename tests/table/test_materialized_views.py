@@ -9,7 +9,9 @@ truncated with ``zoneinfo`` in the view's zone (weeks start on Monday, as Spark'
 from __future__ import annotations
 
 import datetime as dt
+import os
 import random
+import warnings
 from collections import defaultdict
 from zoneinfo import ZoneInfo
 
@@ -19,6 +21,9 @@ import pytest
 
 from carbon_ds.ddl.materialized_views import parse_statement, view_query
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.fs import Storage
+from carbon_ds.table.meta import tablestatus
+from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops import views
 from carbon_ds.table.table import CarbonTable
 
@@ -185,3 +190,55 @@ def test_statements_parse():
         parse_statement("CREATE MATERIALIZED VIEW m PROPERTIES('refresh_trigger_mode'='sometimes') AS SELECT 1")
     with pytest.raises(CarbonOptionError, match="expected REFRESH MATERIALIZED VIEW <name>"):
         parse_statement("REFRESH MATERIALIZED VIEW")
+
+
+def test_incremental_refresh_reads_only_the_new_segments(tmp_path, main, monkeypatch):
+    """A refresh after an append opens no file of a segment the view already covers, and gives the rows a
+    full rebuild gives."""
+    _load(main, _batch(random.Random(5), 300, dt.datetime(2024, 3, 1, tzinfo=dt.UTC)))
+    path = _create(tmp_path, main, mode="on_manual")
+    _load(main, _batch(random.Random(6), 200, dt.datetime(2024, 3, 20, tzinfo=dt.UTC)))
+    opened: list[str] = []
+    for method in ("open", "read_bytes"):
+        real = getattr(Storage, method)
+
+        def spy(self, file, _real=real):
+            opened.append(file)
+            return _real(self, file)
+        monkeypatch.setattr(Storage, method, spy)
+    done = views.refresh_view(path)
+    monkeypatch.undo()
+    assert (done.kind, done.segments) == ("incremental", ["2"])
+    fact = os.path.join(main.path, "Fact", "Part0")
+    main_files = [f for f in opened if f.startswith(fact)]
+    segments = {os.path.relpath(f, fact).split(os.sep)[0] for f in main_files}
+    assert segments == {"Segment_2"}, main_files
+    assert any(f.endswith(".carbondata") for f in main_files)
+    incremental = _view(path)
+    assert incremental == _oracle(main, "hour", "UTC")
+    assert views.refresh_view(path, full=True).kind == "full"
+    assert _view(path) == incremental
+
+
+def test_a_streaming_segment_warns_once_not_per_load(tmp_path, main):
+    """Each micro-batch of a stream commits a load; a view that cannot cover a CarbonData streaming segment
+    says so once (kept in the view's folder, so batches committed by other processes stay quiet too), and
+    again once the reason changes."""
+    path = _create(tmp_path, main)
+    with main.edit_status("test: a CarbonData stream writes segment 5") as edit:
+        edit.entries.append(LoadDetail(name="5", status=tablestatus.STREAMING, file_format="ROW_V1"))
+        edit.commit()
+    rng = random.Random(7)
+    with pytest.warns(UserWarning, match="streaming segment") as said:
+        for _ in range(3):
+            _load(main, _batch(rng, 20, dt.datetime(2024, 3, 1, tzinfo=dt.UTC)))
+    assert len([w for w in said if "streaming segment" in str(w.message)]) == 1
+    assert views.view_status(path).status == "stale"
+    with main.edit_status("test: the stream's segment handed off") as edit:
+        edit.entries[:] = [e for e in edit.entries if e.name != "5"]
+        edit.commit()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # refreshed: no warning
+        _load(main, _batch(rng, 20, dt.datetime(2024, 3, 2, tzinfo=dt.UTC)))
+    assert views.view_status(path).status == "enabled"
+    assert _view(path) == _oracle(main, "hour", "UTC")

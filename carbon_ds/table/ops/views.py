@@ -41,6 +41,7 @@ __all__ = ["DEFINITION", "LINKS", "ViewDefinition", "create_view", "definition",
 
 DEFINITION = "mv_definition.json"
 LINKS = "mv_links.json"
+WARNED = "mv_refresh_warning.txt"  # the last refresh failure warned about (each stream batch is a load)
 AVG_SUM, AVG_COUNT = "__sum", "__count"  # the columns an avg keeps beside it, for merging
 LOCK_TIMEOUT_S = 60.0
 
@@ -132,8 +133,10 @@ def _view_segments(view: TableHandle) -> list[str]:
     return [d.name for d in view.load_details() if d.readable or is_stream(d)]
 
 
-def view_status(path: str) -> ViewStatus:
-    defn = definition(path)
+def view_status(path: str, defn: ViewDefinition | None = None) -> ViewStatus:
+    """Whether the view at ``path`` is fresh; with ``defn`` (read by the caller), whether the rows that
+    definition records are (a caller then reads exactly ``defn.view_segment``)."""
+    defn = definition(path) if defn is None else defn
     main = TableHandle.open(defn.main_path)
     current, streams = _current(main)
     if streams:
@@ -394,7 +397,28 @@ def refresh_after_load(table: TableHandle) -> None:
                 continue
             if definition(path).refresh_mode == "on_commit":
                 refresh_view(path)
+                _warned(path, None)
         except Exception as exc:  # noqa: BLE001 - the load stands; the view stays stale until REFRESH
-            warnings.warn(f"materialized view at {path} not refreshed after the load into {table.uri}: {exc}; it "
-                          "stays stale until REFRESH MATERIALIZED VIEW", stacklevel=2)
+            if _warned(path, str(exc)):
+                warnings.warn(f"materialized view at {path} not refreshed after the load into {table.uri}: {exc}; "
+                              "it stays stale until REFRESH MATERIALIZED VIEW (said once until the reason changes)",
+                              stacklevel=2)
+
+
+def _warned(path: str, reason: str | None) -> bool:
+    """Whether to warn that the view at ``path`` failed to refresh for ``reason`` (None: it refreshed): once
+    per reason, kept in the view's folder because each micro-batch of a stream commits a load, often in
+    another process, and a streaming segment keeps failing the same way until it is handed off."""
+    storage, file = _meta(path, WARNED)
+    try:
+        if reason is None:
+            if storage.exists(file):
+                storage.delete(file)
+            return False
+        if storage.exists(file) and storage.read_text(file) == reason:
+            return False
+        storage.write_atomic(file, reason.encode())
+    except OSError:
+        pass  # a read-only or vanished folder: warn
+    return True
 
