@@ -6,8 +6,6 @@ Oracle: Spark's own GROUP BY over the main table (``date_trunc`` for timeseries)
 
 from __future__ import annotations
 
-import os
-
 import pytest
 
 import carbon_ds
@@ -15,7 +13,6 @@ from carbon_ds.ddl.statement_parser import table_name
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.spark import catalog
 from carbon_ds.spark import materialized_views as mv
-from carbon_ds.spark.extension import extension_active, jar_path
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops import views
 
@@ -25,17 +22,6 @@ VIEW = ("SELECT brand, timeseries(ts, 'hour') AS hour, sum(speed) AS total, coun
         "max(speed) AS top FROM tel WHERE speed >= 0 GROUP BY brand, timeseries(ts, 'hour')")
 ORACLE = ("SELECT brand, date_trunc('hour', ts) AS hour, sum(speed) AS total, count(*) AS n, avg(speed) AS mean, "
           "max(speed) AS top FROM tel WHERE speed >= 0 GROUP BY brand, date_trunc('hour', ts)")
-
-
-@pytest.fixture(scope="module")
-def ext(spark):
-    if jar_path() is None:
-        if os.environ.get("CI"):
-            pytest.fail("the Spark extension jar was not built (scripts/setup.sh runs scripts/build-jvm.sh)")
-        pytest.skip("the Spark extension jar is not built (needs a JDK: scripts/build-jvm.sh)")
-    assert extension_active(spark)
-    carbon_ds.register(spark)
-    return spark
 
 
 def _rows(df) -> list[tuple]:
