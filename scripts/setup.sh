@@ -49,5 +49,16 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
     fi
     echo "$want" > "$stamp"
 fi
+# TPC-DS data and query texts come from DuckDB's tpcds extension, whose wheel exists for DuckDB 1.5.5 only:
+# both go into a folder of their own, which benchmarks/tpcds_data.py puts on a child interpreter's path when
+# the DuckDB in .venv is another release (kept: installed once)
+if [ ! -d .venv/tpcds-duckdb/duckdb_extension_tpcds ]; then
+    echo ">> installing DuckDB 1.5.5 and its TPC-DS extension into .venv/tpcds-duckdb"
+    if ! .venv/bin/python -m pip install --target .venv/tpcds-duckdb duckdb==1.5.5 duckdb-extension-tpcds==1.5.5 \
+            >>.venv/install.log 2>&1; then
+        rm -rf .venv/tpcds-duckdb
+        echo "WARNING: DuckDB's TPC-DS extension could not be installed; tests/spark/test_tpcds.py will skip" >&2
+    fi
+fi
 # the Spark session extension (jvm/src) against the PySpark just installed; says so and goes on without a JDK
 bash scripts/build-jvm.sh .venv/bin/python
