@@ -4,7 +4,11 @@ dsdgen, DuckDB's query texts with the dialect rewrites of benchmarks/tpcds_data.
 
 The two sides run in two sessions of the shared SparkContext (``spark.newSession()``), each with its own
 temporary views under the plain TPC-DS names. A query Spark cannot run over Parquet must be listed in
-``tpcds_data.UNSUPPORTED`` (so the list stays true)."""
+``tpcds_data.UNSUPPORTED`` (so the list stays true).
+
+The suite runs ``SAMPLE``, queries of every shape (star joins, EXISTS / NOT EXISTS, rollups, window
+functions, many scans of one fact table, the dialect rewrites); ``CARBON_DS_TPCDS=all`` runs all 99 (about
+five minutes on 2 cores), as benchmarks/tpcds.py compares every result at any scale."""
 
 from __future__ import annotations
 
@@ -36,9 +40,14 @@ def _load(name: str):
 
 ds = _load("tpcds_data")
 if not ds.has_generator():
+    if os.environ.get("CI"):  # scripts/setup.sh installs it: its absence in CI is a failure, not a skip
+        pytest.fail("DuckDB 1.5.5 with duckdb-extension-tpcds is not installed (scripts/setup.sh)",
+                    pytrace=False)
     pytest.skip("TPC-DS data needs DuckDB 1.5.5 with duckdb-extension-tpcds (scripts/setup.sh installs both)",
                 allow_module_level=True)
 
+SAMPLE = (3, 7, 9, 14, 16, 25, 27, 32, 36, 47, 50, 64, 72, 78, 95)
+CHOSEN = ds.NUMBERS if os.environ.get("CARBON_DS_TPCDS", "").lower() == "all" else SAMPLE
 # query -> why carbon-ds gives other rows than Spark's Parquet reader (a known defect, not yet fixed)
 KNOWN_DIFFERENCES: dict[int, str] = {}
 
@@ -77,7 +86,7 @@ def _case(n: int):
     return pytest.param(n, id=f"q{n}", marks=marks)
 
 
-@pytest.mark.parametrize("n", [_case(n) for n in ds.NUMBERS])
+@pytest.mark.parametrize("n", [_case(n) for n in CHOSEN])
 def test_query_matches_parquet(sides, n):
     carbon, parquet, texts = sides
     text = ds.spark_text(texts[n])
