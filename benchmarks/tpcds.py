@@ -201,8 +201,8 @@ def markdown(results: dict[str, dict], summary: dict, args, load_avg: tuple[floa
             equal = "yes" + (" (ties ordered differently)" if r["notes"] else "")
         else:
             equal = "NO: " + ", ".join(k for k, v in r["equal"].items() if not v)
-        line = f"| {q.upper()} | {num(r.get('carbondata_s'), '.3f')} | {num(r.get('parquet_s'), '.3f')} | " \
-               f"{num(r.get('ratio'), '.2f')}x |"
+        line = (f"| {q.upper()} | {num(r.get('carbondata_s'), '.3f')} | {num(r.get('parquet_s'), '.3f')} | "
+                f"{num(r.get('ratio'), '.2f')}x |")
         if with_load:
             line += f" {num(r.get('load_s'), '.3f')} | {num(r.get('load_ratio'), '.2f')}x |"
         lines.append(line + f" {r.get('rows', '-')} | {equal} |")
