@@ -10,6 +10,20 @@ import time
 from collections.abc import Callable
 
 
+def pyplot():
+    """matplotlib's pyplot drawing to files (the Agg backend), or None when matplotlib (the ``bench`` extra) is
+    not installed; imported here because only the chart of a run needs it."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (pip install carbon-ds[bench]): no chart", flush=True)
+        return None
+    return plt
+
+
 def timed(fn: Callable[[], object], repeat: int) -> float:
     """Best wall time of ``repeat`` runs (the least disturbed by the rest of the machine)."""
     best = float("inf")

@@ -41,7 +41,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
-from common import parser, save, spark_session
+from common import parser, pyplot, save, spark_session
 
 import carbon_ds
 from carbon_ds.api import explain
@@ -152,11 +152,9 @@ def parquet_files_read(df) -> int:
 
 
 def chart(path: str, medians: dict[str, dict[str, float]]) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
+    if plt is None:
+        return
     names = list(medians)
     fig, ax = plt.subplots(figsize=(9, 4))
     for k, copy in enumerate(COPIES):

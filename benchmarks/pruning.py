@@ -26,7 +26,7 @@ import tempfile
 import zlib
 
 import pyarrow.parquet as pq
-from common import parser, save, spark_session, timed
+from common import parser, pyplot, save, spark_session, timed
 
 import carbon_ds
 from carbon_ds.api import explain
@@ -80,12 +80,8 @@ def png_bars(path: str, groups: dict[str, dict[str, float]]) -> None:
 
 
 def chart(path: str, seconds: dict[str, dict[str, float]]) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
+    plt = pyplot()
+    if plt is None:
         png_bars(path, seconds)
         return
     names = list(seconds)

@@ -35,7 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as ds
 import pyarrow.parquet as pq
-from common import save
+from common import pyplot, save
 from tpch_queries import generate
 
 import carbon_ds
@@ -167,11 +167,9 @@ def markdown(rows: list[dict], sf: float, repeat: int) -> str:
 
 
 def chart(rows: list[dict], path: str, title: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
+    if plt is None:
+        return
     labels = list(dict.fromkeys(f"{r['engine']}: {r['case']}" for r in rows))
     fig, ax = plt.subplots(figsize=(9, 0.45 * len(labels) + 1.2))
     for k, (threads, color) in enumerate(((True, "#3b7dd8"), (False, "#9cc3f0"))):

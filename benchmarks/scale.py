@@ -42,6 +42,7 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.write.load_base import Reservation
 from carbon_ds.table.write.plain import PlainLoad
+from common import pyplot
 
 ROWS = 100
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("value", pa.float64())])
@@ -249,11 +250,9 @@ def table_text(results: list[dict]) -> str:
 
 
 def chart(results: list[dict], path: str) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+    plt = pyplot()
+    if plt is None:
+        return
     sizes = [r["segments"] for r in results]
     fig, axes = plt.subplots(1, 4, figsize=(15, 3.6))
     for ax, (key, title) in zip(axes, (("append_s", "append"), ("full_read_s", "full read"),

@@ -35,7 +35,7 @@ import time
 
 import pyarrow.parquet as pq
 import tpcds_data as ds
-from common import save, spark_session
+from common import pyplot, save, spark_session
 from tpch import failure, folder_bytes, geomean
 
 import carbon_ds
@@ -231,13 +231,8 @@ def markdown(results: dict[str, dict], summary: dict, args, load_avg: tuple[floa
 
 
 def chart(path: str, results: dict[str, dict], summary: dict, sf: float) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install carbon-ds[bench]): no chart", flush=True)
+    plt = pyplot()
+    if plt is None:
         return
     names = [q for q, r in results.items() if r.get("ratio")]
     if not names:

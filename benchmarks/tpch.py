@@ -43,7 +43,7 @@ import tempfile
 import time
 import traceback
 
-from common import save, spark_session
+from common import pyplot, save, spark_session
 from pyspark.sql import functions as F  # noqa: N812 - the usual spelling
 from tpch_queries import (
     TABLES,
@@ -348,13 +348,8 @@ def markdown(results: dict[str, dict], summary: dict, sf: float, repeat: int, lo
 
 
 def chart(path: str, results: dict[str, dict], summary: dict, sf: float) -> None:
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError:
-        print("matplotlib is not installed (pip install carbon-ds[bench]): no chart", flush=True)
+    plt = pyplot()
+    if plt is None:
         return
     names = [q for q, r in results.items() if r.get("carbondata_s") and r.get("parquet_s")]
     if not names:
