@@ -10,4 +10,7 @@ if [ -n "${CI:-}" ]; then
     bash scripts/install-chromium.sh || echo "WARNING: Chromium could not be installed; the site check will fail" >&2
 fi
 .venv/bin/ruff check carbon_ds pyspark_carbondata tests benchmarks
-exec .venv/bin/python -m pytest "$@"
+# two workers (pytest-xdist), each taking whole files so that module-scoped fixtures are built once: much of
+# the suite waits on JVM start-up, Spark jobs and child processes, so two overlap well even on two cores.
+# CARBON_DS_TEST_WORKERS sets another count (0: one process); a later -n on the command line wins too.
+exec .venv/bin/python -m pytest -n "${CARBON_DS_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder "$@"
