@@ -10,4 +10,12 @@ if [ -n "${CI:-}" ]; then
     bash scripts/install-chromium.sh || echo "WARNING: Chromium could not be installed; the site check will fail" >&2
 fi
 .venv/bin/ruff check carbon_ds pyspark_carbondata tests benchmarks
-exec .venv/bin/python -m pytest "$@"
+# CARBON_DS_TEST_WORKERS=N runs pytest on N workers (pytest-xdist), each taking whole files so that
+# module-scoped fixtures are built once and each has its own SparkSession. One process by default: on a
+# 2-core machine already loaded by other work, two workers were slower (docs/development.md).
+workers="${CARBON_DS_TEST_WORKERS:-0}"
+xdist=()
+if [ "$workers" != 0 ]; then
+    xdist=(-n "$workers" --dist loadfile --no-loadscope-reorder)
+fi
+exec .venv/bin/python -m pytest ${xdist[@]+"${xdist[@]}"} "$@"

@@ -21,6 +21,16 @@ def pytest_sessionstart(session):
         raise pytest.UsageError(f"real CarbonData corpus not found at {CORPUS}")
 
 
+def pytest_collection_modifyitems(config, items):
+    # Under pytest -n (scripts/test.sh) each worker takes whole files, in this order: files holding a
+    # `slow` case go first, so that the last file a worker takes is a short one and neither worker idles long
+    # at the end. Within a file the order stays as written; a run without workers keeps the written order.
+    if not hasattr(config, "workerinput"):
+        return
+    slow_files = {item.nodeid.split("::")[0] for item in items if item.get_closest_marker("slow")}
+    items.sort(key=lambda item: item.nodeid.split("::")[0] not in slow_files)
+
+
 @pytest.fixture(scope="session")
 def corpus() -> Path:
     if not CORPUS.is_dir():

@@ -98,6 +98,7 @@ def _check(site_dir: Path) -> subprocess.CompletedProcess:
                           timeout=300)
 
 
+@pytest.mark.slow
 def test_every_page_opens_cleanly_in_chromium(site):
     _chromium()
     r = _check(site)

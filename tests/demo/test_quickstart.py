@@ -46,6 +46,7 @@ def test_java_version_is_read_from_java_home(tmp_path, monkeypatch, version, maj
     assert quickstart.java_major() == major
 
 
+@pytest.mark.slow
 def test_demo_with_old_java_runs_its_pure_python_half(tmp_path):
     env = dict(os.environ, JAVA_HOME=str(_fake_java(tmp_path, "11.0.2")), CARBON_DS_PROGRESS="0")
     out = tmp_path / "t"

@@ -33,6 +33,7 @@ def tables(spark, tmp_path_factory):
     return tables
 
 
+@pytest.mark.slow
 def test_generated_queries_agree_on_every_route(spark, tables):
     print(f"differential check: seed {SEED}, {QUERIES} queries")
     queries = diff_queries.generate(tables, SEED, QUERIES)

@@ -11,6 +11,7 @@ as text: floats by their bits, decimals with their scale, dates and timestamps a
 from __future__ import annotations
 
 import datetime as dt
+import fcntl
 import json
 import math
 import os
@@ -52,8 +53,12 @@ class Oracle:
         (CarbonData 1.6.1's writer, CarbonWriter1x)."""
         if shutil.which("java") is None:
             raise OracleUnavailable("no 'java' on PATH (a JDK 17+)")
-        done = subprocess.run(["bash", str(ROOT / "scripts" / "build-oracle.sh"), module], capture_output=True,
-                              text=True)
+        # parallel test workers (pytest -n) each build: one at a time, so none reads a half-written build
+        BUILD.parent.mkdir(parents=True, exist_ok=True)
+        with open(BUILD.parent / ".oracle-build.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            done = subprocess.run(["bash", str(ROOT / "scripts" / "build-oracle.sh"), module], capture_output=True,
+                                  text=True)
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise OracleUnavailable(f"scripts/build-oracle.sh {module} failed ({done.returncode}): {last}")

@@ -17,6 +17,7 @@ import carbon_ds
 pytest.importorskip("pyspark")
 
 
+@pytest.mark.slow
 def test_format_carbondata_without_register_from_any_folder(tmp_path):
     """As installed by scripts/setup.sh, run from a folder outside the repository with no PYTHONPATH:
     format("carbondata"), USING carbondata and carbon_ds.read all find the source."""

@@ -202,6 +202,7 @@ def _process(tmp_path, mode: str) -> dict:
     return json.loads(line[len("RESULT "):])
 
 
+@pytest.mark.slow
 def test_tables_persist_in_the_metastore_for_a_new_process(ext, tmp_path):
     data = _data()
     pq.write_table(data, tmp_path / "src.parquet")

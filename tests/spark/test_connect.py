@@ -60,6 +60,7 @@ def _data() -> pa.Table:
     })
 
 
+@pytest.mark.slow
 @pytest.mark.spark
 def test_connect_round_trip_with_the_extension(tmp_path, extension_jar):
     for module in ("grpc", "grpc_status", "google.rpc", "zstandard"):

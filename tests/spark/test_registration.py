@@ -57,6 +57,7 @@ def _plain_editable(tmp_path: Path) -> tuple[Path, Path]:
     return python, site
 
 
+@pytest.mark.slow
 def test_a_plain_editable_install_exposes_pyspark_carbondata_to_spark_lookup(tmp_path):
     python, _site = _plain_editable(tmp_path)
     scan = "import pkgutil; print(sorted(m.name for m in pkgutil.iter_modules() if m.name.startswith('pyspark_')))"
@@ -67,6 +68,7 @@ def test_a_plain_editable_install_exposes_pyspark_carbondata_to_spark_lookup(tmp
     assert "pyspark_carbondata" in found.stdout
 
 
+@pytest.mark.slow
 def test_register_works_in_every_session_when_spark_lookup_finds_nothing(tmp_path):
     """carbon-ds importable only through an import hook (as an editable install with an import hook, or a
     zip, gives): Spark's static lookup misses it, and every session is registered at runtime."""

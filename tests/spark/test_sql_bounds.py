@@ -60,6 +60,7 @@ def _same_as_parquet(spark, select: str, where: str) -> list:
     return got
 
 
+@pytest.mark.slow
 def test_in_with_100000_literals_equals_parquet_and_prunes_by_the_sets_range(spark, twins):
     # 100,000 values, a fifth of them in the table (ids 2,000..6,000 step 5 hit rows of segments 0 and 1)
     values = [2000 + 5 * k for k in range(800)] + [10**6 + 3 * k for k in range(99_200)]
