@@ -28,7 +28,7 @@ from carbon_ds.table.meta.handle import DataFile, TableHandle
 from carbon_ds.table.meta.naming import COLUMNAR
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.read.pruning import Piece
-from carbon_ds.table.read.task_reader import TaskReader, read_file
+from carbon_ds.table.read.task_reader import TaskReader, file_keep_mask, read_file
 from carbon_ds.table.write.load_base import Reservation, TaskResult, sort_for_load
 from carbon_ds.table.write.protocol import load_for
 
@@ -145,7 +145,7 @@ def file_run(table: TableHandle, f: DataFile, deletes: D.Deletes | None, keys: l
         if keys and (whole or not cf.footer.is_sort):
             t = conform(cf.read(columns=target.names), target, f.path)
             if fd is not None and fd.rows:
-                t = t.filter(pa.array(D.file_keep_mask(table.storage, f.path, fd)))
+                t = t.filter(pa.array(file_keep_mask(table.storage, f.path, fd)))
             yield from _slices(sort_for_load(t.combine_chunks(), keys), chunk)
             return
         previous: tuple | None = None

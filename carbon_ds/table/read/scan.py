@@ -12,7 +12,7 @@ from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.readers.external.base import ExternalRef
-from carbon_ds.table.meta.deltas import Deletes, drop_deleted
+from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import DataFile, TableHandle, resolve_columns
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
 from carbon_ds.table.meta.partitioning import HivePartitioning, IdPartitioning
@@ -21,7 +21,7 @@ from carbon_ds.table.meta.trash import find_in_trash
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.hive_pruning import prune_files
 from carbon_ds.table.read.id_pruning import prune_by_id
-from carbon_ds.table.read.task_reader import TaskReader, read_file, read_pieces
+from carbon_ds.table.read.task_reader import TaskReader, drop_deleted, read_file, read_pieces
 
 
 @dataclass

@@ -36,7 +36,7 @@ from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.deltas import Deletes, FileDeletes, unit_keep_mask
 from carbon_ds.table.meta.handle import DataFile
 from carbon_ds.table.meta.naming import COLUMNAR
-from carbon_ds.table.meta.trash import open_planned
+from carbon_ds.table.meta.trash import find_in_trash
 from carbon_ds.table.read.pruning import Counts, IndexClaim, Piece
 
 __all__ = ["OpenPiece", "Reading", "TaskReader", "check_claim", "check_index_claim", "read_pieces"]
@@ -72,7 +72,7 @@ class TaskReader:
         try:
             check_claim(piece, f)
             if fd is not None:
-                fd.check_file(f)
+                check_deletes(fd, f)
         except BaseException:
             f.close()
             raise
@@ -148,6 +148,51 @@ class TaskReader:
         mask = o.deletes.keep_mask(b, got.pages, got.page_rows) if o.deletes is not None else None
         alive = np.ones(t.num_rows, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
         return t, page_idx, row_idx, alive
+
+
+def open_planned(path: str, storage: Storage, table_columns: list[ColumnSchema] | None,
+                 table_path: str | None) -> CarbonDataFile:
+    """A planned data file in the table's columns, from the trash when CLEAN FILES moved it since."""
+    try:
+        return CarbonDataFile(path, storage, table_columns)
+    except FileNotFoundError:
+        moved = find_in_trash(storage, table_path, path) if table_path is not None else None
+        if moved is None:
+            raise
+        return CarbonDataFile(moved, storage, table_columns)
+
+
+def check_deletes(fd: FileDeletes, f: CarbonDataFile) -> None:
+    """Refuse deletes of rows the open data file ``f`` does not hold (``FileDeletes.check_shape`` against its
+    footer)."""
+    if fd.rows:
+        fd.check_shape(f.path, [f.page_rows(b) for b in range(f.num_blocklets)],
+                       [f.blocklet_rows(b) for b in range(f.num_blocklets)])
+
+
+def file_keep_mask(storage: Storage, path: str, fd: FileDeletes) -> np.ndarray:
+    """Keep-mask over every row of a data file, in file order."""
+    with CarbonDataFile(path, storage=storage) as f:
+        return _open_keep_mask(f, fd)
+
+
+def _open_keep_mask(f: CarbonDataFile, fd: FileDeletes) -> np.ndarray:
+    check_deletes(fd, f)
+    parts = []
+    for b in range(f.num_blocklets):
+        sizes = f.page_rows(b)
+        m = fd.keep_mask(b, list(range(len(sizes))), sizes)
+        parts.append(np.ones(sum(sizes), dtype=bool) if m is None else m)
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
+
+
+def drop_deleted(storage: Storage, deletes: Deletes, data_file, table, read_path: str | None = None):
+    """``table`` (every row of ``data_file`` in file order) without its committed deleted rows
+    (``read_path``: where the file is read from, when not at its place in the table)."""
+    fd = deletes.lookup(data_file.path, data_file.segment_id)
+    if fd is None or not fd.rows and not fd.marked:
+        return table
+    return table.filter(pa.array(file_keep_mask(storage, read_path or data_file.path, fd)))
 
 
 def check_claim(piece: Piece, f: CarbonDataFile) -> None:
