@@ -464,12 +464,6 @@ class Deletes:
         st = self.status_of(path, segment)
         return st.key if st is not None else None
 
-    def deleted_rows(self, path: str, segment: str | None) -> int:
-        """Rows of a file its delta files delete (what a read drops; the update status's own
-        ``deletedRowsInBlock`` is a summary no read uses, so a count never depends on it alone)."""
-        fd = self.lookup(path, segment)
-        return fd.count if fd is not None else 0
-
 
 def for_table(storage: Storage, table_path: str, entries: list[LoadDetail]) -> Deletes | None:
     name = committed_status_name(entries)

@@ -137,7 +137,7 @@ def file_run(table: TableHandle, f: DataFile, deletes: D.Deletes | None, keys: l
         yield from _slices(sort_for_load(rows.combine_chunks(), keys) if keys else rows, chunk)
         return
     target = table.schema
-    o = TaskReader(table.storage, table.columns, table.path, deletes).open(Piece(f.path, None, f.segment_id))
+    o = TaskReader(table.storage, table.columns, table.path).open(Piece(f.path, None, f.segment_id, deletes=marked))
     if o is None:
         return
     fd = o.deletes

@@ -59,12 +59,11 @@ def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
     """Rows matching ``expr`` per file, located by (blocklet, page, row in page); with ``want_data`` also
     the matching rows themselves (every column, file order)."""
     source = scan.open_source(table)
-    plan = scan.plan(source, expr)
-    deletes = table.deletes()
+    plan = scan.plan(source, expr)  # each piece carries its file's committed deletes
     schema = table.schema
     prune = None if isinstance(expr, AlwaysTrue) else expr
     cols = list(schema.names) if want_data else (sorted(expr.columns()) or [schema.names[0]])
-    reader = TaskReader(table.storage, table.columns, table.path, deletes)
+    reader = TaskReader(table.storage, table.columns, table.path)
     out = []
     for piece in progress(plan.pieces, "finding rows", unit=" files", min_items=8):
         if piece.external is not None:
@@ -103,17 +102,16 @@ def _positioned_external(storage: Storage, piece: pruning.Piece, reader: TaskRea
                          schema: pa.Schema, table_columns):
     """(identity, rows, unit, row in unit, live mask) of an external piece's file, all its units."""
     ident = D.file_identity(storage, piece.path)
-    fd = reader.external_deletes(piece)
     t, units, rows, alive = external_positioned(storage, piece.path, piece.external, cols,
-                                                pa.schema([schema.field(n) for n in cols]), None, table_columns, fd)
+                                                pa.schema([schema.field(n) for n in cols]), None, table_columns,
+                                                piece.deletes)
     return ident, t, units, rows, alive
 
 
 def _external_match(table: TableHandle, piece: pruning.Piece, reader: TaskReader, cols: list[str],
                     schema: pa.Schema, expr, prune, want_data: bool) -> Match | None:
     """The rows of an external file matching ``expr``, located by (unit, 0, row in unit)."""
-    fd = reader.external_deletes(piece)
-    if fd is not None and fd.marked:
+    if piece.deletes is not None and piece.deletes.marked:
         return None
     ident, t, units, rows, hit = _positioned_external(table.storage, piece, reader, cols, schema, table.columns)
     if prune is not None:

@@ -1,10 +1,10 @@
 """Reading planned pieces: the one loop over files every read shares.
 
-A plan (table.read.pruning) hands out ``Piece``s: a file, its segment, the blocklets that may match and what
-the index said of the file. ``TaskReader`` reads them for every caller (scans, the Spark source, counts,
-DELETE/UPDATE, compaction) through one private open that
+A plan (table.read.pruning) hands out ``Piece``s: a file, its segment, the blocklets that may match, what
+the index said of the file and its committed deletes. ``TaskReader`` reads them for every caller (scans, the
+Spark source, counts, DELETE/UPDATE, compaction) through one private open that
 
-1. looks up the file's committed deletes and skips a file a delete marked whole,
+1. skips a file a delete marked whole (the piece's deletes, resolved when it was planned),
 2. opens the file in the table's current columns (schema evolution), from the table's trash when CLEAN
    FILES moved it after the plan was made,
 3. refuses a file whose footer disagrees with the index entry it was planned from,
@@ -33,7 +33,7 @@ from carbon_ds.readers.external.base import ExternalRef, partition_scalar, to_ta
 from carbon_ds.readers.pages import BlockletRows, read_pruned, surviving_pages
 from carbon_ds.table.meta.column_map import external_names, fill_defaults
 from carbon_ds.table.meta.conform import conform
-from carbon_ds.table.meta.deltas import Deletes, FileDeletes, unit_keep_mask
+from carbon_ds.table.meta.deltas import FileDeletes, unit_keep_mask
 from carbon_ds.table.meta.handle import DataFile
 from carbon_ds.table.meta.naming import COLUMNAR
 from carbon_ds.table.meta.trash import find_in_trash
@@ -52,20 +52,19 @@ class OpenPiece:
 
 
 class TaskReader:
-    """Reads the pieces of one table version: ``deletes`` are that version's, ``table_path`` finds a file
-    CLEAN FILES moved to the trash since (None: a bare folder, no trash), ``table_columns`` name the file
-    columns by the table's current schema."""
+    """Reads the pieces of one table version (each carries its file's deletes of that version):
+    ``table_path`` finds a file CLEAN FILES moved to the trash since (None: a bare folder, no trash),
+    ``table_columns`` name the file columns by the table's current schema."""
 
     def __init__(self, storage: Storage, table_columns: list[ColumnSchema] | None = None,
-                 table_path: str | None = None, deletes: Deletes | None = None):
+                 table_path: str | None = None):
         self.storage = storage
         self.table_columns = table_columns
         self.table_path = table_path
-        self.deletes = deletes
 
     def open(self, piece: Piece) -> OpenPiece | None:
         """The piece's file open and checked (close ``.file``), or None when a delete marked it whole."""
-        fd = self.deletes.lookup(piece.path, piece.segment_id) if self.deletes is not None else None
+        fd = piece.deletes
         if fd is not None and fd.marked:
             return None
         f = open_planned(piece.path, self.storage, self.table_columns, self.table_path)
@@ -78,10 +77,6 @@ class TaskReader:
             raise
         blocklets = list(piece.blocklets) if piece.blocklets is not None else list(range(f.num_blocklets))
         return OpenPiece(f, fd, blocklets)
-
-    def external_deletes(self, piece: Piece) -> FileDeletes | None:
-        """The committed deletes of an external file (None: none)."""
-        return self.deletes.lookup(piece.path, piece.segment_id) if self.deletes is not None else None
 
     @contextmanager
     def opened(self, piece: Piece) -> Iterator[OpenPiece | None]:
@@ -97,7 +92,7 @@ class TaskReader:
         """Tables of ``how``'s columns, one per surviving blocklet (external files: one per piece)."""
         for piece in pieces:
             if piece.external is not None:
-                fd = self.external_deletes(piece)
+                fd = piece.deletes
                 if fd is None or not fd.marked:
                     yield how.external(self.storage, piece, counts, fd)
                 continue
@@ -186,13 +181,11 @@ def _open_keep_mask(f: CarbonDataFile, fd: FileDeletes) -> np.ndarray:
     return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
 
 
-def drop_deleted(storage: Storage, deletes: Deletes, data_file, table, read_path: str | None = None):
-    """``table`` (every row of ``data_file`` in file order) without its committed deleted rows
-    (``read_path``: where the file is read from, when not at its place in the table)."""
-    fd = deletes.lookup(data_file.path, data_file.segment_id)
+def drop_deleted(storage: Storage, fd: FileDeletes | None, path: str, table: pa.Table) -> pa.Table:
+    """``table`` (every row of the data file at ``path``, in file order) without the rows ``fd`` deletes."""
     if fd is None or not fd.rows and not fd.marked:
         return table
-    return table.filter(pa.array(file_keep_mask(storage, read_path or data_file.path, fd)))
+    return table.filter(pa.array(file_keep_mask(storage, path, fd)))
 
 
 def check_claim(piece: Piece, f: CarbonDataFile) -> None:
@@ -287,14 +280,14 @@ class Reading:
 
 
 def read_pieces(storage: Storage, pieces: list[Piece], expr: Expr, columns: list[str] | None, schema: pa.Schema,
-                exact: bool | Expr = True, counts: Counts | None = None, deletes: Deletes | None = None,
+                exact: bool | Expr = True, counts: Counts | None = None,
                 table_columns: list[ColumnSchema] | None = None, table_path: str | None = None
                 ) -> Iterator[pa.Table]:
     """Tables of ``columns`` (all when None) in ``schema``'s spelling and types, pruned by ``expr``; with
     ``exact=True`` only rows where ``expr`` is TRUE, with an expression only rows where that one is TRUE
-    (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema; ``deletes``, the
-    committed delete deltas; ``table_path``: a planned file CLEAN FILES has since moved is read from the trash."""
-    reader = TaskReader(storage, table_columns, table_path, deletes)
+    (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema (each piece carries its
+    committed deletes); ``table_path``: a planned file CLEAN FILES has since moved is read from the trash."""
+    reader = TaskReader(storage, table_columns, table_path)
     return reader.read(pieces, Reading(expr, columns, schema, exact, table_columns), counts)
 
 
@@ -388,16 +381,16 @@ POSITION_NAMES = tuple(f.name for f in POSITION_FIELDS)
 
 
 def position_tables(storage: Storage, pieces: list[Piece], columns: list[str], schema: pa.Schema,
-                    deletes: Deletes | None, table_columns=None, keep=None, table_path: str | None = None):
+                    table_columns=None, keep=None, table_path: str | None = None):
     """Every live row of ``pieces`` (``columns`` of ``schema``) plus the position columns, one table per
     blocklet (external files: one per file, positions (unit, 0, row in unit)). No row is filtered here (Spark
     evaluates the user's predicate on these rows) unless ``keep`` (rows -> boolean array) says which rows
     are wanted. ``table_path``: a planned file CLEAN FILES has since moved is read from the trash, as rows are."""
     cols = list(columns) or [schema.names[0]]
-    reader = TaskReader(storage, table_columns, table_path, deletes)
+    reader = TaskReader(storage, table_columns, table_path)
     for piece in pieces:
         if piece.external is not None:
-            fd = reader.external_deletes(piece)
+            fd = piece.deletes
             if fd is not None and fd.marked:
                 continue
             t, units, rows, mask = external_positioned(storage, piece.path, piece.external, cols,
