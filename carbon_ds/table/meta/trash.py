@@ -3,8 +3,8 @@
 CLEAN FILES moves what no current snapshot names (files of deleted and compacted segments, superseded
 delete deltas) into ``<table>/.Trash/<epoch ms>/`` and deletes a trash run only once it is older than the
 retention (``carbon.trash.retention.days``). A reader that planned against an older snapshot may still
-need such a file: it is found here under the same relative path (and opened by table.read.task_reader), so every file a snapshot names stays
-readable for at least the retention after that snapshot stopped being current (``force`` excepted).
+need such a file: it is found here under the same relative path (and opened by table.read.task_reader),
+so every file a snapshot names stays readable for at least the retention after that snapshot stopped being current (``force`` excepted).
 """
 
 from __future__ import annotations

@@ -34,7 +34,8 @@ from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar
 from carbon_ds.table.meta import column_map
 from carbon_ds.table.meta.deltas import Deletes, FileDeletes
-from carbon_ds.table.meta.naming import INDEX_EXT, MERGE_INDEX_EXT
+from carbon_ds.table.meta.handle import DataFile
+from carbon_ds.table.meta.naming import COLUMNAR, INDEX_EXT, MERGE_INDEX_EXT
 from carbon_ds.table.meta.signed_cache import SignedCache, sign
 
 
@@ -274,6 +275,17 @@ def index_claims(storage: Storage, files: list[tuple[str, str | None]],
         if claim is not None:
             out[path] = claim
     return out
+
+
+def file_pieces(storage: Storage, files: list[DataFile], table_columns: list[ColumnSchema] | None = None,
+                deletes: Deletes | None = None, claims: bool = True) -> list[Piece]:
+    """A whole-file piece of each of ``files``, for reads that take files whole without pruning (a table's
+    every row, compaction): each carries its committed ``deletes`` and, with ``claims``, what the index
+    says of a carbondata file (its footer is checked against it when it is opened)."""
+    columnar = [(f.path, f.segment_id) for f in files if f.file_format == COLUMNAR]
+    said = index_claims(storage, columnar, table_columns) if claims else {}
+    return [Piece(f.path, None, f.segment_id, None, f.external if f.file_format != COLUMNAR else None,
+                  said.get(f.path), file_deletes(deletes, f.path, f.segment_id)) for f in files]
 
 
 def _footer_entry(storage: Storage, path: str, table_columns: list[ColumnSchema] | None = None) -> FileEntry:

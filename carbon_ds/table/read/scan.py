@@ -17,11 +17,10 @@ from carbon_ds.table.meta.handle import DataFile, TableHandle, resolve_columns
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
 from carbon_ds.table.meta.partitioning import HivePartitioning, IdPartitioning
 from carbon_ds.table.meta.tablestatus import LoadDetail
-from carbon_ds.table.meta.trash import find_in_trash
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.hive_pruning import prune_files
 from carbon_ds.table.read.id_pruning import prune_by_id
-from carbon_ds.table.read.task_reader import TaskReader, drop_deleted, read_file, read_pieces
+from carbon_ds.table.read.task_reader import TaskReader, read_external, read_pieces, whole_rows
 
 
 @dataclass
@@ -153,35 +152,20 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
     schema = table.schema
     names = resolve_columns(schema, columns, f"table {table.uri}")
     target = pa.schema([schema.field(n) for n in names]) if names is not None else schema
-    deletes = source.deletes
-    found = source.data_files
     cols = table.columns
-    claims = pruning.index_claims(table.storage, [(f.path, f.segment_id) for f in found
-                                                  if f.file_format == COLUMNAR], cols)
-    tables = [_file_rows(table, f, names, target, cols, deletes, claims.get(f.path)) for f in found]
+    # every file whole: each footer checked against its index entry, read from the trash when CLEAN FILES
+    # has moved it since the snapshot was taken
+    pieces = pruning.file_pieces(table.storage, source.data_files, cols, source.deletes)
+    tables = []
+    for piece, o in TaskReader(table.storage, cols, table.path).tasks(pieces):
+        if o is None:  # deletes of an external file are applied by its reader (units, not pages)
+            tables.append(read_external(table.storage, piece.path, piece.external, names, target,  # type: ignore[arg-type]
+                                        table_columns=cols, deletes=piece.deletes))
+        else:
+            tables.append(whole_rows(o, target))
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables)
-
-
-def _file_rows(table: TableHandle, f: DataFile, names, target: pa.Schema, cols, deletes: Deletes | None,
-               claim: pruning.IndexClaim | None = None) -> pa.Table:
-    """One planned file's live rows, its footer checked against ``claim`` (its index entry); read from the
-    trash when CLEAN FILES has moved it since planning."""
-    fd = pruning.file_deletes(deletes, f.path, f.segment_id)
-    if f.external is not None:  # deletes of an external file are applied by its reader (units, not pages)
-        if fd is not None and fd.marked:
-            return target.empty_table()
-        return read_file(table.storage, f, names, target, cols, fd)
-    try:
-        data = read_file(table.storage, f, names, target, cols, claim=claim)
-    except FileNotFoundError:
-        moved = find_in_trash(table.storage, table.path, f.path) if f.file_format == COLUMNAR else None
-        if moved is None:
-            raise
-        data = read_file(table.storage, replace(f, path=moved), names, target, cols)
-        return drop_deleted(table.storage, fd, moved, data)  # the rows and their footer: the moved copy's
-    return drop_deleted(table.storage, fd, f.path, data)
 
 
 def plan(source: Snapshot, expr: Expr, with_deletes: bool = True) -> pruning.Plan:

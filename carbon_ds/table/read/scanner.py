@@ -113,13 +113,10 @@ class Scan:
         how = Reading(self._read_expr, self.columns, source.schema, self.expr if self._prune_only else True,
                       source.columns)
         def external(piece: Piece):
-            fd = piece.deletes  # the snapshot's, resolved once when planned: a DELETE landing mid-scan is unseen
-
             def run():
                 c = Counts()
-                if fd is not None and fd.marked:
-                    return how.need_schema.empty_table().select(how.out_names), c
-                return how.external(storage, piece, c, fd), c
+                # the snapshot's deletes, resolved once when planned: a DELETE landing mid-scan is not seen
+                return how.external(storage, piece, c, piece.deletes), c
             return run
 
         def blocklet(f: CarbonDataFile, b: int, fd):
@@ -133,8 +130,8 @@ class Scan:
     def _units(self, pieces, opened, external, blocklet):
         storage, source = self.source.storage, self.source
         reader = TaskReader(storage, source.columns, source.table.path if source.table else None)
-        for piece in pieces:
-            if piece.external is not None:
+        for piece, o in reader.tasks(pieces, keep_open=True):
+            if o is None:
                 units = piece.blocklets
                 if units is None and piece.external.format in _SPLIT:
                     ref = piece.external
@@ -145,9 +142,6 @@ class Scan:
                 else:
                     for u in units:
                         yield external(replace(piece, blocklets=(u,), rows=None, claim=None)), None
-                continue
-            o = reader.open(piece)
-            if o is None:
                 continue
             f, fd, blocklets = o.file, o.deletes, o.blocklets
             opened.append(f)

@@ -1,8 +1,9 @@
 """Reading planned pieces: the one loop over files every read shares.
 
 A plan (table.read.pruning) hands out ``Piece``s: a file, its segment, the blocklets that may match, what
-the index said of the file and its committed deletes. ``TaskReader`` reads them for every caller (scans, the
-Spark source, counts, DELETE/UPDATE, compaction) through one private open that
+the index said of the file and its committed deletes. ``TaskReader.tasks`` is the one loop over them that
+every caller (scans, the Spark source, row positions, page counts, DELETE/UPDATE, whole-table reads,
+compaction) goes through; it opens each carbondata file once, by ``open``, which
 
 1. skips a file a delete marked whole (the piece's deletes, resolved when it was planned),
 2. opens the file in the table's current columns (schema evolution), from the table's trash when CLEAN
@@ -15,8 +16,7 @@ filters the survivors exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -34,8 +34,6 @@ from carbon_ds.readers.pages import BlockletRows, read_pruned, surviving_pages
 from carbon_ds.table.meta.column_map import external_names, fill_defaults
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.deltas import FileDeletes, unit_keep_mask
-from carbon_ds.table.meta.handle import DataFile
-from carbon_ds.table.meta.naming import COLUMNAR
 from carbon_ds.table.meta.trash import find_in_trash
 from carbon_ds.table.read.pruning import Counts, IndexClaim, Piece
 
@@ -49,6 +47,7 @@ class OpenPiece:
     file: CarbonDataFile
     deletes: FileDeletes | None
     blocklets: list[int]
+    piece: Piece
 
 
 class TaskReader:
@@ -76,54 +75,57 @@ class TaskReader:
             f.close()
             raise
         blocklets = list(piece.blocklets) if piece.blocklets is not None else list(range(f.num_blocklets))
-        return OpenPiece(f, fd, blocklets)
+        return OpenPiece(f, fd, blocklets, piece)
 
-    @contextmanager
-    def opened(self, piece: Piece) -> Iterator[OpenPiece | None]:
-        """``with reader.opened(piece) as o:`` (None: nothing of the file is live); closed on leaving."""
-        o = self.open(piece)
-        try:
-            yield o
-        finally:
-            if o is not None:
+    def tasks(self, pieces: Iterable[Piece], keep_open: bool = False) -> Iterator[tuple[Piece, OpenPiece | None]]:
+        """The one loop over planned pieces: (piece, None) for a live external file (its reader applies the
+        piece's deletes by unit), (piece, its file open and checked) for a carbondata one; a file a delete
+        marked whole is skipped. Each file is closed when the next piece is asked for (or the loop is left),
+        unless ``keep_open``: the caller then closes ``.file``."""
+        for piece in pieces:
+            if piece.external is not None:
+                if piece.deletes is None or not piece.deletes.marked:
+                    yield piece, None
+                continue
+            o = self.open(piece)
+            if o is None:
+                continue
+            if keep_open:
+                yield piece, o
+                continue
+            try:
+                yield piece, o
+            finally:
                 o.file.close()
 
     def read(self, pieces: list[Piece], how: Reading, counts: Counts | None = None) -> Iterator[pa.Table]:
         """Tables of ``how``'s columns, one per surviving blocklet (external files: one per piece)."""
-        for piece in pieces:
-            if piece.external is not None:
-                fd = piece.deletes
-                if fd is None or not fd.marked:
-                    yield how.external(self.storage, piece, counts, fd)
+        for piece, o in self.tasks(pieces):
+            if o is None:
+                yield how.external(self.storage, piece, counts, piece.deletes)
                 continue
-            with self.opened(piece) as o:
-                if o is None:
-                    continue
-                for b in o.blocklets:
-                    table = how.blocklet(o.file, b, o.deletes, counts)
-                    if table is not None:
-                        yield table
+            for b in o.blocklets:
+                table = how.blocklet(o.file, b, o.deletes, counts)
+                if table is not None:
+                    yield table
 
     def page_counts(self, pieces: list[Piece], expr: Expr, counts: Counts) -> None:
         """Add page totals and survivors of ``pieces`` to ``counts`` (reads only DataChunk3 headers)."""
-        for piece in pieces:
-            if piece.external is not None:
+        for piece, o in self.tasks(pieces):
+            if o is None:
                 counts.rows_read += piece.rows or 0  # no pages: a unit is read whole
                 continue
-            with self.opened(piece) as o:
-                if o is None:
-                    continue
-                f = o.file
-                for b in o.blocklets:
-                    if isinstance(expr, AlwaysTrue):
-                        n = f.page_count(b)
-                        keep = list(range(n))
-                    else:
-                        keep, n = surviving_pages(f, b, expr)
-                    counts.pages_read += len(keep)
-                    rows = f.page_rows(b)
-                    counts.rows_read += sum(rows[j] for j in keep) if len(rows) == n else (
-                        f.blocklet_rows(b) if keep else 0)
+            f = o.file
+            for b in o.blocklets:
+                if isinstance(expr, AlwaysTrue):
+                    n = f.page_count(b)
+                    keep = list(range(n))
+                else:
+                    keep, n = surviving_pages(f, b, expr)
+                counts.pages_read += len(keep)
+                rows = f.page_rows(b)
+                counts.rows_read += sum(rows[j] for j in keep) if len(rows) == n else (
+                    f.blocklet_rows(b) if keep else 0)
 
     def positioned(self, o: OpenPiece, b: int, columns: list[str], schema: pa.Schema,
                    prune: Expr | None = None) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray] | None:
@@ -165,27 +167,19 @@ def check_deletes(fd: FileDeletes, f: CarbonDataFile) -> None:
                        [f.blocklet_rows(b) for b in range(f.num_blocklets)])
 
 
-def file_keep_mask(storage: Storage, path: str, fd: FileDeletes) -> np.ndarray:
-    """Keep-mask over every row of a data file, in file order."""
-    with CarbonDataFile(path, storage=storage) as f:
-        return _open_keep_mask(f, fd)
-
-
-def _open_keep_mask(f: CarbonDataFile, fd: FileDeletes) -> np.ndarray:
-    check_deletes(fd, f)
+def whole_rows(o: OpenPiece, target: pa.Schema) -> pa.Table:
+    """Every live row of an open file, in file order, as exactly ``target`` (its columns read at once, so the
+    file decodes its (blocklet, column) chunks in parallel)."""
+    f = o.file
+    t = conform(f.read(columns=target.names), target, f.path)
+    if o.deletes is None or not o.deletes.rows:
+        return t
     parts = []
     for b in range(f.num_blocklets):
         sizes = f.page_rows(b)
-        m = fd.keep_mask(b, list(range(len(sizes))), sizes)
+        m = o.deletes.keep_mask(b, list(range(len(sizes))), sizes)
         parts.append(np.ones(sum(sizes), dtype=bool) if m is None else m)
-    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
-
-
-def drop_deleted(storage: Storage, fd: FileDeletes | None, path: str, table: pa.Table) -> pa.Table:
-    """``table`` (every row of the data file at ``path``, in file order) without the rows ``fd`` deletes."""
-    if fd is None or not fd.rows and not fd.marked:
-        return table
-    return table.filter(pa.array(file_keep_mask(storage, path, fd)))
+    return t.filter(pa.array(np.concatenate(parts) if parts else np.zeros(0, dtype=bool)))
 
 
 def check_claim(piece: Piece, f: CarbonDataFile) -> None:
@@ -351,24 +345,6 @@ def _unit_rows(path: str, out: pa.Table, chosen: list[int], rows: list[int | Non
     return rows  # type: ignore[return-value]
 
 
-def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, target: pa.Schema,
-              table_columns: list[ColumnSchema] | None = None, deletes: FileDeletes | None = None,
-              claim: IndexClaim | None = None) -> pa.Table:
-    """Every row of one data file (``columns`` of it, None: all) as exactly ``target``; with the table's
-    ``table_columns`` the file is read through the table's current columns (see meta.column_map). With
-    ``claim`` (its index entry) a footer that disagrees with its index is refused before any page is read."""
-    if data_file.file_format != COLUMNAR:
-        if data_file.external is None:
-            raise CarbonTableError(
-                f"segment {data_file.segment_id} has format {data_file.file_format!r} but no reading details"
-            )
-        return read_external(storage, data_file.path, data_file.external, columns, target,
-                             table_columns=table_columns, deletes=deletes)
-    with CarbonDataFile(data_file.path, storage, table_columns) as f:
-        check_index_claim(claim, f)
-        return conform(f.read(columns=columns if columns is not None else target.names), target, data_file.path)
-
-
 # ------------------------------------------------------------------------------------------ row positions
 # Hidden columns the data source appends with option with_row_positions=true: where each row lives.
 POSITION_FIELDS = (
@@ -388,28 +364,22 @@ def position_tables(storage: Storage, pieces: list[Piece], columns: list[str], s
     are wanted. ``table_path``: a planned file CLEAN FILES has since moved is read from the trash, as rows are."""
     cols = list(columns) or [schema.names[0]]
     reader = TaskReader(storage, table_columns, table_path)
-    for piece in pieces:
-        if piece.external is not None:
-            fd = piece.deletes
-            if fd is not None and fd.marked:
-                continue
+    for piece, o in reader.tasks(pieces):
+        if o is None:
             t, units, rows, mask = external_positioned(storage, piece.path, piece.external, cols,
                                                        pa.schema([schema.field(n) for n in cols]), None,
-                                                       table_columns, fd)
+                                                       table_columns, piece.deletes)
             mask = _kept(t, mask, keep)
             if not mask.all():
                 t, units, rows = t.filter(pa.array(mask)), units[mask], rows[mask]
             yield _with_positions(t, columns, piece.path, units, np.zeros(len(units), dtype=np.int32), rows)
             continue
-        with reader.opened(piece) as o:
-            if o is None:
-                continue
-            for b in o.blocklets:
-                t, page_idx, row_idx, mask = reader.positioned(o, b, cols, schema)  # type: ignore[misc]
-                mask = _kept(t, mask, keep)
-                if not mask.all():
-                    t, page_idx, row_idx = t.filter(pa.array(mask)), page_idx[mask], row_idx[mask]
-                yield _with_positions(t, columns, piece.path, np.full(t.num_rows, b), page_idx, row_idx)
+        for b in o.blocklets:
+            t, page_idx, row_idx, mask = reader.positioned(o, b, cols, schema)  # type: ignore[misc]
+            mask = _kept(t, mask, keep)
+            if not mask.all():
+                t, page_idx, row_idx = t.filter(pa.array(mask)), page_idx[mask], row_idx[mask]
+            yield _with_positions(t, columns, piece.path, np.full(t.num_rows, b), page_idx, row_idx)
 
 
 def _kept(t: pa.Table, alive: np.ndarray, keep) -> np.ndarray:
