@@ -40,14 +40,14 @@ from carbon_ds.spark.snapshot import (
 )
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, has_unscaled_form, unscaled_decimals
-from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.options import parse_bool, split_list
 from carbon_ds.table.meta.partitioning import IdPartitioning
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.constants import partition_value_rows
-from carbon_ds.table.read.scan import Snapshot, arrow_schema_of, open_source, open_table, partition_pruned
+from carbon_ds.table.read.scan import Snapshot, arrow_schema_of, open_source, open_table
 from carbon_ds.table.read.scan import count as count_rows
+from carbon_ds.table.read.scan import plan as plan_pieces
 from carbon_ds.table.read.task_reader import POSITION_NAMES, position_tables, read_pieces
 
 SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several partitions
@@ -226,8 +226,7 @@ class CarbonReader(DataSourceReader):
         sizes = {path: size if path in source.external else int(size * share) for path, size in _sizes(source)}
 
         expr = self._prune_expr()
-        plan = pruning.plan_files(source.storage, partition_pruned(source, expr), expr, use_index=self.is_table,
-                                  external=source.external, schema=source.schema, table_columns=source.columns)
+        plan = plan_pieces(source, expr)  # each piece carries its file's committed deletes to its task
         # the rows the plan reads, while the pieces still carry the index's counts (split pieces do not)
         self._touched = (sum(p.rows for p in plan.pieces) if all(p.rows is not None for p in plan.pieces)
                          else None)
@@ -240,16 +239,11 @@ class CarbonReader(DataSourceReader):
         return source, pieces, version, sizes
 
     @staticmethod
-    def _snapshot(source: Snapshot, version: str | None, pieces: list[pruning.Piece], now: int
-                  ) -> PlannedSnapshot | None:
-        """What one partition's task needs of the planned version: only its own pieces' delete statuses."""
+    def _snapshot(version: str | None, pieces: list[pruning.Piece], now: int) -> PlannedSnapshot | None:
+        """What one partition's task needs to know of the planned version (its pieces carry their deletes)."""
         if version is None:
             return None
-        deletes = source.deletes
-        statuses = [deletes.status_of(p.path, p.segment_id) for p in pieces] if deletes is not None else []
-        return PlannedSnapshot(version, now, tuple(p.segment_id for p in pieces),
-                               tuple(st for st in statuses if st is not None),
-                               deletes.where if deletes is not None else None)
+        return PlannedSnapshot(version, now, tuple(p.segment_id for p in pieces))
 
     def _rows_only(self) -> bool:
         """A relation declared with no column at all (``.schema(StructType([]))``, e.g. the rewrite of
@@ -330,7 +324,7 @@ class CarbonReader(DataSourceReader):
         source, pieces, version, sizes = self._plan()
         groups = pack_pieces(pieces, sizes, _planning_cores()) or [[]]
         n, now = len(groups), ts.now_ms()
-        self._planned = [CarbonPartition(i, n, tuple(group), self._snapshot(source, version, group, now))
+        self._planned = [CarbonPartition(i, n, tuple(group), self._snapshot(version, group, now))
                          for i, group in enumerate(groups)]
         return self._planned
 
@@ -339,13 +333,11 @@ class CarbonReader(DataSourceReader):
         state.pop("_planned", None)  # the partitions travel to tasks on their own, once each
         return state
 
-    def _task_plan(self, partition: CarbonPartition) -> tuple[list[pruning.Piece], Deletes | None]:
-        """The pieces this task reads and their deletes: the partition's own snapshot, or (a plan kept by
+    def _task_plan(self, partition: CarbonPartition) -> list[pruning.Piece]:
+        """The pieces this task reads, each with its deletes: the partition's own snapshot, or (a plan kept by
         Spark from an earlier query) the table as it is now; see carbon_ds.spark.snapshot."""
         snap = partition.snapshot
-        storage, table_path = Storage.for_path(self.path)
         pieces = list(partition.pieces)
-        deletes = snap.deletes(storage, table_path) if snap is not None else None
         if snap is not None and in_task() and not self.pinned:
             started = query_started_ms()
             # not planned for this query: re-planned unless the planned version is the one the query began with
@@ -354,10 +346,9 @@ class CarbonReader(DataSourceReader):
                 source, fresh, version, _ = self._plan()
                 if version != snap.version:
                     if started is not None:
-                        check_unchanged_since(storage, table_path, source.details, started)
+                        check_unchanged_since(source.storage, source.table.path, source.details, started)
                     pieces = fresh[partition.index :: partition.count]
-                    deletes = source.deletes
-        return pieces, deletes
+        return pieces
 
     @staticmethod
     def _verified(snap: PlannedSnapshot, started: int | None) -> bool:
@@ -414,18 +405,18 @@ class CarbonReader(DataSourceReader):
             return
         direct_dictionary.use(self.timestamp_keys)  # a Python worker runs one task at a time
         storage, table_path = Storage.for_path(self.path)
-        planned, deletes = self._task_plan(partition)
+        planned = self._task_plan(partition)
         columns = self.table_columns
         table_path = table_path if self.is_table else None  # a planned file CLEAN FILES moved: from the trash
         if self.positions:
             # every live row with where it lives; the DELETE/UPDATE predicate is Spark's to evaluate
-            tables = position_tables(storage, planned, self.columns or [], self.source_schema, deletes, columns,
+            tables = position_tables(storage, planned, self.columns or [], self.source_schema, columns,
                                      table_path=table_path)
         else:
             # exact filtering by the option only: pushed filters are Spark's to evaluate
             tables = read_pieces(
                 storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
-                deletes=deletes, table_columns=columns, table_path=table_path,
+                table_columns=columns, table_path=table_path,
             )
         if self.partial is not None:
             yield from partial_counts.counts(tables, self.partial, self.target).to_batches()

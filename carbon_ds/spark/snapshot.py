@@ -1,10 +1,10 @@
 """Which table version the tasks of one Spark query read.
 
 ``partitions()`` plans against one tablestatus version and each ``CarbonPartition`` carries what its task
-needs of that version: its files and blocklets, their segment ids, the committed delete status of each
-file (the update status entries, a few hundred bytes; the delete-delta files they name are immutable) and
-the version's digest. A task reads exactly that: it never lists segments or reads tablestatus or the update
-status again, so a commit landing while the query runs is not seen by any of its tasks.
+needs of that version: its files and blocklets, their segment ids, the committed deletes of each file
+(resolved when planned, carried on its pieces) and the version's digest. A task reads exactly that: it never
+lists segments or reads tablestatus, the update status or a delete delta again, so a commit landing while the
+query runs is not seen by any of its tasks.
 
 PySpark keeps a relation's planned partitions and hands them to later queries on the same DataFrame or
 temporary view (measured on 4.1-4.3, see the notes on the data source API), even after an INSERT INTO that
@@ -29,7 +29,7 @@ from pyspark import TaskContext
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.fs import Storage
 from carbon_ds.names import VERIFIED_PLANS
-from carbon_ds.table.meta.deltas import BlockStatus, Deletes, committed_status_name
+from carbon_ds.table.meta.deltas import committed_status_name
 from carbon_ds.table.meta.tablestatus import FAILURE, IN_PROGRESS, OVERWRITE_IN_PROGRESS, LoadDetail, parse_time
 
 QUERY_ID = "spark.sql.execution.query.id"
@@ -45,14 +45,6 @@ class PlannedSnapshot:
     version: str  # digest of the tablestatus entries planned against
     planned_ms: int  # wall clock of the planning (driver)
     segments: tuple[str | None, ...]  # segment id of each piece, in piece order
-    statuses: tuple[BlockStatus, ...]  # committed delete status of the pieces' files that have deletes
-    status_file: str | None = None  # the update status file they come from (for messages)
-
-    def deletes(self, storage, table_path: str) -> Deletes | None:
-        """The snapshot's deletes of this partition's files (None when none of them has any)."""
-        if not self.statuses:
-            return None
-        return Deletes(storage, table_path, {st.key: st for st in self.statuses}, self.status_file)
 
 
 def version_of(details: list[LoadDetail]) -> str:

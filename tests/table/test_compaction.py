@@ -417,10 +417,10 @@ def test_files_not_in_sort_order_are_merged_whole(tmp_path, monkeypatch, how):
     retried: list[str] = []
     run = compaction_merge.file_run
 
-    def spy(table, f, deletes, keys, chunk, whole=False):
+    def spy(table, piece, keys, chunk, whole=False):
         if whole:
-            retried.append(f.path)
-        return run(table, f, deletes, keys, chunk, whole)
+            retried.append(piece.path)
+        return run(table, piece, keys, chunk, whole)
 
     monkeypatch.setattr(compaction_merge, "file_run", spy)
     merged = t.compact("major")

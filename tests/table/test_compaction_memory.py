@@ -31,7 +31,7 @@ path, warm, mode = sys.argv[1], sys.argv[2], sys.argv[3]
 compaction_merge.MERGE_BUDGET_ROWS = 100_000
 if mode == "whole":  # the merge as it was before streaming: every file read and sorted whole
     run = compaction_merge.file_run
-    compaction_merge.file_run = lambda table, f, deletes, keys, chunk, whole=False: run(table, f, deletes, keys, chunk, True)
+    compaction_merge.file_run = lambda table, piece, keys, chunk, whole=False: run(table, piece, keys, chunk, True)
 w = CarbonTable.open(warm)  # compile the decoders and encoders outside the measurement
 w.compact("major")
 w.to_arrow()

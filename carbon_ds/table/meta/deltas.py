@@ -32,11 +32,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
-import pyarrow as pa
 
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.fs import Storage, norm_path
-from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.meta import tablestatus
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.meta.trash import find_in_trash
@@ -324,12 +322,6 @@ class FileDeletes:
                 raise CarbonFormatError(f"delete delta {named} deletes {found}{given}; the data file is {path}",
                                         self.sources[0] if self.sources else path)
 
-    def check_file(self, f: CarbonDataFile) -> None:
-        """``check_shape`` against an open data file's footer."""
-        if self.rows:
-            self.check_shape(f.path, [f.page_rows(b) for b in range(f.num_blocklets)],
-                             [f.blocklet_rows(b) for b in range(f.num_blocklets)])
-
     def blocklet_has(self, blocklet: int) -> bool:
         return self.marked or any(b == blocklet for b, _p in self.rows)
 
@@ -472,12 +464,6 @@ class Deletes:
         st = self.status_of(path, segment)
         return st.key if st is not None else None
 
-    def deleted_rows(self, path: str, segment: str | None) -> int:
-        """Rows of a file its delta files delete (what a read drops; the update status's own
-        ``deletedRowsInBlock`` is a summary no read uses, so a count never depends on it alone)."""
-        fd = self.lookup(path, segment)
-        return fd.count if fd is not None else 0
-
 
 def for_table(storage: Storage, table_path: str, entries: list[LoadDetail]) -> Deletes | None:
     name = committed_status_name(entries)
@@ -491,32 +477,6 @@ def for_table(storage: Storage, table_path: str, entries: list[LoadDetail]) -> D
         return None
     return Deletes(storage, table_path, read_status(storage, table_path, name),
                    storage.uri(status_path(table_path, name)))
-
-
-def file_keep_mask(storage: Storage, path: str, fd: FileDeletes) -> np.ndarray:
-    """Keep-mask over every row of a data file, in file order."""
-
-    f = CarbonDataFile(path, storage=storage)
-    try:
-        fd.check_file(f)
-        parts = []
-        for b in range(f.num_blocklets):
-            sizes = f.page_rows(b)
-            m = fd.keep_mask(b, list(range(len(sizes))), sizes)
-            parts.append(np.ones(sum(sizes), dtype=bool) if m is None else m)
-        return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
-    finally:
-        f.close()
-
-
-def drop_deleted(storage: Storage, deletes: Deletes, data_file, table, read_path: str | None = None):
-    """``table`` (every row of ``data_file`` in file order) without its committed deleted rows
-    (``read_path``: where the file is read from, when not at its place in the table)."""
-
-    fd = deletes.lookup(data_file.path, data_file.segment_id)
-    if fd is None or not fd.rows and not fd.marked:
-        return table
-    return table.filter(pa.array(file_keep_mask(storage, read_path or data_file.path, fd)))
 
 
 def superseded(storage: Storage, table_path: str, entries: list[LoadDetail], folders: list[str]) -> list[str]:

@@ -3,15 +3,13 @@
 CLEAN FILES moves what no current snapshot names (files of deleted and compacted segments, superseded
 delete deltas) into ``<table>/.Trash/<epoch ms>/`` and deletes a trash run only once it is older than the
 retention (``carbon.trash.retention.days``). A reader that planned against an older snapshot may still
-need such a file: it is looked up here under the same relative path, so every file a snapshot names stays
-readable for at least the retention after that snapshot stopped being current (``force`` excepted).
+need such a file: it is found here under the same relative path (and opened by table.read.task_reader),
+so every file a snapshot names stays readable for at least the retention after that snapshot stopped being current (``force`` excepted).
 """
 
 from __future__ import annotations
 
-from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage, basename, norm_path
-from carbon_ds.readers.carbon_file import CarbonDataFile
 
 TRASH_DIR = ".Trash"
 SEGMENTS_PREFIX = "Fact/Part0/"  # segment folders sit at Segment_<id>/ directly under a trash run
@@ -48,14 +46,3 @@ def find_in_trash(storage: Storage, table_path: str, path: str) -> str | None:
                 return moved
     return None
 
-
-def open_planned(path: str, storage: Storage, table_columns: list[ColumnSchema] | None,
-                 table_path: str | None) -> CarbonDataFile:
-    """A planned data file in the table's columns, from the trash when CLEAN FILES moved it since."""
-    try:
-        return CarbonDataFile(path, storage, table_columns)
-    except FileNotFoundError:
-        moved = find_in_trash(storage, table_path, path) if table_path is not None else None
-        if moved is None:
-            raise
-        return CarbonDataFile(moved, storage, table_columns)

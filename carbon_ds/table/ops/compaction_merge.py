@@ -15,6 +15,7 @@ writer's collation) is found at a blocklet boundary; the task then starts again 
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import closing
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -25,10 +26,9 @@ from carbon_ds.progress import row_progress
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import DataFile, TableHandle
-from carbon_ds.table.meta.naming import COLUMNAR
 from carbon_ds.table.meta.options import LoadOptions
-from carbon_ds.table.read.pruning import Piece
-from carbon_ds.table.read.task_reader import TaskReader, read_file
+from carbon_ds.table.read.pruning import Piece, file_pieces
+from carbon_ds.table.read.task_reader import TaskReader, read_external, whole_rows
 from carbon_ds.table.write.load_base import Reservation, TaskResult, sort_for_load
 from carbon_ds.table.write.protocol import load_for
 
@@ -125,45 +125,38 @@ def _slices(t: pa.Table, chunk: int) -> Iterator[pa.Table]:
         yield t.slice(off, chunk)
 
 
-def file_run(table: TableHandle, f: DataFile, deletes: D.Deletes | None, keys: list[str], chunk: int,
+def file_run(table: TableHandle, piece: Piece, keys: list[str], chunk: int,
              whole: bool = False) -> Iterator[pa.Table]:
-    """One data file's live rows in sort order, in chunks of at most ``chunk`` rows, read when the merge
+    """One planned file's live rows in sort order, in chunks of at most ``chunk`` rows, read when the merge
     first asks. Blocklet by blocklet unless the file is not sorted (or ``whole``)."""
-    marked = deletes.lookup(f.path, f.segment_id) if deletes is not None else None
-    if marked is not None and marked.marked:
-        return
-    if f.file_format != COLUMNAR:  # an external file (CUSTOM with include_external): read whole, sorted
-        rows = read_file(table.storage, f, None, table.schema, table.columns, marked)
-        yield from _slices(sort_for_load(rows.combine_chunks(), keys) if keys else rows, chunk)
-        return
     target = table.schema
-    o = TaskReader(table.storage, table.columns, table.path, deletes).open(Piece(f.path, None, f.segment_id))
-    if o is None:
-        return
-    fd = o.deletes
-    with o.file as cf:
-        if keys and (whole or not cf.footer.is_sort):
-            t = conform(cf.read(columns=target.names), target, f.path)
-            if fd is not None and fd.rows:
-                t = t.filter(pa.array(D.file_keep_mask(table.storage, f.path, fd)))
-            yield from _slices(sort_for_load(t.combine_chunks(), keys), chunk)
-            return
-        previous: tuple | None = None
-        for b in range(cf.num_blocklets):
-            t = conform(pa.Table.from_batches([cf.read_blocklet(b, target.names)]), target, f.path)
-            if fd is not None and fd.rows:
-                sizes = cf.page_rows(b)
-                mask = fd.keep_mask(b, list(range(len(sizes))), sizes)
-                t = t if mask is None else t.filter(pa.array(mask))
-            if not t.num_rows:
-                continue
-            if keys:
-                t = sort_for_load(t.combine_chunks(), keys)  # cheap on sorted rows; guards the blocklet
-                if previous is not None and _order(_key(t, keys, 0)) < _order(previous):
-                    raise UnsortedRun(f.path)
-                previous = _key(t, keys, t.num_rows - 1)
-            yield from _slices(t, chunk)
-            del t
+    with closing(TaskReader(table.storage, table.columns, table.path).tasks([piece])) as tasks:
+        for _piece, o in tasks:
+            if o is None:  # an external file (CUSTOM with include_external): read whole, sorted
+                rows = read_external(table.storage, piece.path, piece.external, None, target,  # type: ignore[arg-type]
+                                     table_columns=table.columns, deletes=piece.deletes)
+                yield from _slices(sort_for_load(rows.combine_chunks(), keys) if keys else rows, chunk)
+                return
+            cf, fd = o.file, o.deletes
+            if keys and (whole or not cf.footer.is_sort):
+                yield from _slices(sort_for_load(whole_rows(o, target).combine_chunks(), keys), chunk)
+                return
+            previous: tuple | None = None
+            for b in range(cf.num_blocklets):
+                t = conform(pa.Table.from_batches([cf.read_blocklet(b, target.names)]), target, piece.path)
+                if fd is not None and fd.rows:
+                    sizes = cf.page_rows(b)
+                    mask = fd.keep_mask(b, list(range(len(sizes))), sizes)
+                    t = t if mask is None else t.filter(pa.array(mask))
+                if not t.num_rows:
+                    continue
+                if keys:
+                    t = sort_for_load(t.combine_chunks(), keys)  # cheap on sorted rows; guards the blocklet
+                    if previous is not None and _order(_key(t, keys, 0)) < _order(previous):
+                        raise UnsortedRun(piece.path)
+                    previous = _key(t, keys, t.num_rows - 1)
+                yield from _slices(t, chunk)
+                del t
 
 
 # ------------------------------------------------------------------------------------------ one task
@@ -182,11 +175,14 @@ def run_task(task: MergeTask, table: TableHandle | None = None, bar: bool = Fals
     load = load_for(table, task.reservation, LoadOptions())
     load.presorted = True  # the merge delivers rows in sort order: the writer streams them
     keys = table.sort_columns
-    deletes = _deletes(table, task.status_name)
+    # the files as whole-file pieces with their deletes under the planned update status (no index claim: a
+    # merge reads what the segment lists)
+    pieces = file_pieces(table.storage, list(task.files), table.columns, _deletes(table, task.status_name),
+                         claims=False)
     chunk = max(MIN_CHUNK_ROWS, MERGE_BUDGET_ROWS // max(1, len(task.files)))
     whole: set[str] = set()
     while True:
-        runs = [file_run(table, f, deletes, keys, chunk, f.path in whole) for f in task.files]
+        runs = [file_run(table, p, keys, chunk, p.path in whole) for p in pieces]
         rows = merge_sorted(runs, keys)
         if bar:
             rows = row_progress(rows, f"merging {len(task.files)} files into {task.reservation.segment_id}")

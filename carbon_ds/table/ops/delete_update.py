@@ -59,63 +59,57 @@ def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
     """Rows matching ``expr`` per file, located by (blocklet, page, row in page); with ``want_data`` also
     the matching rows themselves (every column, file order)."""
     source = scan.open_source(table)
-    plan = scan.plan(source, expr)
-    deletes = table.deletes()
+    plan = scan.plan(source, expr)  # each piece carries its file's committed deletes
     schema = table.schema
     prune = None if isinstance(expr, AlwaysTrue) else expr
     cols = list(schema.names) if want_data else (sorted(expr.columns()) or [schema.names[0]])
-    reader = TaskReader(table.storage, table.columns, table.path, deletes)
+    reader = TaskReader(table.storage, table.columns, table.path)
     out = []
-    for piece in progress(plan.pieces, "finding rows", unit=" files", min_items=8):
-        if piece.external is not None:
-            m = _external_match(table, piece, reader, cols, schema, expr, prune, want_data)
+    pieces = progress(plan.pieces, "finding rows", unit=" files", min_items=8)
+    for piece, o in reader.tasks(pieces):
+        if o is None:
+            m = _external_match(table, piece, cols, schema, expr, prune, want_data)
             if m is not None:
                 out.append(m)
             continue
-        with reader.opened(piece) as o:
-            if o is None:
+        f = o.file
+        m = Match(piece.path, piece.segment_id or "", sum(f.blocklet_rows(b) for b in range(f.num_blocklets)))
+        for b in o.blocklets:
+            got = reader.positioned(o, b, cols, schema, prune)
+            if got is None:
                 continue
-            f = o.file
-            m = Match(piece.path, piece.segment_id or "", sum(f.blocklet_rows(b) for b in range(f.num_blocklets)))
-            for b in o.blocklets:
-                got = reader.positioned(o, b, cols, schema, prune)
-                if got is None:
-                    continue
-                t, page_idx, row_idx, hit = got
-                if prune is not None:
-                    pos = filter_table(t.append_column("__pos", pa.array(np.arange(t.num_rows))), expr)
-                    matched = np.zeros(t.num_rows, dtype=bool)
-                    matched[pos.column("__pos").to_numpy()] = True
-                    hit &= matched
-                if not hit.any():
-                    continue
-                pages, rows = page_idx[hit], row_idx[hit]
-                for p in np.unique(pages):
-                    m.rows[(b, int(p))] = rows[pages == p]
-                if want_data:
-                    m.data.append(t.filter(pa.array(hit)))
-            if m.rows:
-                out.append(m)
+            t, page_idx, row_idx, hit = got
+            if prune is not None:
+                pos = filter_table(t.append_column("__pos", pa.array(np.arange(t.num_rows))), expr)
+                matched = np.zeros(t.num_rows, dtype=bool)
+                matched[pos.column("__pos").to_numpy()] = True
+                hit &= matched
+            if not hit.any():
+                continue
+            pages, rows = page_idx[hit], row_idx[hit]
+            for p in np.unique(pages):
+                m.rows[(b, int(p))] = rows[pages == p]
+            if want_data:
+                m.data.append(t.filter(pa.array(hit)))
+        if m.rows:
+            out.append(m)
     return out
 
 
-def _positioned_external(storage: Storage, piece: pruning.Piece, reader: TaskReader, cols: list[str],
-                         schema: pa.Schema, table_columns):
+def _positioned_external(storage: Storage, piece: pruning.Piece, cols: list[str], schema: pa.Schema,
+                         table_columns):
     """(identity, rows, unit, row in unit, live mask) of an external piece's file, all its units."""
     ident = D.file_identity(storage, piece.path)
-    fd = reader.external_deletes(piece)
     t, units, rows, alive = external_positioned(storage, piece.path, piece.external, cols,
-                                                pa.schema([schema.field(n) for n in cols]), None, table_columns, fd)
+                                                pa.schema([schema.field(n) for n in cols]), None, table_columns,
+                                                piece.deletes)
     return ident, t, units, rows, alive
 
 
-def _external_match(table: TableHandle, piece: pruning.Piece, reader: TaskReader, cols: list[str],
-                    schema: pa.Schema, expr, prune, want_data: bool) -> Match | None:
+def _external_match(table: TableHandle, piece: pruning.Piece, cols: list[str], schema: pa.Schema, expr, prune,
+                    want_data: bool) -> Match | None:
     """The rows of an external file matching ``expr``, located by (unit, 0, row in unit)."""
-    fd = reader.external_deletes(piece)
-    if fd is not None and fd.marked:
-        return None
-    ident, t, units, rows, hit = _positioned_external(table.storage, piece, reader, cols, schema, table.columns)
+    ident, t, units, rows, hit = _positioned_external(table.storage, piece, cols, schema, table.columns)
     if prune is not None:
         pos = filter_table(t.append_column("__pos", pa.array(np.arange(t.num_rows))), expr)
         matched = np.zeros(t.num_rows, dtype=bool)

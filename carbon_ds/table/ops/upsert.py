@@ -293,7 +293,7 @@ def run_merge(m: TableMerger) -> MergeMetrics:
             keyset = keyset.cast(schema.field(tkeys[0]).type) if keyset is not None else None
             # semi-join early (single key): only candidate rows get positions and stay in memory
             keep = (lambda t: pc.is_in(t.column(tkeys[0]), value_set=keyset)) if keyset is not None else None
-            for part in position_tables(table.storage, plan.pieces, cols, schema, source.deletes, table.columns,
+            for part in position_tables(table.storage, plan.pieces, cols, schema, table.columns,
                                         keep, table_path=table.path):
                 if part.num_rows:
                     parts.append(part)

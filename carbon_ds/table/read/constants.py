@@ -45,7 +45,7 @@ def partition_value_rows(source: Snapshot, names: list[str] | None, expr: Expr) 
         value = _piece_value(layout, p, piece)
         if value is None or piece.rows is None or piece.path not in columnar:
             return None
-        deleted = source.deletes.deleted_rows(piece.path, piece.segment_id) if source.deletes is not None else 0
+        deleted = piece.deletes.count if piece.deletes is not None else 0
         if deleted and piece.blocklets is not None:
             return None  # deletes are counted per file; a pruned file's share is not known
         rows[value] = rows.get(value, 0) + piece.rows - deleted

@@ -33,7 +33,9 @@ from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar
 from carbon_ds.table.meta import column_map
-from carbon_ds.table.meta.naming import INDEX_EXT, MERGE_INDEX_EXT
+from carbon_ds.table.meta.deltas import Deletes, FileDeletes
+from carbon_ds.table.meta.handle import DataFile
+from carbon_ds.table.meta.naming import COLUMNAR, INDEX_EXT, MERGE_INDEX_EXT
 from carbon_ds.table.meta.signed_cache import SignedCache, sign
 
 
@@ -94,7 +96,9 @@ class IndexClaim:
 
 @dataclass(frozen=True)
 class Piece:
-    """One file to read and which of its blocklets (None: every one)."""
+    """One file to read and which of its blocklets (None: every one), with what the plan knows of it: its
+    committed deletes (resolved once when planned, None: nothing deleted) travel with it to the task that
+    reads it, which never looks them up again."""
 
     path: str
     blocklets: tuple[int, ...] | None
@@ -102,6 +106,7 @@ class Piece:
     rows: int | None = None  # rows of those blocklets when the index says so
     external: ExternalRef | None = None  # a non-carbondata file; ``blocklets`` are then its units
     claim: IndexClaim | None = field(default=None, compare=False, repr=False)
+    deletes: FileDeletes | None = field(default=None, compare=False, repr=False)
 
 
 @dataclass
@@ -272,6 +277,17 @@ def index_claims(storage: Storage, files: list[tuple[str, str | None]],
     return out
 
 
+def file_pieces(storage: Storage, files: list[DataFile], table_columns: list[ColumnSchema] | None = None,
+                deletes: Deletes | None = None, claims: bool = True) -> list[Piece]:
+    """A whole-file piece of each of ``files``, for reads that take files whole without pruning (a table's
+    every row, compaction): each carries its committed ``deletes`` and, with ``claims``, what the index
+    says of a carbondata file (its footer is checked against it when it is opened)."""
+    columnar = [(f.path, f.segment_id) for f in files if f.file_format == COLUMNAR]
+    said = index_claims(storage, columnar, table_columns) if claims else {}
+    return [Piece(f.path, None, f.segment_id, None, f.external if f.file_format != COLUMNAR else None,
+                  said.get(f.path), file_deletes(deletes, f.path, f.segment_id)) for f in files]
+
+
 def _footer_entry(storage: Storage, path: str, table_columns: list[ColumnSchema] | None = None) -> FileEntry:
     f = CarbonDataFile(path, storage, table_columns)
     try:
@@ -293,10 +309,10 @@ def _footer_entry(storage: Storage, path: str, table_columns: list[ColumnSchema]
 
 # ------------------------------------------------------------------------------------------ planning
 def _prune_file(path: str, entry: FileEntry, expr: Expr, segment_id: str | None, counts: Counts,
-                plan: Plan) -> bool:
+                plan: Plan, deletes: Deletes | None) -> bool:
     _count_all(entry, counts)
     if isinstance(expr, AlwaysTrue):  # nothing to prune by (an unfiltered read or count): the whole file
-        return _keep_whole(path, entry, segment_id, counts, plan)
+        return _keep_whole(path, entry, segment_id, counts, plan, deletes)
     if not might_match(expr, S.lookup(entry.file_stats())):
         return False
     keep = [i for i, st in enumerate(entry.blocklets) if might_match(expr, S.lookup(st))]
@@ -310,12 +326,14 @@ def _prune_file(path: str, entry: FileEntry, expr: Expr, segment_id: str | None,
     if plan.exact_rows is not None:
         plan.exact_rows = None if n is None else plan.exact_rows + n
     blocklets = None if len(keep) == len(entry.blocklets) else tuple(keep)
-    plan.pieces.append(Piece(path, blocklets, segment_id, n, entry.external, entry.claim()))
+    plan.pieces.append(Piece(path, blocklets, segment_id, n, entry.external, entry.claim(),
+                             file_deletes(deletes, path, segment_id)))
     plan.entries[path] = entry
     return True
 
 
-def _keep_whole(path: str, entry: FileEntry, segment_id: str | None, counts: Counts, plan: Plan) -> bool:
+def _keep_whole(path: str, entry: FileEntry, segment_id: str | None, counts: Counts, plan: Plan,
+                deletes: Deletes | None) -> bool:
     """``_prune_file`` of a file none of whose blocklets is pruned, from the entry's totals."""
     blocklets = len(entry.blocklets)
     if not blocklets:
@@ -325,9 +343,16 @@ def _keep_whole(path: str, entry: FileEntry, segment_id: str | None, counts: Cou
     n = None if entry.problem is not None or None in entry.rows else entry.totals()[1]
     if plan.exact_rows is not None:
         plan.exact_rows = None if n is None else plan.exact_rows + n
-    plan.pieces.append(Piece(path, None, segment_id, n, entry.external, entry.claim()))
+    plan.pieces.append(Piece(path, None, segment_id, n, entry.external, entry.claim(),
+                             file_deletes(deletes, path, segment_id)))
     plan.entries[path] = entry
     return True
+
+
+def file_deletes(deletes: Deletes | None, path: str, segment_id: str | None) -> FileDeletes | None:
+    """The committed deletes of one planned file (None: nothing deleted). Only a file the update status
+    names has its delta files read, and only once it survived pruning."""
+    return deletes.lookup(path, segment_id) if deletes is not None else None
 
 
 def _count_all(entry: FileEntry, counts: Counts) -> None:
@@ -367,9 +392,10 @@ def _segment_stats(entries: list[tuple[str, FileEntry]]) -> S.Stats:
 
 def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr,
                use_index: bool = True, external: dict | None = None, schema: pa.Schema | None = None,
-               table_columns: list[ColumnSchema] | None = None) -> Plan:
+               table_columns: list[ColumnSchema] | None = None, deletes: Deletes | None = None) -> Plan:
     """Prune (segment, file, blocklet) for ``files`` = [(path, segment id or None), ...]; files in
-    ``external`` (path -> ExternalRef) are pruned by their own units' statistics (row groups, stripes)."""
+    ``external`` (path -> ExternalRef) are pruned by their own units' statistics (row groups, stripes).
+    Each piece kept carries its file's committed ``deletes``."""
     external = external or {}
     plan = Plan()
     counts = plan.counts
@@ -401,7 +427,7 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
                 continue
         read_any = False
         for path, entry in entries:
-            read_any |= _prune_file(path, entry, expr, seg, counts, plan)
+            read_any |= _prune_file(path, entry, expr, seg, counts, plan, deletes)
         if seg is not None and read_any:
             counts.segments_read += 1
     return plan

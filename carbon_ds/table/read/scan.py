@@ -12,16 +12,15 @@ from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.readers.external.base import ExternalRef
-from carbon_ds.table.meta.deltas import Deletes, drop_deleted
+from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import DataFile, TableHandle, resolve_columns
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
 from carbon_ds.table.meta.partitioning import HivePartitioning, IdPartitioning
 from carbon_ds.table.meta.tablestatus import LoadDetail
-from carbon_ds.table.meta.trash import find_in_trash
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.hive_pruning import prune_files
 from carbon_ds.table.read.id_pruning import prune_by_id
-from carbon_ds.table.read.task_reader import TaskReader, read_file, read_pieces
+from carbon_ds.table.read.task_reader import TaskReader, read_external, read_pieces, whole_rows
 
 
 @dataclass
@@ -153,42 +152,29 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
     schema = table.schema
     names = resolve_columns(schema, columns, f"table {table.uri}")
     target = pa.schema([schema.field(n) for n in names]) if names is not None else schema
-    deletes = source.deletes
-    found = source.data_files
     cols = table.columns
-    claims = pruning.index_claims(table.storage, [(f.path, f.segment_id) for f in found
-                                                  if f.file_format == COLUMNAR], cols)
-    tables = [_file_rows(table, f, names, target, cols, deletes, claims.get(f.path)) for f in found]
+    # every file whole: each footer checked against its index entry, read from the trash when CLEAN FILES
+    # has moved it since the snapshot was taken
+    pieces = pruning.file_pieces(table.storage, source.data_files, cols, source.deletes)
+    tables = []
+    for piece, o in TaskReader(table.storage, cols, table.path).tasks(pieces):
+        if o is None:  # deletes of an external file are applied by its reader (units, not pages)
+            tables.append(read_external(table.storage, piece.path, piece.external, names, target,  # type: ignore[arg-type]
+                                        table_columns=cols, deletes=piece.deletes))
+        else:
+            tables.append(whole_rows(o, target))
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables)
 
 
-def _file_rows(table: TableHandle, f: DataFile, names, target: pa.Schema, cols, deletes: Deletes | None,
-               claim: pruning.IndexClaim | None = None) -> pa.Table:
-    """One planned file's live rows, its footer checked against ``claim`` (its index entry); read from the
-    trash when CLEAN FILES has moved it since planning."""
-    if f.external is not None:  # deletes of an external file are applied by its reader (units, not pages)
-        fd = deletes.lookup(f.path, f.segment_id) if deletes is not None else None
-        if fd is not None and fd.marked:
-            return target.empty_table()
-        return read_file(table.storage, f, names, target, cols, fd)
-    try:
-        data = read_file(table.storage, f, names, target, cols, claim=claim)
-    except FileNotFoundError:
-        moved = find_in_trash(table.storage, table.path, f.path) if f.file_format == COLUMNAR else None
-        if moved is None:
-            raise
-        data = read_file(table.storage, replace(f, path=moved), names, target, cols)
-        # deletes are keyed by the file's place in the table; the rows come from the moved copy
-        return drop_deleted(table.storage, deletes, f, data, moved) if deletes is not None else data
-    return drop_deleted(table.storage, deletes, f, data) if deletes is not None else data
-
-
-def plan(source: Snapshot, expr: Expr) -> pruning.Plan:
+def plan(source: Snapshot, expr: Expr, with_deletes: bool = True) -> pruning.Plan:
+    """The pieces of ``source`` that ``expr`` may match, each carrying its committed deletes (unless
+    ``with_deletes`` is False: a plan only measured, never read, reads no delta file)."""
     kept = partition_pruned(source, expr)
     p = pruning.plan_files(source.storage, kept, expr, use_index=source.table is not None,
-                           external=source.external, schema=source.schema, table_columns=source.columns)
+                           external=source.external, schema=source.schema, table_columns=source.columns,
+                           deletes=source.deletes if with_deletes else None)
     p.partitions = source.partitions
     if source.partitions is not None:  # files skipped by partition id still count as the table's files
         p.counts.files_total += len(source.files) - len(kept)
@@ -226,8 +212,7 @@ def read(path, columns: list[str] | None = None, filter=None, segments=None,
         counts.add(p.counts)
     target = pa.schema([source.schema.field(n) for n in (names if names is not None else source.schema.names)])
     tables = list(read_pieces(source.storage, p.pieces, expr, names, source.schema, True, counts,
-                                      deletes=_deletes(source), table_columns=source.columns,
-                                      table_path=_table_path(source)))
+                              table_columns=source.columns, table_path=_table_path(source)))
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables).cast(target) if tables[0].schema != target else pa.concat_tables(tables)
@@ -239,7 +224,7 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
     the plan of ``path`` (a ``Snapshot``) for ``filter``, made earlier."""
     source = open_source(path, segments)
     expr = pruning.as_expr(filter, source.schema, source.uri)
-    deletes = _deletes(source)
+    deletes = source.deletes
     recorded = {f.path: f.rows for f in source.data_files if f.rows is not None and f.external is not None
                 and (deletes is None or deletes.status_of(f.path, f.segment_id) is None)}
     if planned is None and recorded and isinstance(expr, AlwaysTrue):
@@ -252,25 +237,22 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
     p = planned if planned is not None else plan(source, expr)
     if isinstance(expr, AlwaysTrue) and p.exact_rows is not None:
         # metadata only: the index row counts less each block's committed deleted rows
-        return p.exact_rows - (_deleted_by_index(p, deletes) if deletes is not None else 0)
+        return p.exact_rows - _deleted_by_index(p)
     if not p.pieces:
         return 0
     cols = sorted(expr.columns())[:1] if not isinstance(expr, AlwaysTrue) else []
     if not cols:  # no filter column to read: count rows of every surviving blocklet from the footer
-        return sum(t.num_rows for t in read_pieces(
-            source.storage, p.pieces, expr, [source.schema.names[0]], source.schema, True, deletes=deletes,
-            table_columns=source.columns, table_path=_table_path(source)))
+        cols = [source.schema.names[0]]
     return sum(t.num_rows for t in read_pieces(source.storage, p.pieces, expr, cols, source.schema, True,
-                                                       deletes=deletes, table_columns=source.columns,
-                                                       table_path=_table_path(source)))
+                                               table_columns=source.columns, table_path=_table_path(source)))
 
 
-def _deleted_by_index(p: pruning.Plan, deletes: Deletes) -> int:
+def _deleted_by_index(p: pruning.Plan) -> int:
     """Rows the delete deltas remove from the planned pieces, each delta checked against the blocklets and
     pages the index gives its file (no data file is opened)."""
     total = 0
     for piece in p.pieces:
-        fd = deletes.lookup(piece.path, piece.segment_id)
+        fd = piece.deletes
         if fd is None:
             continue
         entry = p.entries.get(piece.path)
@@ -282,11 +264,6 @@ def _deleted_by_index(p: pruning.Plan, deletes: Deletes) -> int:
 
 def _table_path(source: Snapshot) -> str | None:
     return source.table.path if source.table is not None else None
-
-
-def _deletes(source: Snapshot) -> Deletes | None:
-    """The snapshot's committed delete deltas (None for a bare folder or a table nothing was deleted from)."""
-    return source.deletes
 
 
 class ExplainReport(dict):
@@ -301,8 +278,7 @@ def explain(path, filter=None, segments=None) -> ExplainReport:
     source = open_source(path, segments)
     expr = pruning.as_expr(filter, source.schema, source.uri)
     p = plan(source, expr)
-    TaskReader(source.storage, source.columns, _table_path(source), _deletes(source)).page_counts(p.pieces, expr,
-                                                                                                 p.counts)
+    TaskReader(source.storage, source.columns, _table_path(source)).page_counts(p.pieces, expr, p.counts)
     out = ExplainReport({"path": source.uri, "filter": str(expr), **p.counts.as_dict()})
     if source.partitions is not None:
         out["partitions"] = source.partitions
@@ -337,11 +313,11 @@ def scan_estimate(path, filter=None, segments=None) -> tuple[int, int | None]:
     does not say) of a filtered read. No data page is read."""
     source = open_source(path, segments)
     expr = pruning.as_expr(filter, source.schema, source.uri)
-    kept = plan(source, expr).pieces
+    kept = plan(source, expr, with_deletes=False).pieces
     if not kept:
         return 0, 0
     every: dict[str, int] = {}
-    for p in plan(source, AlwaysTrue()).pieces if filter else ():
+    for p in plan(source, AlwaysTrue(), with_deletes=False).pieces if filter else ():
         every[p.path] = every.get(p.path, 0) + (p.rows or 0)
     total, total_rows = 0, 0
     for piece in kept:

@@ -14,6 +14,7 @@ import os
 from collections import deque
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import replace
 from importlib import import_module
 from typing import Any
 
@@ -111,16 +112,11 @@ class Scan:
         storage = source.storage
         how = Reading(self._read_expr, self.columns, source.schema, self.expr if self._prune_only else True,
                       source.columns)
-        deletes = source.deletes  # the snapshot's, never re-read: a DELETE landing mid-scan is not seen
-
         def external(piece: Piece):
-            fd = deletes.lookup(piece.path, piece.segment_id) if deletes is not None else None
-
             def run():
                 c = Counts()
-                if fd is not None and fd.marked:
-                    return how.need_schema.empty_table().select(how.out_names), c
-                return how.external(storage, piece, c, fd), c
+                # the snapshot's deletes, resolved once when planned: a DELETE landing mid-scan is not seen
+                return how.external(storage, piece, c, piece.deletes), c
             return run
 
         def blocklet(f: CarbonDataFile, b: int, fd):
@@ -129,13 +125,13 @@ class Scan:
                 return how.blocklet(f, b, fd, c), c
             return run
 
-        yield from self._units(self._planned().pieces, opened, external, blocklet, deletes)
+        yield from self._units(self._planned().pieces, opened, external, blocklet)
 
-    def _units(self, pieces, opened, external, blocklet, deletes):
+    def _units(self, pieces, opened, external, blocklet):
         storage, source = self.source.storage, self.source
-        reader = TaskReader(storage, source.columns, source.table.path if source.table else None, deletes)
-        for piece in pieces:
-            if piece.external is not None:
+        reader = TaskReader(storage, source.columns, source.table.path if source.table else None)
+        for piece, o in reader.tasks(pieces, keep_open=True):
+            if o is None:
                 units = piece.blocklets
                 if units is None and piece.external.format in _SPLIT:
                     ref = piece.external
@@ -145,10 +141,7 @@ class Scan:
                     yield external(piece), None
                 else:
                     for u in units:
-                        yield external(Piece(piece.path, (u,), piece.segment_id, None, piece.external)), None
-                continue
-            o = reader.open(piece)
-            if o is None:
+                        yield external(replace(piece, blocklets=(u,), rows=None, claim=None)), None
                 continue
             f, fd, blocklets = o.file, o.deletes, o.blocklets
             opened.append(f)

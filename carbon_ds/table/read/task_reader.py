@@ -1,10 +1,11 @@
 """Reading planned pieces: the one loop over files every read shares.
 
-A plan (table.read.pruning) hands out ``Piece``s: a file, its segment, the blocklets that may match and what
-the index said of the file. ``TaskReader`` reads them for every caller (scans, the Spark source, counts,
-DELETE/UPDATE, compaction) through one private open that
+A plan (table.read.pruning) hands out ``Piece``s: a file, its segment, the blocklets that may match, what
+the index said of the file and its committed deletes. ``TaskReader.tasks`` is the one loop over them that
+every caller (scans, the Spark source, row positions, page counts, DELETE/UPDATE, whole-table reads,
+compaction) goes through; it opens each carbondata file once, by ``open``, which
 
-1. looks up the file's committed deletes and skips a file a delete marked whole,
+1. skips a file a delete marked whole (the piece's deletes, resolved when it was planned),
 2. opens the file in the table's current columns (schema evolution), from the table's trash when CLEAN
    FILES moved it after the plan was made,
 3. refuses a file whose footer disagrees with the index entry it was planned from,
@@ -15,8 +16,7 @@ filters the survivors exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -33,10 +33,8 @@ from carbon_ds.readers.external.base import ExternalRef, partition_scalar, to_ta
 from carbon_ds.readers.pages import BlockletRows, read_pruned, surviving_pages
 from carbon_ds.table.meta.column_map import external_names, fill_defaults
 from carbon_ds.table.meta.conform import conform
-from carbon_ds.table.meta.deltas import Deletes, FileDeletes, unit_keep_mask
-from carbon_ds.table.meta.handle import DataFile
-from carbon_ds.table.meta.naming import COLUMNAR
-from carbon_ds.table.meta.trash import open_planned
+from carbon_ds.table.meta.deltas import FileDeletes, unit_keep_mask
+from carbon_ds.table.meta.trash import find_in_trash
 from carbon_ds.table.read.pruning import Counts, IndexClaim, Piece
 
 __all__ = ["OpenPiece", "Reading", "TaskReader", "check_claim", "check_index_claim", "read_pieces"]
@@ -49,86 +47,85 @@ class OpenPiece:
     file: CarbonDataFile
     deletes: FileDeletes | None
     blocklets: list[int]
+    piece: Piece
 
 
 class TaskReader:
-    """Reads the pieces of one table version: ``deletes`` are that version's, ``table_path`` finds a file
-    CLEAN FILES moved to the trash since (None: a bare folder, no trash), ``table_columns`` name the file
-    columns by the table's current schema."""
+    """Reads the pieces of one table version (each carries its file's deletes of that version):
+    ``table_path`` finds a file CLEAN FILES moved to the trash since (None: a bare folder, no trash),
+    ``table_columns`` name the file columns by the table's current schema."""
 
     def __init__(self, storage: Storage, table_columns: list[ColumnSchema] | None = None,
-                 table_path: str | None = None, deletes: Deletes | None = None):
+                 table_path: str | None = None):
         self.storage = storage
         self.table_columns = table_columns
         self.table_path = table_path
-        self.deletes = deletes
 
     def open(self, piece: Piece) -> OpenPiece | None:
         """The piece's file open and checked (close ``.file``), or None when a delete marked it whole."""
-        fd = self.deletes.lookup(piece.path, piece.segment_id) if self.deletes is not None else None
+        fd = piece.deletes
         if fd is not None and fd.marked:
             return None
         f = open_planned(piece.path, self.storage, self.table_columns, self.table_path)
         try:
             check_claim(piece, f)
             if fd is not None:
-                fd.check_file(f)
+                check_deletes(fd, f)
         except BaseException:
             f.close()
             raise
         blocklets = list(piece.blocklets) if piece.blocklets is not None else list(range(f.num_blocklets))
-        return OpenPiece(f, fd, blocklets)
+        return OpenPiece(f, fd, blocklets, piece)
 
-    def external_deletes(self, piece: Piece) -> FileDeletes | None:
-        """The committed deletes of an external file (None: none)."""
-        return self.deletes.lookup(piece.path, piece.segment_id) if self.deletes is not None else None
-
-    @contextmanager
-    def opened(self, piece: Piece) -> Iterator[OpenPiece | None]:
-        """``with reader.opened(piece) as o:`` (None: nothing of the file is live); closed on leaving."""
-        o = self.open(piece)
-        try:
-            yield o
-        finally:
-            if o is not None:
+    def tasks(self, pieces: Iterable[Piece], keep_open: bool = False) -> Iterator[tuple[Piece, OpenPiece | None]]:
+        """The one loop over planned pieces: (piece, None) for a live external file (its reader applies the
+        piece's deletes by unit), (piece, its file open and checked) for a carbondata one; a file a delete
+        marked whole is skipped. Each file is closed when the next piece is asked for (or the loop is left),
+        unless ``keep_open``: the caller then closes ``.file``."""
+        for piece in pieces:
+            if piece.external is not None:
+                if piece.deletes is None or not piece.deletes.marked:
+                    yield piece, None
+                continue
+            o = self.open(piece)
+            if o is None:
+                continue
+            if keep_open:
+                yield piece, o
+                continue
+            try:
+                yield piece, o
+            finally:
                 o.file.close()
 
     def read(self, pieces: list[Piece], how: Reading, counts: Counts | None = None) -> Iterator[pa.Table]:
         """Tables of ``how``'s columns, one per surviving blocklet (external files: one per piece)."""
-        for piece in pieces:
-            if piece.external is not None:
-                fd = self.external_deletes(piece)
-                if fd is None or not fd.marked:
-                    yield how.external(self.storage, piece, counts, fd)
+        for piece, o in self.tasks(pieces):
+            if o is None:
+                yield how.external(self.storage, piece, counts, piece.deletes)
                 continue
-            with self.opened(piece) as o:
-                if o is None:
-                    continue
-                for b in o.blocklets:
-                    table = how.blocklet(o.file, b, o.deletes, counts)
-                    if table is not None:
-                        yield table
+            for b in o.blocklets:
+                table = how.blocklet(o.file, b, o.deletes, counts)
+                if table is not None:
+                    yield table
 
     def page_counts(self, pieces: list[Piece], expr: Expr, counts: Counts) -> None:
         """Add page totals and survivors of ``pieces`` to ``counts`` (reads only DataChunk3 headers)."""
-        for piece in pieces:
-            if piece.external is not None:
+        for piece, o in self.tasks(pieces):
+            if o is None:
                 counts.rows_read += piece.rows or 0  # no pages: a unit is read whole
                 continue
-            with self.opened(piece) as o:
-                if o is None:
-                    continue
-                f = o.file
-                for b in o.blocklets:
-                    if isinstance(expr, AlwaysTrue):
-                        n = f.page_count(b)
-                        keep = list(range(n))
-                    else:
-                        keep, n = surviving_pages(f, b, expr)
-                    counts.pages_read += len(keep)
-                    rows = f.page_rows(b)
-                    counts.rows_read += sum(rows[j] for j in keep) if len(rows) == n else (
-                        f.blocklet_rows(b) if keep else 0)
+            f = o.file
+            for b in o.blocklets:
+                if isinstance(expr, AlwaysTrue):
+                    n = f.page_count(b)
+                    keep = list(range(n))
+                else:
+                    keep, n = surviving_pages(f, b, expr)
+                counts.pages_read += len(keep)
+                rows = f.page_rows(b)
+                counts.rows_read += sum(rows[j] for j in keep) if len(rows) == n else (
+                    f.blocklet_rows(b) if keep else 0)
 
     def positioned(self, o: OpenPiece, b: int, columns: list[str], schema: pa.Schema,
                    prune: Expr | None = None) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray] | None:
@@ -148,6 +145,41 @@ class TaskReader:
         mask = o.deletes.keep_mask(b, got.pages, got.page_rows) if o.deletes is not None else None
         alive = np.ones(t.num_rows, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
         return t, page_idx, row_idx, alive
+
+
+def open_planned(path: str, storage: Storage, table_columns: list[ColumnSchema] | None,
+                 table_path: str | None) -> CarbonDataFile:
+    """A planned data file in the table's columns, from the trash when CLEAN FILES moved it since."""
+    try:
+        return CarbonDataFile(path, storage, table_columns)
+    except FileNotFoundError:
+        moved = find_in_trash(storage, table_path, path) if table_path is not None else None
+        if moved is None:
+            raise
+        return CarbonDataFile(moved, storage, table_columns)
+
+
+def check_deletes(fd: FileDeletes, f: CarbonDataFile) -> None:
+    """Refuse deletes of rows the open data file ``f`` does not hold (``FileDeletes.check_shape`` against its
+    footer)."""
+    if fd.rows:
+        fd.check_shape(f.path, [f.page_rows(b) for b in range(f.num_blocklets)],
+                       [f.blocklet_rows(b) for b in range(f.num_blocklets)])
+
+
+def whole_rows(o: OpenPiece, target: pa.Schema) -> pa.Table:
+    """Every live row of an open file, in file order, as exactly ``target`` (its columns read at once, so the
+    file decodes its (blocklet, column) chunks in parallel)."""
+    f = o.file
+    t = conform(f.read(columns=target.names), target, f.path)
+    if o.deletes is None or not o.deletes.rows:
+        return t
+    parts = []
+    for b in range(f.num_blocklets):
+        sizes = f.page_rows(b)
+        m = o.deletes.keep_mask(b, list(range(len(sizes))), sizes)
+        parts.append(np.ones(sum(sizes), dtype=bool) if m is None else m)
+    return t.filter(pa.array(np.concatenate(parts) if parts else np.zeros(0, dtype=bool)))
 
 
 def check_claim(piece: Piece, f: CarbonDataFile) -> None:
@@ -242,14 +274,14 @@ class Reading:
 
 
 def read_pieces(storage: Storage, pieces: list[Piece], expr: Expr, columns: list[str] | None, schema: pa.Schema,
-                exact: bool | Expr = True, counts: Counts | None = None, deletes: Deletes | None = None,
+                exact: bool | Expr = True, counts: Counts | None = None,
                 table_columns: list[ColumnSchema] | None = None, table_path: str | None = None
                 ) -> Iterator[pa.Table]:
     """Tables of ``columns`` (all when None) in ``schema``'s spelling and types, pruned by ``expr``; with
     ``exact=True`` only rows where ``expr`` is TRUE, with an expression only rows where that one is TRUE
-    (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema; ``deletes``, the
-    committed delete deltas; ``table_path``: a planned file CLEAN FILES has since moved is read from the trash."""
-    reader = TaskReader(storage, table_columns, table_path, deletes)
+    (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema (each piece carries its
+    committed deletes); ``table_path``: a planned file CLEAN FILES has since moved is read from the trash."""
+    reader = TaskReader(storage, table_columns, table_path)
     return reader.read(pieces, Reading(expr, columns, schema, exact, table_columns), counts)
 
 
@@ -313,24 +345,6 @@ def _unit_rows(path: str, out: pa.Table, chosen: list[int], rows: list[int | Non
     return rows  # type: ignore[return-value]
 
 
-def read_file(storage: Storage, data_file: DataFile, columns: list[str] | None, target: pa.Schema,
-              table_columns: list[ColumnSchema] | None = None, deletes: FileDeletes | None = None,
-              claim: IndexClaim | None = None) -> pa.Table:
-    """Every row of one data file (``columns`` of it, None: all) as exactly ``target``; with the table's
-    ``table_columns`` the file is read through the table's current columns (see meta.column_map). With
-    ``claim`` (its index entry) a footer that disagrees with its index is refused before any page is read."""
-    if data_file.file_format != COLUMNAR:
-        if data_file.external is None:
-            raise CarbonTableError(
-                f"segment {data_file.segment_id} has format {data_file.file_format!r} but no reading details"
-            )
-        return read_external(storage, data_file.path, data_file.external, columns, target,
-                             table_columns=table_columns, deletes=deletes)
-    with CarbonDataFile(data_file.path, storage, table_columns) as f:
-        check_index_claim(claim, f)
-        return conform(f.read(columns=columns if columns is not None else target.names), target, data_file.path)
-
-
 # ------------------------------------------------------------------------------------------ row positions
 # Hidden columns the data source appends with option with_row_positions=true: where each row lives.
 POSITION_FIELDS = (
@@ -343,35 +357,29 @@ POSITION_NAMES = tuple(f.name for f in POSITION_FIELDS)
 
 
 def position_tables(storage: Storage, pieces: list[Piece], columns: list[str], schema: pa.Schema,
-                    deletes: Deletes | None, table_columns=None, keep=None, table_path: str | None = None):
+                    table_columns=None, keep=None, table_path: str | None = None):
     """Every live row of ``pieces`` (``columns`` of ``schema``) plus the position columns, one table per
     blocklet (external files: one per file, positions (unit, 0, row in unit)). No row is filtered here (Spark
     evaluates the user's predicate on these rows) unless ``keep`` (rows -> boolean array) says which rows
     are wanted. ``table_path``: a planned file CLEAN FILES has since moved is read from the trash, as rows are."""
     cols = list(columns) or [schema.names[0]]
-    reader = TaskReader(storage, table_columns, table_path, deletes)
-    for piece in pieces:
-        if piece.external is not None:
-            fd = reader.external_deletes(piece)
-            if fd is not None and fd.marked:
-                continue
+    reader = TaskReader(storage, table_columns, table_path)
+    for piece, o in reader.tasks(pieces):
+        if o is None:
             t, units, rows, mask = external_positioned(storage, piece.path, piece.external, cols,
                                                        pa.schema([schema.field(n) for n in cols]), None,
-                                                       table_columns, fd)
+                                                       table_columns, piece.deletes)
             mask = _kept(t, mask, keep)
             if not mask.all():
                 t, units, rows = t.filter(pa.array(mask)), units[mask], rows[mask]
             yield _with_positions(t, columns, piece.path, units, np.zeros(len(units), dtype=np.int32), rows)
             continue
-        with reader.opened(piece) as o:
-            if o is None:
-                continue
-            for b in o.blocklets:
-                t, page_idx, row_idx, mask = reader.positioned(o, b, cols, schema)  # type: ignore[misc]
-                mask = _kept(t, mask, keep)
-                if not mask.all():
-                    t, page_idx, row_idx = t.filter(pa.array(mask)), page_idx[mask], row_idx[mask]
-                yield _with_positions(t, columns, piece.path, np.full(t.num_rows, b), page_idx, row_idx)
+        for b in o.blocklets:
+            t, page_idx, row_idx, mask = reader.positioned(o, b, cols, schema)  # type: ignore[misc]
+            mask = _kept(t, mask, keep)
+            if not mask.all():
+                t, page_idx, row_idx = t.filter(pa.array(mask)), page_idx[mask], row_idx[mask]
+            yield _with_positions(t, columns, piece.path, np.full(t.num_rows, b), page_idx, row_idx)
 
 
 def _kept(t: pa.Table, alive: np.ndarray, keep) -> np.ndarray:
