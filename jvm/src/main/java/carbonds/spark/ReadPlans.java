@@ -46,7 +46,7 @@ final class ReadPlans {
     static final String LOCAL = "local";
     /**
      * Whether small reads may be read at planning into local relations: only while carbon_ds.sql plans a
-     * statement ({@link MixedQueries}), whose DataFrame holds the tables as they were when it returned. A
+     * statement ({@link PlannedQueries}), whose DataFrame holds the tables as they were when it returned. A
      * DataFrame of plain Spark keeps its optimized plan for every action, and each action must see the
      * commits before it, which rows fixed in the plan would not.
      */
