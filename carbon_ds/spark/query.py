@@ -1,4 +1,14 @@
-"""Spark queries over carbondata relations that read only what they need.
+"""Spark queries over carbondata relations that read only what they need, in sessions without the extension.
+
+Where the carbon-ds extension's rules are on (a session started through ``carbon_ds.configure_spark``,
+``carbon_ds.extension.enabled`` not ``false``), the extension is the one planner: ``run`` hands a query to
+it in one JVM call (jvm/src PlannedQueries, planned at the call) and anything else to ``spark.sql`` as
+written; ``optimize`` returns its DataFrame. No Python code walks a plan there. The rewrite below serves
+only sessions without those rules (a session made without ``configure_spark`` and given to
+``carbon_ds.register``, a driver without the jar, the rules switched off), which have no hook in Spark's
+optimizer: from Python it can prune only the statements and DataFrames it is handed. It does there what
+the rules do (columns, translated predicates, join sizes, small reads as local relations, mixed tables by
+Spark's own scans) plus direct reads (carbon_ds.spark.direct) in place of the rules' one planning call.
 
 Spark pushes neither a projection nor (on PySpark 4.1-4.3, safely) a filter into a Python data source, so
 ``SELECT a FROM t WHERE b = 5`` over a carbondata view decodes every column of every row. Spark's
