@@ -117,6 +117,10 @@ final class ReadPlans {
             }
             for (int i = 0; i < made.size(); i++) {
                 JsonNode answer = answers[i];
+                if (answer != null && answer.path("bytes").canConvertToLong()
+                        && made.get(i).relation().table() instanceof SizedPythonTable sized) {
+                    sized.storedBytes(answer.get("bytes").asLong());
+                }
                 if (answer != null && answer.path("read").isTextual()) {
                     byte[] stream = Base64.getDecoder().decode(answer.get("read").asText());
                     made.get(i).source().setReadInfo(
