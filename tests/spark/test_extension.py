@@ -24,6 +24,7 @@ from pyspark.sql.functions import udf
 
 import carbon_ds
 from carbon_ds.spark import extension, snapshot
+from carbon_ds.spark import session as session_module
 from carbon_ds.spark.catalyst import carbon_relation, node_name, relation_options, to_list
 from carbon_ds.spark.extension import extension_active, jar_path
 
@@ -498,6 +499,39 @@ def test_configure_spark_without_jar_warns_once(monkeypatch, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         carbon_ds.configure_spark(_Builder())
+
+
+class _Conf:
+    def __init__(self, **values):
+        self.values = values
+
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+
+class _Session:
+    """The part of a SparkSession the warning reads: a classic session has a JVM session."""
+
+    def __init__(self, classic: bool, **conf):
+        self.conf = _Conf(**conf)
+        if classic:
+            self._jsparkSession = object()
+
+
+def test_a_session_without_the_extension_is_told_once_what_it_misses(monkeypatch):
+    monkeypatch.setattr(session_module, "_warned_without_extension", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # started with the extension, or a Spark Connect client (the server decides): nothing to say
+        assert not session_module.warn_without_extension(
+            _Session(True, **{"spark.sql.extensions": "x.Other, carbonds.spark.CarbonExtensions"}))
+        assert not session_module.warn_without_extension(_Session(False))
+    with pytest.warns(UserWarning, match=r"without the carbon-ds extension.*configure_spark") as got:
+        assert session_module.warn_without_extension(_Session(True, **{"spark.sql.extensions": "x.Other"}))
+    assert "every column of every row" in str(got[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not session_module.warn_without_extension(_Session(True))  # once per process
 
 
 def test_a_kept_read_plan_answers_only_while_the_table_is_unchanged(spark, tmp_path):
