@@ -70,6 +70,11 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
             source = make_source(options)
             schema = StructType.fromJson(read["schema"])
             reader = source.reader(schema=schema)
+            if settings.get("bytesOnly"):  # Spark plans the read itself; only its size is asked for
+                if hasattr(reader, "planned_bytes"):
+                    reader.partitions()
+                answers.append({"bytes": reader.planned_bytes()} if hasattr(reader, "planned_bytes") else None)
+                continue
             values = reader.planned_values() if hasattr(reader, "planned_values") else None
             rows = reader.planned_rows() if values is None and hasattr(reader, "planned_rows") else None
             pushes = getattr(reader.pushFilters, "__func__", None) is not DataSourceReader.pushFilters
