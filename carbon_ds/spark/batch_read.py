@@ -223,7 +223,9 @@ class CarbonReader(DataSourceReader):
         # many files, read for a column or two, pack into a few tasks rather than one task each)
         read = None if self.columns is None else [*self.columns, *self._option_expr().columns()]
         share = _column_share(source.schema, read)
-        sizes = {path: size if path in source.external else int(size * share) for path, size in _sizes(source)}
+        stored = _sizes(source)
+        self._stored_bytes = stored_bytes(source, dict(stored))
+        sizes = {path: size if path in source.external else int(size * share) for path, size in stored}
 
         expr = self._prune_expr()
         plan = plan_pieces(source, expr)  # each piece carries its file's committed deletes to its task
@@ -312,6 +314,11 @@ class CarbonReader(DataSourceReader):
                     return None  # read no further: the tasks read it
                 batches.append(batch)
         return pa.Table.from_batches(batches, schema=self.target)
+
+    def planned_bytes(self) -> int | None:
+        """The stored bytes of the segments this read plans over (``stored_bytes``), for the Spark extension's
+        size estimate; None before planning or for a rows-only read."""
+        return getattr(self, "_stored_bytes", None)
 
     @short_errors
     def partitions(self) -> list[InputPartition]:
@@ -487,6 +494,27 @@ def _column_less(rows: int) -> Iterator[pa.RecordBatch]:
         n = min(rows, COUNT_BATCH_ROWS)
         yield pa.RecordBatch.from_arrays([pa.nulls(n)], names=["rows"]).select([])
         rows -= n
+
+
+def stored_bytes(source: Snapshot, file_sizes: dict[str, int]) -> int:
+    """The stored bytes of a snapshot's segments, as Spark's size estimate counts a table: each readable
+    (chosen) segment's ``dataSize + indexSize`` as its tablestatus records them, or, where a segment records
+    none (CarbonData 1.x, hand-made status files), the sizes of its files; a bare folder's files."""
+    by_segment: dict[str | None, int] = {}
+    for path, segment in source.files:
+        by_segment[segment] = by_segment.get(segment, 0) + file_sizes.get(path, 0)
+    if source.details is None:
+        return sum(by_segment.values())
+    total = 0
+    for detail in source.details:
+        if detail.name not in by_segment:
+            continue  # not readable, not chosen, or holding no file
+        recorded = [detail.data_size, detail.index_size]
+        if all(v is not None and v.isdigit() for v in recorded):
+            total += sum(int(v) for v in recorded)
+        else:
+            total += by_segment[detail.name]
+    return total
 
 
 def _sizes(source: Snapshot) -> list[tuple[str, int]]:

@@ -1,4 +1,14 @@
-"""Spark queries over carbondata relations that read only what they need.
+"""Spark queries over carbondata relations that read only what they need, in sessions without the extension.
+
+Where the carbon-ds extension's rules are on (a session started through ``carbon_ds.configure_spark``,
+``carbon_ds.extension.enabled`` not ``false``), the extension is the one planner: ``run`` hands a query to
+it in one JVM call (jvm/src PlannedQueries, planned at the call) and anything else to ``spark.sql`` as
+written; ``optimize`` returns its DataFrame. No Python code walks a plan there. The rewrite below serves
+only sessions without those rules (a session made without ``configure_spark`` and given to
+``carbon_ds.register``, a driver without the jar, the rules switched off), which have no hook in Spark's
+optimizer: from Python it can prune only the statements and DataFrames it is handed. It does there what
+the rules do (columns, translated predicates, join sizes, small reads as local relations, mixed tables by
+Spark's own scans) plus direct reads (carbon_ds.spark.direct) in place of the rules' one planning call.
 
 Spark pushes neither a projection nor (on PySpark 4.1-4.3, safely) a filter into a Python data source, so
 ``SELECT a FROM t WHERE b = 5`` over a carbondata view decodes every column of every row. Spark's
@@ -43,13 +53,13 @@ from carbon_ds.spark.catalyst import field_kind, jvm_class, node_name, scala_obj
 from carbon_ds.spark.direct import direct_enabled, direct_frame
 from carbon_ds.spark.extension import extension_active, extension_rules_on
 from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame, local_limit
-from carbon_ds.spark.native_read import MixedPlan, has_external, mixed_of, native_enabled, union_frame
+from carbon_ds.spark.native_read import MixedPlan, mixed_of, union_frame
 from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
 from carbon_ds.spark.sizes import row_width, sized
 from carbon_ds.table.meta.conform import has_unscaled_form
 from carbon_ds.table.meta.options import WRITE_OPTIONS, parse_bool
 from carbon_ds.table.read.pruning import as_expr
-from carbon_ds.table.read.scan import arrow_schema_of, open_table, scan_estimate
+from carbon_ds.table.read.scan import arrow_schema_of, scan_estimate
 from carbon_ds.table.read.scan import count as count_rows
 
 __all__ = ["CONF_LOCAL_BYTES", "CONF_REWRITE", "CONF_STATISTICS", "RelationRead", "analyze", "optimize", "rewrite", "rewrite_enabled", "run"]
@@ -147,14 +157,6 @@ def rewrite(spark: Any, text: str) -> DataFrame | None:
     planned. An INSERT ... SELECT runs here, once, as ``spark.sql`` runs it; its errors are raised."""
     if not hasattr(spark, "_jsparkSession"):
         return None  # Spark Connect
-    if extension_active(spark):
-        # a query of mixed tables only, which the extension unions itself: planned in one JVM call
-        try:
-            planned = jvm_class(spark._jvm, "carbonds.spark.MixedQueries").planned(spark._jsparkSession, text)
-        except Exception:  # noqa: BLE001 - a jar without the class: the statement is analysed below
-            planned = None
-        if planned is not None:
-            return DataFrame(planned, spark)
     try:
         qe = _query_execution(spark, text)
         qe.assertAnalyzed()
@@ -164,13 +166,29 @@ def rewrite(spark: Any, text: str) -> DataFrame | None:
 
 
 def run(spark: Any, text: str) -> DataFrame:
-    """``spark.sql(text)``, rewritten to read only what it needs when it is a query or INSERT ... SELECT
-    over carbondata relations and the conf ``carbon_ds.sql.rewrite`` is not ``false``."""
+    """``spark.sql(text)``: where the extension's rules are on, planned by them at this call (a query) or as
+    written (anything else); elsewhere rewritten here to read only what it needs when it is a query or
+    INSERT ... SELECT over carbondata relations and the conf ``carbon_ds.sql.rewrite`` is not ``false``."""
     if is_query(text) and rewrite_enabled(spark):
-        out = rewrite(spark, text)
+        if extension_rules_on(spark):
+            out = _planned_by_extension(spark, text)
+        else:
+            out = rewrite(spark, text)
         if out is not None:
             return out
     return spark.sql(text)
+
+
+def _planned_by_extension(spark: Any, text: str) -> DataFrame | None:
+    """The query planned by the extension's rules in one JVM call (jvm/src PlannedQueries), as of this call;
+    None for a command, a write, a statement without carbondata relations or an error (spark.sql's then)."""
+    if not hasattr(spark, "_jsparkSession"):
+        return None  # Spark Connect: the server's extension plans what spark.sql sends
+    try:
+        planned = jvm_class(spark._jvm, "carbonds.spark.PlannedQueries").planned(spark._jsparkSession, text)
+    except Exception:  # noqa: BLE001 - an older jar without the class: Spark plans the statement itself
+        return None
+    return None if planned is None else DataFrame(planned, spark)
 
 
 def optimize(df: DataFrame) -> DataFrame:
@@ -179,7 +197,7 @@ def optimize(df: DataFrame) -> DataFrame:
     For DataFrames built from carbondata loads with select/filter/join/aggregations:
     ``carbon_ds.optimize(spark.read.format("carbondata").load(p).where("b = 5").select("a"))`` decodes
     only ``a`` and ``b`` of the blocklets where b can be 5. ``df`` itself is returned when there is
-    nothing to rewrite (or on Spark Connect).
+    nothing to rewrite, on Spark Connect, and where the extension's rules are on (they plan ``df`` as it is).
 
     Example:
         >>> df = spark.read.format("carbondata").load(path)
@@ -188,8 +206,8 @@ def optimize(df: DataFrame) -> DataFrame:
         True
     """
     jdf = getattr(df, "_jdf", None)
-    if jdf is None:
-        return df
+    if jdf is None or extension_rules_on(df.sparkSession):
+        return df  # Spark Connect, or the extension's rules prune every plan of the session
     out = _rewritten(df.sparkSession, jdf.queryExecution())
     return df if out is None else out
 
@@ -226,10 +244,6 @@ def _analyze(spark: Any, qe: Any) -> _Analysis:
     if not out.relations:
         out.reason = "no carbondata relation"
         return out
-    extension = _extension_unions(spark)
-    if extension and all(_mixed(r.path) for r in out.relations):
-        out.reason = _EXTENSION_UNIONS
-        return out
     walk = scans_of(_optimized(spark, qe))
     if walk.cached:
         # the cache matches the original relations only: a rewrite would read the table again
@@ -240,25 +254,7 @@ def _analyze(spark: Any, qe: Any) -> _Analysis:
         return out
     out.nondeterministic, out.joins = walk.nondeterministic, walk.joins
     out.reads = [_decide(r, walk.nondeterministic) for r in out.relations]
-    if extension:
-        out.reads = [_unchanged(r, "a mixed table: the Spark extension unions its external segments")
-                     if r.unchanged is None and _mixed(r.path) else r for r in out.reads]
     return out
-
-
-_EXTENSION_UNIONS = "mixed tables only: the Spark extension unions their external segments"
-
-
-def _extension_unions(spark: Any) -> bool:
-    """Whether the session's Spark extension unions mixed tables itself (jvm/src NativeUnion): it keeps
-    the plan and Spark's relations of the external files for the next query of an unchanged table, where
-    a rewrite here plans and resolves them again in Python on every query."""
-    return extension_rules_on(spark) and native_enabled(spark)
-
-
-def _mixed(path: str | None) -> bool:
-    table = open_table(path) if path is not None else None
-    return table is not None and has_external(table)
 
 
 def _decide(rel: Relation, nondeterministic: bool) -> RelationRead:
@@ -327,11 +323,6 @@ def _accepted(predicate: str, schema: Any) -> bool:
 def _rewritten(spark: Any, qe: Any) -> DataFrame | None:
     try:
         analysis = _analyze(spark, qe)
-        if analysis.reason == _EXTENSION_UNIONS and analysis.root not in WRITE_ROOTS:
-            # planned now, as a rewrite is: the files and segments it reads are the table's at this call
-            df = _dataframe(spark, analysis.analyzed)
-            df._jdf.queryExecution().executedPlan()
-            return df
         if not analysis.replaces:
             return None
         plan = _replace(spark, analysis)

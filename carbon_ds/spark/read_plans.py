@@ -54,7 +54,9 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
     JVM makes them a local relation); or None where it must
     be planned the usual way. ``"keep": true`` marks an answer that stays right while the table's
     tablestatus and schema bytes do (``keeps_plan``), which the JVM may reuse for the same read; ``"plan"``
-    names it for the tasks of a query that reuses it (carbon_ds.names.VERIFIED_PLANS)."""
+    names it for the tasks of a query that reuses it (carbon_ds.names.VERIFIED_PLANS); ``"bytes"`` beside a
+    ``"read"`` gives the stored bytes of the segments it plans over (``planned_bytes``), which the JVM sizes
+    the relation from for join planning."""
     if write_read_func_and_partitions is None:
         return [None] * len(request["reads"])
     settings = request["settings"]
@@ -68,6 +70,11 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
             source = make_source(options)
             schema = StructType.fromJson(read["schema"])
             reader = source.reader(schema=schema)
+            if settings.get("bytesOnly"):  # Spark plans the read itself; only its size is asked for
+                if hasattr(reader, "planned_bytes"):
+                    reader.partitions()
+                answers.append({"bytes": reader.planned_bytes()} if hasattr(reader, "planned_bytes") else None)
+                continue
             values = reader.planned_values() if hasattr(reader, "planned_values") else None
             rows = reader.planned_rows() if values is None and hasattr(reader, "planned_rows") else None
             pushes = getattr(reader.pushFilters, "__func__", None) is not DataSourceReader.pushFilters
@@ -88,6 +95,9 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
                 out = io.BytesIO()
                 write_read_func_and_partitions(out, reader=reader, data_source=source, schema=schema, **arguments)
                 answer = {"read": base64.b64encode(out.getvalue()).decode("ascii")}
+            stored = reader.planned_bytes() if "read" in answer and hasattr(reader, "planned_bytes") else None
+            if stored is not None:
+                answer["bytes"] = int(stored)  # the extension's size estimate of this read (SizedPythonTable)
             if getattr(reader, "keeps_plan", None) is not None and reader.keeps_plan():
                 answer["keep"] = True
                 key = reader.plan_key() if "read" in answer else None

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import warnings
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -23,7 +24,7 @@ from carbon_ds.spark.datasource import (
     CarbonPushdownDataSource,
     pushdown_is_safe,
 )
-from carbon_ds.spark.extension import extension_rules_on
+from carbon_ds.spark.extension import extension_active, extension_rules_on
 from carbon_ds.spark.local import local_frame
 from carbon_ds.spark.partition_values import known_values, values_frame
 from carbon_ds.spark.workers import check_workers
@@ -43,6 +44,9 @@ def register(spark: Any) -> None:
     release yet); there this also turns ``spark.sql.python.filterPushdown.enabled`` on, which such a reader
     needs. Everywhere else the registered reader does not implement pushFilters, so it works whatever that
     setting is, and the ``filter`` option is the way to prune.
+
+    A classic session started without the carbon-ds extension gets one warning per process saying what it
+    misses (``WITHOUT_EXTENSION``): the extension's rules cannot be attached to a running session.
     """
     if spark in _registered:
         return
@@ -55,6 +59,30 @@ def register(spark: Any) -> None:
     with _active(spark):
         spark.dataSource.register(source)
     _registered.add(spark)
+    warn_without_extension(spark)
+
+
+# What a classic session started without the extension misses, said once per process. Spark's only hook for
+# optimizer rules in a running session (spark.experimental.extraOptimizations) runs after scan push-down,
+# where the relations the rules replace are scans already: the rules cannot be attached later.
+WITHOUT_EXTENSION = (
+    "carbon_ds: this Spark session was started without the carbon-ds extension, which cannot be attached to a "
+    "running session; it misses: pruning of plain spark.sql and DataFrame queries over carbondata (they read "
+    "every column of every row), join sizes, one planning call per query, counts and partition values from "
+    "metadata, Spark's own scans of mixed tables' added segments, and catalog tables with STORED AS "
+    "carbondata. carbon_ds.sql and carbon_ds.optimize still prune in Python. Start the session through "
+    "carbon_ds.configure_spark(SparkSession.builder) to have them all")
+_warned_without_extension = False
+
+
+def warn_without_extension(spark: Any) -> bool:
+    """Warn once (per process) that a classic session lacks the extension; True when this call warned."""
+    global _warned_without_extension
+    if _warned_without_extension or getattr(spark, "_jsparkSession", None) is None or extension_active(spark):
+        return False  # Spark Connect: the server's own settings decide
+    _warned_without_extension = True
+    warnings.warn(WITHOUT_EXTENSION, stacklevel=3)
+    return True
 
 
 # sessions registered in this process (weak: a stopped session's entry goes with it)

@@ -24,6 +24,7 @@ from pyspark.sql.functions import udf
 
 import carbon_ds
 from carbon_ds.spark import extension, snapshot
+from carbon_ds.spark import session as session_module
 from carbon_ds.spark.catalyst import carbon_relation, node_name, relation_options, to_list
 from carbon_ds.spark.extension import extension_active, jar_path
 
@@ -422,6 +423,51 @@ def test_size_estimate_follows_tablestatus(spark, emp):
     assert size == stored * narrow // full
 
 
+REAL_1_1 = os.path.join(os.path.dirname(__file__), "..", "..", "..", "shared", "compat", "carbondata-real",
+                        "table-1.1-global-dictionary")
+
+
+def _stats_size(df) -> int:
+    return int(str(df._jdf.queryExecution().optimizedPlan().stats().sizeInBytes()))
+
+
+def test_size_estimate_of_versioned_status_tables(spark, emp, tmp_path):
+    """CarbonData 2.3.1+ keeps the segment list in Metadata/tablestatus_<epoch ms> (no plain tablestatus):
+    the size comes from the Python side's read plan, so it is the stored bytes of the segments that file
+    lists. Oracles: the data and index files on disk (a table whose status records dataSize/indexSize), and
+    the data file of the real CarbonData 1.1 table (whose status records no sizes)."""
+    import shutil
+
+    path = str(tmp_path / "versioned")
+    for lo in (0, 300):
+        carbon_ds.write_table(pa.table({"id": pa.array(range(lo, lo + 300), pa.int64()),
+                                        "s": [f"v{i}" for i in range(lo, lo + 300)]}), path)
+    meta = os.path.join(path, "Metadata")
+    os.rename(os.path.join(meta, "tablestatus"), os.path.join(meta, "tablestatus_1700000000500"))
+    on_disk = sum(os.path.getsize(os.path.join(root, f)) for root, _d, files in os.walk(os.path.join(path, "Fact"))
+                  for f in files if f.endswith((".carbondata", ".carbonindex", ".carbonindexmerge")))
+    # Spark's default widths: 8 a row + bigint 8, string 20
+    df = spark.read.format("carbondata").load(path).select("id")
+    assert df.count() == 600
+    assert _stats_size(df) == on_disk * (8 + 8) // (8 + 8 + 20)
+
+    if not os.path.isdir(REAL_1_1):
+        pytest.skip(f"CarbonData 1.1 table not found at {REAL_1_1}")
+    real = tmp_path / "real"
+    shutil.copytree(REAL_1_1, real)
+    os.chmod(real / "Metadata", 0o755)
+    live = (real / "Metadata" / "tablestatus").read_text()
+    os.remove(real / "Metadata" / "tablestatus")
+    (real / "Metadata" / "tablestatus_1700000000000").write_text("[]")
+    (real / "Metadata" / "tablestatus_1700000000500").write_text(live)
+    data = sum(os.path.getsize(os.path.join(root, f)) for root, _d, files in os.walk(real / "Fact")
+               for f in files if f.endswith(".carbondata"))
+    # id int 4 of 8 + int 4 + date 4 + four strings 20 + int 4
+    df = spark.read.format("carbondata").load(str(real)).select("id")
+    assert sorted(r.id for r in df.collect()) == list(range(1, 11))
+    assert _stats_size(df) == data * (8 + 4) // (8 + 4 + 4 + 4 * 20 + 4)
+
+
 class _Builder:
     """The part of SparkSession.Builder configure_spark uses."""
 
@@ -453,6 +499,39 @@ def test_configure_spark_without_jar_warns_once(monkeypatch, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         carbon_ds.configure_spark(_Builder())
+
+
+class _Conf:
+    def __init__(self, **values):
+        self.values = values
+
+    def get(self, key, default=None):
+        return self.values.get(key, default)
+
+
+class _Session:
+    """The part of a SparkSession the warning reads: a classic session has a JVM session."""
+
+    def __init__(self, classic: bool, **conf):
+        self.conf = _Conf(**conf)
+        if classic:
+            self._jsparkSession = object()
+
+
+def test_a_session_without_the_extension_is_told_once_what_it_misses(monkeypatch):
+    monkeypatch.setattr(session_module, "_warned_without_extension", False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # started with the extension, or a Spark Connect client (the server decides): nothing to say
+        assert not session_module.warn_without_extension(
+            _Session(True, **{"spark.sql.extensions": "x.Other, carbonds.spark.CarbonExtensions"}))
+        assert not session_module.warn_without_extension(_Session(False))
+    with pytest.warns(UserWarning, match=r"without the carbon-ds extension.*configure_spark") as got:
+        assert session_module.warn_without_extension(_Session(True, **{"spark.sql.extensions": "x.Other"}))
+    assert "every column of every row" in str(got[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert not session_module.warn_without_extension(_Session(True))  # once per process
 
 
 def test_a_kept_read_plan_answers_only_while_the_table_is_unchanged(spark, tmp_path):

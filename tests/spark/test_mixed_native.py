@@ -114,6 +114,10 @@ def test_sql_and_optimize_equal_parquet(spark, mixed, query):
     with confs(spark, **{CONF_NATIVE: "false"}):  # the data source path stays right too
         for df in _routes(spark, query.format(t="mixed_t")):
             _same(df, oracle)
+    # a session without the extension's rules: carbon_ds.sql and optimize union in Python
+    with confs(spark, **{"carbon_ds.extension.enabled": "false"}):
+        _same(carbon_ds.sql(spark, query.format(t="mixed_t")), oracle)
+        _same(carbon_ds.optimize(spark.sql(query.format(t="mixed_t"))), oracle)
 
 
 @pytest.mark.parametrize("columns,filter", [(None, None), (["s", "id"], "id >= 180 AND id < 920 AND k = 2"),
@@ -425,17 +429,17 @@ def test_a_self_join_of_a_mixed_table_with_a_kept_plan(spark, tmp_path):
         assert hits() >= before + 1  # the kept plan (and its relation) answered
 
 
-def test_queries_of_mixed_tables_only_are_planned_in_one_call(spark, tmp_path):
-    """carbon_ds.sql hands a query whose every carbondata relation is a mixed table to the extension in one
-    JVM call (jvm/src MixedQueries), planned at once; anything else (a carbondata table without external
-    segments, a write, an error, the extension switched off) comes back as null and takes the analysed path,
-    and every route still answers what pyarrow computes from the rows written."""
+def test_queries_are_planned_by_the_extension_in_one_call(spark, tmp_path):
+    """With the extension's rules on, carbon_ds.sql hands a query to them in one JVM call (jvm/src
+    PlannedQueries), planned at once, mixed tables or not; a statement without carbondata relations, a
+    write, an error or the rules switched off comes back as null and goes to spark.sql as written, and every
+    route still answers what pyarrow computes from the rows written."""
     _extension(spark)
     _carbon_and_parquet(spark, tmp_path, "once_mixed")
     plain = str(tmp_path / "plain")
-    carbon_ds.write_table(_rows(100, 110), plain)
+    carbon_ds.write_table(_rows(5, 15), plain)
     spark.read.format("carbondata").load(plain).createOrReplaceTempView("once_plain")
-    planned = spark._jvm.carbonds.spark.MixedQueries.planned
+    planned = spark._jvm.carbonds.spark.PlannedQueries.planned
     session = spark._jsparkSession
     with confs(spark, **{CONF_LOCAL_BYTES: "0"}):
         text = "SELECT id, s FROM once_mixed WHERE id > 3 AND id IN (SELECT id FROM once_mixed WHERE k = 1)"
@@ -445,8 +449,10 @@ def test_queries_of_mixed_tables_only_are_planned_in_one_call(spark, tmp_path):
         assert "FileScan parquet" in df.queryExecution().executedPlan().toString()
         want = sorted((i, "abcde"[i % 5] if i % 17 else None) for i in range(4, 20) if i % 4 == 1)
         assert sorted(tuple(r) for r in carbon_ds.sql(spark, text).collect()) == want
-        for other in ("SELECT a.id FROM once_mixed a JOIN once_plain b ON a.id = b.id",
-                      "SELECT count(*) FROM once_plain",
+        joined = "SELECT a.id FROM once_mixed a JOIN once_plain b ON a.id = b.id"
+        assert planned(session, joined) is not None and planned(session, "SELECT count(*) FROM once_plain") is not None
+        assert sorted(r.id for r in carbon_ds.sql(spark, joined).collect()) == list(range(5, 15))
+        for other in ("SELECT 1",
                       "SELECT no_such_column FROM once_mixed",
                       f"INSERT OVERWRITE DIRECTORY '{tmp_path / 'out'}' USING parquet SELECT id FROM once_mixed"):
             assert planned(session, other) is None, other

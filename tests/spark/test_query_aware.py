@@ -2,7 +2,11 @@
 relation occurrence declares only the columns the query reads and carries the query's predicates as its
 ``filter`` option. Every check runs the same statement through ``carbon_ds.sql`` and through plain
 ``spark.sql`` on the same data and compares the sorted rows; the rewrite itself is checked too (a query
-that silently fell back to ``spark.sql`` would prove nothing)."""
+that silently fell back to ``spark.sql`` would prove nothing).
+
+The rewrite serves sessions whose extension rules are off (carbon_ds.spark.query); where they are on,
+carbon_ds.sql hands queries to them (tests/spark/test_extension.py). So this module runs with them off, and
+plain ``spark.sql`` is Spark reading every column of every row."""
 
 from __future__ import annotations
 
@@ -26,6 +30,7 @@ from carbon_ds.table.read.scan import scan_bytes
 pytestmark = pytest.mark.spark
 
 DEPTS = [f"d{i}" for i in range(8)]
+ENABLED = "carbon_ds.extension.enabled"
 SEGMENT_ROWS = 600  # emp: 3 loads of 600 rows, sorted on id: 3 files of one blocklet each
 
 
@@ -47,6 +52,15 @@ def _emp(rnd: random.Random, ids: range) -> pa.Table:
         "amount": pa.array([Decimal(rnd.randrange(-10**6, 10**6)) / 100 for _ in range(n)], pa.decimal128(10, 2)),
         "note": pa.array([rnd.choice(["alpha", "beta", "it's", "gamma_1", "100%", "Alpha"]) for _ in range(n)]),
     })
+
+
+@pytest.fixture(scope="module", autouse=True)
+def python_planner(spark):
+    """The session as one without the extension's rules: carbon_ds.sql and optimize rewrite in Python."""
+    old = spark.conf.get(ENABLED, None)
+    spark.conf.set(ENABLED, "false")
+    yield
+    spark.conf.unset(ENABLED) if old is None else spark.conf.set(ENABLED, old)
 
 
 @pytest.fixture(scope="module")
@@ -351,11 +365,7 @@ def test_small_relations_are_broadcast(spark, tables):
     """Spark sizes a Python data source at Long.MaxValue, so plain spark.sql sort-merge joins even a
     9-row table; the rewrite gives Spark an estimate, and the small side is broadcast."""
     q = "SELECT e.id, d.region FROM emp e JOIN dept d ON e.dept = d.dept WHERE e.salary > 9000"
-    spark.conf.set("carbon_ds.extension.enabled", "false")  # the Spark extension sizes relations too
-    try:
-        plain = spark.sql(q)._jdf.queryExecution().executedPlan().toString()
-    finally:
-        spark.conf.unset("carbon_ds.extension.enabled")
+    plain = spark.sql(q)._jdf.queryExecution().executedPlan().toString()  # the extension's rules are off
     assert "SortMergeJoin" in plain and "BroadcastHashJoin" not in plain
     spark.conf.set(query.CONF_STATISTICS, "true")
     try:

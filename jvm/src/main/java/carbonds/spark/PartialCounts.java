@@ -166,7 +166,7 @@ final class PartialCounts {
         PythonTable old = (PythonTable) rel.table();
         PythonDataSourceV2 source = new PythonDataSourceV2();
         source.setShortName(old.name());
-        PythonTable table = new SizedPythonTable(source, old.name(), new StructType(fields), -1);
+        PythonTable table = new SizedPythonTable(source, old.name(), new StructType(fields), -1.0);
         DataSourceV2Relation partial = PruneCarbonRelations.mark(rel, table, PruneCarbonRelations.seq(output), null,
                 Map.of(Names.PARTIAL_COUNTS_OPTION, spec.toString()));
         made.set(at, new ReadPlans.Made(source, partial));

@@ -272,14 +272,11 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         PythonDataSourceV2 source = new PythonDataSourceV2();
         source.setShortName(old.name());
         StructType schema = new StructType(fields);
-        long size = -1;
-        if ("true".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_EXTENSION_STATISTICS, "true").trim())) {
-            long stored = TableSize.storedBytes(session.sparkContext().hadoopConfiguration(),
-                    rel.options().get("path"), rel.options().get(Names.SEGMENTS_OPTION));
-            long full = TableSize.rowWidth(rel.schema().fields());
-            size = stored < 0 ? -1 : Math.max(1, (long) ((double) stored * TableSize.rowWidth(fields) / full));
-        }
-        PythonTable table = new SizedPythonTable(source, old.name(), schema, size);
+        // sized by the read's plan (ReadPlans), from the stored bytes the Python side counts
+        double share = !"true".equalsIgnoreCase(
+                SQLConf.get().getConfString(Names.CONF_EXTENSION_STATISTICS, "true").trim()) ? -1
+                : (double) SizedPythonTable.rowWidth(fields) / SizedPythonTable.rowWidth(rel.schema().fields());
+        PythonTable table = new SizedPythonTable(source, old.name(), schema, share);
         Map<String, String> extra = new HashMap<>();
         if (!unscaledColumns.isEmpty()) {
             extra.put(Names.UNSCALED_OPTION, String.join(",", unscaledColumns));

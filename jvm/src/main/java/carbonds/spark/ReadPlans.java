@@ -46,7 +46,7 @@ final class ReadPlans {
     static final String LOCAL = "local";
     /**
      * Whether small reads may be read at planning into local relations: only while carbon_ds.sql plans a
-     * statement ({@link MixedQueries}), whose DataFrame holds the tables as they were when it returned. A
+     * statement ({@link PlannedQueries}), whose DataFrame holds the tables as they were when it returned. A
      * DataFrame of plain Spark keeps its optimized plan for every action, and each action must see the
      * commits before it, which rows fixed in the plan would not.
      */
@@ -73,7 +73,11 @@ final class ReadPlans {
      */
     static Map<DataSourceV2Relation, JsonNode> plan(List<Made> made, SparkSession session, boolean deterministic) {
         Map<DataSourceV2Relation, JsonNode> counted = new IdentityHashMap<>();
-        if (made.isEmpty() || !enabled()) {
+        if (made.isEmpty()) {
+            return counted;
+        }
+        if (!enabled()) {
+            sizesOnly(made);  // Spark plans each read itself; the sizes still come from the Python side
             return counted;
         }
         try {
@@ -117,6 +121,10 @@ final class ReadPlans {
             }
             for (int i = 0; i < made.size(); i++) {
                 JsonNode answer = answers[i];
+                if (answer != null && answer.path("bytes").canConvertToLong()
+                        && made.get(i).relation().table() instanceof SizedPythonTable sized) {
+                    sized.storedBytes(answer.get("bytes").asLong());
+                }
                 if (answer != null && answer.path("read").isTextual()) {
                     byte[] stream = Base64.getDecoder().decode(answer.get("read").asText());
                     made.get(i).source().setReadInfo(
@@ -143,6 +151,27 @@ final class ReadPlans {
             counted.clear();
         }
         return counted;
+    }
+
+    /** Asks the Python side for the stored bytes of each read only (option planReads off), for the sizes. */
+    private static void sizesOnly(List<Made> made) {
+        try {
+            ObjectNode settings = settings(SQLConf.get(), false);
+            settings.put("bytesOnly", true);
+            ArrayNode asked = JSON.createArrayNode();
+            for (Made m : made) {
+                asked.add(read(m));
+            }
+            JsonNode got = ask(made.get(0).relation(), settings, asked);
+            for (int i = 0; i < made.size() && i < got.size(); i++) {
+                if (got.get(i).path("bytes").canConvertToLong()
+                        && made.get(i).relation().table() instanceof SizedPythonTable sized) {
+                    sized.storedBytes(got.get(i).get("bytes").asLong());
+                }
+            }
+        } catch (Exception | LinkageError e) {
+            // no size: Spark plans the relations as it would without one
+        }
     }
 
     /**

@@ -15,23 +15,22 @@ import org.apache.spark.sql.execution.QueryExecution;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 
 /**
- * carbon_ds.sql's pass-through for queries that only read mixed tables, in one JVM call: when the session's
- * {@link NativeUnion} unions every carbondata relation of a query itself, carbon_ds.sql has nothing to
- * rewrite and only plans the query at call time (so it reads the tables as they are then). Deciding that
- * from Python walks the analyzed plan through a few dozen py4j calls; here it is one.
+ * carbon_ds.sql's queries in a session whose extension rules are on, in one JVM call: the statement is
+ * Spark's as written, this extension's rules plan it, and it is planned at the call (so it reads the tables
+ * as they are then, and small reads may be read at planning into local relations, whose rows a DataFrame of
+ * plain {@code spark.sql} must not keep). Nothing is walked from Python.
  */
-public final class MixedQueries {
-    private MixedQueries() {
+public final class PlannedQueries {
+    private PlannedQueries() {
     }
 
     /**
-     * The DataFrame of {@code text}, already planned, when it is a query (no command, no write) whose every
-     * carbondata relation names one table path that has external segments, and the extension's union rule is
-     * on; otherwise null, and the caller analyses the statement as before. Any error gives null too: the
-     * caller's own path reports it as it always has.
+     * The DataFrame of {@code text}, already planned, when it is a query (no command, no write) reading at least
+     * one carbondata relation and the extension's rules are on; otherwise null, and the caller hands the
+     * statement to {@code spark.sql}. Any error gives null too: {@code spark.sql} reports it as it always has.
      */
     public static Dataset<Row> planned(SparkSession session, String text) {
-        if (!NativeUnion.enabled()) {
+        if (!PruneCarbonRelations.enabled()) {
             return null;
         }
         try {
@@ -46,17 +45,15 @@ public final class MixedQueries {
             Map<String, byte[]> statuses = new HashMap<>();
             for (DataSourceV2Relation rel : relations) {
                 String path = rel.options().get("path");
-                if (path == null || PruneCarbonRelations.readsRowPositions(rel)) {
-                    return null;
+                if (path != null && !statuses.containsKey(path)) {
+                    byte[] status = NativeUnion.tableStatus(conf, path);
+                    if (status != null) {
+                        statuses.put(path, status);
+                    }
                 }
-                byte[] status = statuses.containsKey(path) ? statuses.get(path) : NativeUnion.tableStatus(conf, path);
-                if (status == null || !NativeUnion.hasExternal(status)) {
-                    return null;
-                }
-                statuses.put(path, status);
             }
             // the union rule plans from the tablestatus read here: one read, and the snapshot decided on;
-            // small reads become local relations, as carbon_ds.sql's own do (rows as of this call)
+            // small reads become local relations (rows as of this call)
             return NativeUnion.withStatuses(statuses, () -> ReadPlans.withLocalReads(() -> {
                 Dataset<Row> df = Dataset.ofRows(session, analyzed);
                 df.queryExecution().executedPlan();
