@@ -127,17 +127,20 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         LogicalPlan child = agg.child();
         Map<Long, Expression> projected = new HashMap<>();
         List<Expression> conjuncts = new ArrayList<>();
+        boolean top = true;
         while (!(child instanceof DataSourceV2Relation)) {
             if (child instanceof Project project) {
                 for (NamedExpression e : PruneCarbonRelations.list(project.projectList())) {
-                    if (e instanceof Alias alias && projected.isEmpty() && conjuncts.isEmpty()) {
+                    if (e instanceof Alias alias && top) {
                         projected.put(alias.exprId().id(), alias.child());
                     } else if (!(e instanceof Attribute)) {
                         return null;  // only the projection right under the Aggregate may compute
                     }
                 }
                 child = project.child();
+                top = false;
             } else if (child instanceof Filter filter) {
+                top = false;
                 split(filter.condition(), conjuncts);
                 child = filter.child();
             } else {
@@ -305,15 +308,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         List<NamedExpression> outputs = new ArrayList<>();
         for (NamedExpression e : PruneCarbonRelations.list(agg.aggregateExpressions())) {
             Expression value = e instanceof Alias alias ? alias.child() : (Expression) e;
-            Expression replacement = null;
-            for (int i = 0; i < groups.size() && replacement == null; i++) {
-                if (value.semanticEquals(groups.get(i))) {
-                    replacement = newGroups.get(i);
-                }
-            }
-            if (replacement == null && value instanceof AggregateExpression ae) {
-                replacement = reaggregate(ae, shape, view, scan);
-            }
+            Expression replacement = output(value, groups, newGroups, shape, view, scan);
             if (replacement == null) {
                 return null;
             }
@@ -333,6 +328,39 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         args[1] = PruneCarbonRelations.seq(outputs);
         args[2] = child;
         return (LogicalPlan) agg.makeCopy(args);
+    }
+
+    /**
+     * An output expression over the view's rows: grouping expressions become the view's, aggregates are
+     * re-aggregated, anything computed over them ({@code max(x) + 1}) is kept around them; null when some
+     * part reads the main table's rows otherwise.
+     */
+    private static Expression output(Expression value, List<Expression> groups, List<Expression> newGroups,
+                                     Shape shape, JsonNode view, ViewScan scan) {
+        for (int i = 0; i < groups.size(); i++) {
+            if (value.semanticEquals(groups.get(i))) {
+                return newGroups.get(i);
+            }
+        }
+        if (value instanceof AggregateExpression ae) {
+            return reaggregate(ae, shape, view, scan);
+        }
+        if (value instanceof Attribute) {
+            return null;
+        }
+        List<Expression> children = PruneCarbonRelations.list(value.children());
+        if (children.isEmpty()) {
+            return value.deterministic() ? value : null;
+        }
+        List<Expression> mapped = new ArrayList<>(children.size());
+        for (Expression c : children) {
+            Expression m = output(c, groups, newGroups, shape, view, scan);
+            if (m == null) {
+                return null;
+            }
+            mapped.add(m);
+        }
+        return value.withNewChildren(PruneCarbonRelations.seq(mapped));
     }
 
     /** Whether rows grouped by {@code view}'s truncation can be grouped again by {@code query}'s. */
