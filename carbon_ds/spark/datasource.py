@@ -22,7 +22,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from pyspark.sql.types import StringType, StructField, StructType
 
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.names import NATIVE_PLAN_OPTION, PLAN_READS_OPTION, SEGMENTS_OPTION, SOURCE
+from carbon_ds.names import MV_REWRITE_OPTION, NATIVE_PLAN_OPTION, PLAN_READS_OPTION, SEGMENTS_OPTION, SOURCE
 from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.batch_read import (  # noqa: F401 - re-exported: the reader's public names
     OPEN_COST,
@@ -48,6 +48,7 @@ from carbon_ds.spark.native_read import describe
 from carbon_ds.spark.read_plans import plan_reads
 from carbon_ds.spark.stream_sink import CarbonStreamWriter
 from carbon_ds.spark.stream_source import CarbonStreamReader
+from carbon_ds.spark.view_rewrite import fresh_views
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import normalize
 from carbon_ds.table.ops.loads import resume_load, start_load
@@ -108,6 +109,9 @@ class CarbonDataSource(DataSource):
         if self.options.get(PLAN_READS_OPTION):
             # the extension's planning of many relations in one call (carbon_ds.spark.read_plans)
             return _answer(PLAN_READS_OPTION, plan_reads(type(self), json.loads(self.options[PLAN_READS_OPTION])))
+        if self.options.get(MV_REWRITE_OPTION):
+            # the extension's query rewrite: which views of this table are fresh now (carbon_ds.spark.view_rewrite)
+            return _answer(MV_REWRITE_OPTION, fresh_views(self._table()))
         handle = self._table()
         schema = handle.schema if handle is not None else arrow_schema_of(resolved_path(_path(self.options), self.storage))
         if positions_option(self.options):

@@ -12,6 +12,7 @@ from carbon_ds.names import (
     COMPRESSOR_OPTION,
     EXPANDED_OPTION,
     FILTER_OPTION,
+    MV_REWRITE_OPTION,
     NATIVE_PLAN_OPTION,
     PARTIAL_COUNTS_OPTION,
     PARTITION_BY_OPTION,
@@ -30,7 +31,7 @@ SORT_SCOPES = ("no_sort", "local_sort")  # CarbonData's GLOBAL_SORT needs a shuf
 PARTITION_OPTIONS = (PARTITION_BY_OPTION, "partition", "partition_overwrite_mode")
 WRITE_OPTIONS = (COMPRESSOR_OPTION, "blocklet_size", *TABLE_OPTIONS, *PARTITION_OPTIONS)
 READ_OPTIONS = (SEGMENTS_OPTION, FILTER_OPTION, ROW_POSITIONS_OPTION, UNSCALED_OPTION, PRUNED_OPTION,
-                NATIVE_PLAN_OPTION, EXPANDED_OPTION, PLAN_READS_OPTION, "timestamp_granularity", "cutoff_timestamp",
+                NATIVE_PLAN_OPTION, EXPANDED_OPTION, PLAN_READS_OPTION, MV_REWRITE_OPTION, "timestamp_granularity", "cutoff_timestamp",
                 PARTIAL_COUNTS_OPTION)
 # timestamp_granularity / cutoff_timestamp: direct-dictionary timestamps (format.direct_dictionary); the
 # others are shared with the Spark extension and described in carbon_ds.names.

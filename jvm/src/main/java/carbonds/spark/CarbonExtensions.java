@@ -19,6 +19,8 @@ import scala.runtime.BoxedUnit;
  * {@code carbondata} relation reads only what it needs, whoever built it (DataFrame calls, {@code spark.sql}
  * over views or tables, Spark Connect, the Thrift server).
  *
+ * <p>A pre-CBO rule before it ({@link ViewRewrite}) answers GROUP BY queries from fresh materialized views.
+ *
  * <p>An operator-optimization rule ({@link NativeUnion}) reads the external segments of mixed tables with
  * Spark's own file scans, unioned with the carbondata segments' read, before Spark prunes and pushes down.
  *
@@ -35,6 +37,13 @@ public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtens
             @Override
             public Rule<LogicalPlan> apply(SparkSession session) {
                 return new NativeUnion(session);
+            }
+        });
+        // before PruneCarbonRelations (rules run in the order injected): the view's relation is pruned too
+        extensions.injectPreCBORule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+            @Override
+            public Rule<LogicalPlan> apply(SparkSession session) {
+                return new ViewRewrite(session);
             }
         });
         extensions.injectPreCBORule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {

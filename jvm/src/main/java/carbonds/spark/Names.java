@@ -44,6 +44,8 @@ final class Names {
     static final String EXPANDED_OPTION = "carbon_ds.expanded";
     /** Asks the data source's schema() to plan many relations' reads in one call. */
     static final String PLAN_READS_OPTION = "carbon_ds.plan_reads";
+    /** Asks the data source's schema() for the fresh materialized views of a table. */
+    static final String MV_REWRITE_OPTION = "carbon_ds.mv_rewrite";
     /** Rows counted by keys in the tasks. */
     static final String PARTIAL_COUNTS_OPTION = "partial_counts";
     /** Decimal columns read as their unscaled longs. */

@@ -1,0 +1,489 @@
+package carbonds.spark;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+
+import com.fasterxml.jackson.databind.JsonNode;
+
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.SparkSession;
+import org.apache.spark.sql.catalyst.expressions.Alias;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Cast;
+import org.apache.spark.sql.catalyst.expressions.Coalesce;
+import org.apache.spark.sql.catalyst.expressions.Divide;
+import org.apache.spark.sql.catalyst.expressions.EqualTo;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.If;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
+import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
+import org.apache.spark.sql.catalyst.expressions.TruncTimestamp;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression$;
+import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateFunction;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Average;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Complete$;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Count;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Max;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Min;
+import org.apache.spark.sql.catalyst.expressions.aggregate.Sum;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Project;
+import org.apache.spark.sql.catalyst.rules.Rule;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
+import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
+import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.DataType;
+import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
+import org.apache.spark.sql.types.TimestampType;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import scala.Option;
+
+/**
+ * Answers a GROUP BY over a carbondata table from one of its materialized views (docs/materialized-views.md).
+ *
+ * <p>It runs in the "Pre CBO Rules" batch just before {@link PruneCarbonRelations}, so the view's relation
+ * it makes is pruned and planned like any other. It matches an Aggregate over a carbondata relation read
+ * whole by path (through a Filter and Projects), and asks the Python side (carbon_ds.spark.view_rewrite,
+ * through a schema call) which views of the table are fresh now: only a table with
+ * {@code Metadata/mv_links.json} is asked. A view answers when each grouping expression of the query is one
+ * of its grouping columns, or {@code date_trunc} of its timeseries column to the same or a coarser
+ * granularity in its time zone; when each conjunct of the Filter reads only its plain grouping columns; and
+ * when each aggregate is one it keeps (sum, count, count(*), min, max, avg, the last also from a sum and a
+ * count of the column). The Aggregate is then rebuilt over the view's rows of the segment whose freshness
+ * was checked: sums and counts are summed, min of mins, max of maxes, avg is the summed sum over the summed
+ * count. Its outputs keep their expression ids, so nothing above changes. Anything else, or any failure,
+ * leaves the plan as it is. The conf {@value Names#CONF_MV_REWRITE} turns it off.
+ */
+final class ViewRewrite extends Rule<LogicalPlan> {
+    private static final Map<String, String> GRANULARITY = Map.ofEntries(
+            Map.entry("minute", "minute"), Map.entry("hour", "hour"), Map.entry("day", "day"), Map.entry("dd", "day"),
+            Map.entry("week", "week"), Map.entry("month", "month"), Map.entry("mon", "month"),
+            Map.entry("mm", "month"), Map.entry("year", "year"), Map.entry("yyyy", "year"), Map.entry("yy", "year"));
+    private static final List<String> ORDER = List.of("minute", "hour", "day", "week", "month", "year");
+
+    private final SparkSession session;
+
+    ViewRewrite(SparkSession session) {
+        this.session = session;
+    }
+
+    static boolean enabled() {
+        return PruneCarbonRelations.enabled()
+                && !"false".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_MV_REWRITE, "true").trim());
+    }
+
+    @Override
+    public LogicalPlan apply(LogicalPlan plan) {
+        if (!enabled() || !plan.deterministic()) {
+            return plan;
+        }
+        try {
+            return rewrite(plan);
+        } catch (Exception | LinkageError e) {
+            return plan;  // the main table answers, as without a view
+        }
+    }
+
+    private LogicalPlan rewrite(LogicalPlan node) throws java.io.IOException {
+        if (node instanceof Aggregate agg) {
+            LogicalPlan answered = answer(agg);
+            if (answered != null) {
+                return answered;
+            }
+        }
+        List<LogicalPlan> children = PruneCarbonRelations.list(node.children());
+        List<LogicalPlan> out = new ArrayList<>(children.size());
+        boolean changed = false;
+        for (LogicalPlan child : children) {
+            LogicalPlan next = rewrite(child);
+            changed |= next != child;
+            out.add(next);
+        }
+        return changed ? node.withNewChildren(PruneCarbonRelations.seq(out)) : node;
+    }
+
+    /** What the query asks of the main table: grouping keys, filter conjuncts and aggregates. */
+    private record Shape(DataSourceV2Relation rel, Map<Long, Expression> projected, List<Expression> conjuncts,
+                         Map<Long, String> names) {
+    }
+
+    private static Shape shape(Aggregate agg) {
+        LogicalPlan child = agg.child();
+        Map<Long, Expression> projected = new HashMap<>();
+        List<Expression> conjuncts = new ArrayList<>();
+        boolean top = true;
+        while (!(child instanceof DataSourceV2Relation)) {
+            if (child instanceof Project project) {
+                for (NamedExpression e : PruneCarbonRelations.list(project.projectList())) {
+                    if (e instanceof Alias alias && top) {
+                        projected.put(alias.exprId().id(), alias.child());
+                    } else if (!(e instanceof Attribute)) {
+                        return null;  // only the projection right under the Aggregate may compute
+                    }
+                }
+                child = project.child();
+                top = false;
+            } else if (child instanceof Filter filter) {
+                top = false;
+                split(filter.condition(), conjuncts);
+                child = filter.child();
+            } else {
+                return null;
+            }
+        }
+        DataSourceV2Relation rel = (DataSourceV2Relation) child;
+        if (PruneCarbonRelations.candidate(rel) == null || !readWhole(rel)) {
+            return null;
+        }
+        Map<Long, String> names = new HashMap<>();
+        for (AttributeReference a : PruneCarbonRelations.list(rel.output())) {
+            names.put(a.exprId().id(), a.name().toLowerCase(Locale.ROOT));
+        }
+        return new Shape(rel, projected, conjuncts, names);
+    }
+
+    /** A read of the whole table: by one path (table properties aside), no segment choice, filter, time travel
+     * or other read option. */
+    private static boolean readWhole(DataSourceV2Relation rel) {
+        if (rel.options().get("path") == null || rel.timeTravelSpec().isDefined()) {
+            return false;
+        }
+        for (String key : rel.options().keySet()) {
+            String k = key.toLowerCase(Locale.ROOT);
+            boolean describesTable = k.equals("path") || Names.TABLE_OPTIONS.contains(k);
+            // "none": the union rule found no external segment; any other value reads a part of the table
+            boolean whole = k.equals(Names.EXPANDED_OPTION) && "none".equals(rel.options().get(key));
+            if (!describesTable && !whole) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    private static void split(Expression e, List<Expression> out) {
+        if (e instanceof org.apache.spark.sql.catalyst.expressions.And a) {
+            split(a.left(), out);
+            split(a.right(), out);
+        } else {
+            out.add(e);
+        }
+    }
+
+    private LogicalPlan answer(Aggregate agg) throws java.io.IOException {
+        Shape shape = shape(agg);
+        if (shape == null || !hasViews(shape.rel().options().get("path"))) {
+            return null;
+        }
+        JsonNode views = SchemaCall.ask(shape.rel(), Names.MV_REWRITE_OPTION, SchemaCall.JSON.createObjectNode());
+        for (JsonNode view : views) {
+            LogicalPlan answered = answer(agg, shape, view);
+            if (answered != null) {
+                return answered;
+            }
+        }
+        return null;
+    }
+
+    private boolean hasViews(String path) {
+        try {
+            Path links = new Path(new Path(path, "Metadata"), "mv_links.json");
+            return links.getFileSystem(session.sparkContext().hadoopConfiguration()).exists(links);
+        } catch (Exception e) {
+            return false;
+        }
+    }
+
+    /** The view's column attributes, by name, for a relation over the view's table. */
+    private record ViewScan(DataSourceV2Relation rel, Map<String, AttributeReference> columns) {
+    }
+
+    private ViewScan scan(DataSourceV2Relation main, JsonNode view) {
+        StructType schema = (StructType) DataType.fromJson(view.get("schema").toString());
+        List<AttributeReference> output = new ArrayList<>();
+        Map<String, AttributeReference> columns = new HashMap<>();
+        for (StructField f : schema.fields()) {
+            AttributeReference a = new AttributeReference(f.name(), f.dataType(), f.nullable(), Metadata.empty(),
+                    NamedExpression$.MODULE$.newExprId(), PruneCarbonRelations.seq(List.of()));
+            output.add(a);
+            columns.put(f.name().toLowerCase(Locale.ROOT), a);
+        }
+        PythonDataSourceV2 source = new PythonDataSourceV2();
+        String shortName = ((PythonTable) main.table()).name();
+        source.setShortName(shortName);
+        PythonTable table = new PythonTable(source, shortName, schema);
+        Map<String, String> options = new LinkedHashMap<>();
+        options.put("path", view.get("path").asText());
+        options.put(Names.SEGMENTS_OPTION, view.get("segment").asText());  // the rows whose freshness was checked
+        String[] name = view.get("name").asText().split("\\.", 2);
+        Object[] args = PruneCarbonRelations.args(main);  // (table, output, catalog, identifier, options, ...)
+        args[0] = table;
+        args[1] = PruneCarbonRelations.seq(output);
+        // EXPLAIN names the view's table
+        args[2] = Option.apply(session.sessionState().catalogManager().v2SessionCatalog());
+        args[3] = Option.apply(Identifier.of(new String[] {name[0]}, name[name.length - 1]));
+        args[4] = new CaseInsensitiveStringMap(options);
+        return new ViewScan((DataSourceV2Relation) main.makeCopy(args), columns);
+    }
+
+    private LogicalPlan answer(Aggregate agg, Shape shape, JsonNode view) {
+        ViewScan scan = scan(shape.rel(), view);
+        String zone = view.get("zone").asText();
+        Map<String, AttributeReference> plainGroups = new HashMap<>();  // main column -> view column
+        Map<String, String[]> timeGroups = new HashMap<>();  // main column -> (view column, granularity)
+        for (JsonNode g : view.get("groups")) {
+            AttributeReference a = scan.columns().get(g.get("name").asText().toLowerCase(Locale.ROOT));
+            if (a == null) {
+                return null;
+            }
+            if (g.get("granularity").isNull()) {
+                plainGroups.put(g.get("column").asText(), a);
+            } else {
+                timeGroups.put(g.get("column").asText(), new String[] {a.name(), g.get("granularity").asText()});
+            }
+        }
+        // grouping expressions
+        List<Expression> groups = PruneCarbonRelations.list(agg.groupingExpressions());
+        List<Expression> newGroups = new ArrayList<>();
+        for (Expression g : groups) {
+            Expression e = unalias(g, shape.projected());
+            Expression mapped = null;
+            if (e instanceof AttributeReference a && shape.names().containsKey(a.exprId().id())) {
+                AttributeReference v = plainGroups.get(shape.names().get(a.exprId().id()));
+                mapped = v != null && v.dataType().equals(a.dataType()) ? v : null;
+            } else if (e instanceof TruncTimestamp t && t.timestamp() instanceof AttributeReference a
+                    && a.dataType() instanceof TimestampType && shape.names().containsKey(a.exprId().id())
+                    && t.format() instanceof Literal f && f.value() != null && t.timeZoneId().isDefined()
+                    && sameZone(zone, t.timeZoneId().get())) {
+                String wanted = GRANULARITY.get(f.value().toString().toLowerCase(Locale.ROOT));
+                String[] v = timeGroups.get(shape.names().get(a.exprId().id()));
+                if (wanted != null && v != null && nests(v[1], wanted)) {
+                    AttributeReference col = scan.columns().get(v[0].toLowerCase(Locale.ROOT));
+                    if (col.dataType() instanceof TimestampType) {
+                        mapped = v[1].equals(wanted) ? col
+                                : new TruncTimestamp(t.format(), col, t.timeZoneId());
+                    }
+                }
+            }
+            if (mapped == null) {
+                return null;
+            }
+            newGroups.add(mapped);
+        }
+        // filter conjuncts: on plain grouping columns only, applied to the view's rows
+        Map<Long, Expression> onView = new HashMap<>();
+        for (AttributeReference a : PruneCarbonRelations.list(shape.rel().output())) {
+            AttributeReference v = plainGroups.get(shape.names().get(a.exprId().id()));
+            if (v != null && v.dataType().equals(a.dataType())) {
+                onView.put(a.exprId().id(), v);
+            }
+        }
+        List<Expression> newConjuncts = new ArrayList<>();
+        for (Expression c : shape.conjuncts()) {
+            if (!c.deterministic() || SubqueryExpression.hasSubquery(c)) {
+                return null;
+            }
+            Expression mapped = replace(c, onView);
+            if (mapped == null) {
+                return null;
+            }
+            newConjuncts.add(mapped);
+        }
+        // aggregates
+        List<NamedExpression> outputs = new ArrayList<>();
+        for (NamedExpression e : PruneCarbonRelations.list(agg.aggregateExpressions())) {
+            Expression value = e instanceof Alias alias ? alias.child() : (Expression) e;
+            Expression replacement = output(value, groups, newGroups, shape, view, scan);
+            if (replacement == null) {
+                return null;
+            }
+            outputs.add(new Alias(replacement, e.name(), e.exprId(), e.qualifier(), Option.empty(),
+                    PruneCarbonRelations.seq(List.of())));
+        }
+        LogicalPlan child = scan.rel();
+        if (!newConjuncts.isEmpty()) {
+            Expression cond = newConjuncts.get(0);
+            for (int i = 1; i < newConjuncts.size(); i++) {
+                cond = new org.apache.spark.sql.catalyst.expressions.And(cond, newConjuncts.get(i));
+            }
+            child = new Filter(cond, child);
+        }
+        Object[] args = PruneCarbonRelations.args(agg);  // (groupings, aggregates, child, ...)
+        args[0] = PruneCarbonRelations.seq(newGroups);
+        args[1] = PruneCarbonRelations.seq(outputs);
+        args[2] = child;
+        return (LogicalPlan) agg.makeCopy(args);
+    }
+
+    /**
+     * An output expression over the view's rows: grouping expressions become the view's, aggregates are
+     * re-aggregated, anything computed over them ({@code max(x) + 1}) is kept around them; null when some
+     * part reads the main table's rows otherwise.
+     */
+    private static Expression output(Expression value, List<Expression> groups, List<Expression> newGroups,
+                                     Shape shape, JsonNode view, ViewScan scan) {
+        for (int i = 0; i < groups.size(); i++) {
+            if (value.semanticEquals(groups.get(i))) {
+                return newGroups.get(i);
+            }
+        }
+        if (value instanceof AggregateExpression ae) {
+            return reaggregate(ae, shape, view, scan);
+        }
+        if (value instanceof Attribute) {
+            return null;
+        }
+        List<Expression> children = PruneCarbonRelations.list(value.children());
+        if (children.isEmpty()) {
+            return value.deterministic() ? value : null;
+        }
+        List<Expression> mapped = new ArrayList<>(children.size());
+        for (Expression c : children) {
+            Expression m = output(c, groups, newGroups, shape, view, scan);
+            if (m == null) {
+                return null;
+            }
+            mapped.add(m);
+        }
+        return value.withNewChildren(PruneCarbonRelations.seq(mapped));
+    }
+
+    /** Whether rows grouped by {@code view}'s truncation can be grouped again by {@code query}'s. */
+    private static boolean nests(String view, String query) {
+        if (view.equals(query)) {
+            return true;
+        }
+        if (view.equals("week") || query.equals("week")) {
+            // weeks straddle months and years; a week is whole days
+            return query.equals("week") && ORDER.indexOf(view) <= ORDER.indexOf("day");
+        }
+        return ORDER.indexOf(view) < ORDER.indexOf(query);
+    }
+
+    /** Whether the two zone ids truncate alike ("UTC" and "Etc/UTC", the same fixed offset). */
+    private static boolean sameZone(String a, String b) {
+        try {
+            return a.equals(b) || java.time.ZoneId.of(a).normalized().equals(java.time.ZoneId.of(b).normalized());
+        } catch (java.time.DateTimeException e) {
+            return false;
+        }
+    }
+
+    private static Expression unalias(Expression e, Map<Long, Expression> projected) {
+        return e instanceof Attribute a && projected.containsKey(a.exprId().id()) ? projected.get(a.exprId().id()) : e;
+    }
+
+    /** {@code e} with every attribute replaced by its view column, or null when one has none. */
+    private static Expression replace(Expression e, Map<Long, Expression> columns) {
+        if (e instanceof Attribute a) {
+            return columns.get(a.exprId().id());
+        }
+        List<Expression> children = PruneCarbonRelations.list(e.children());
+        if (children.isEmpty()) {
+            return e;
+        }
+        List<Expression> mapped = new ArrayList<>(children.size());
+        for (Expression c : children) {
+            Expression m = replace(c, columns);
+            if (m == null) {
+                return null;
+            }
+            mapped.add(m);
+        }
+        return e.withNewChildren(PruneCarbonRelations.seq(mapped));
+    }
+
+    /** The view's column keeping {@code func} of {@code column} (null: count(*)), or null. */
+    private static JsonNode kept(JsonNode view, String func, String column) {
+        for (JsonNode a : view.get("aggregates")) {
+            String c = a.get("column").isNull() ? null : a.get("column").asText();
+            if (a.get("func").asText().equals(func) && java.util.Objects.equals(c, column)) {
+                return a;
+            }
+        }
+        return null;
+    }
+
+    private static Expression aggregate(AggregateFunction f) {
+        return AggregateExpression$.MODULE$.apply(f, Complete$.MODULE$, false, Option.empty());
+    }
+
+    private static Expression summed(AttributeReference col) {
+        return aggregate(new Sum(col));
+    }
+
+    /** The aggregate over the view's rows giving what {@code ae} gives over the main table's, or null. */
+    private static Expression reaggregate(AggregateExpression ae, Shape shape, JsonNode view, ViewScan scan) {
+        if (ae.isDistinct() || ae.filter().isDefined()) {
+            return null;
+        }
+        AggregateFunction f = ae.aggregateFunction();
+        List<Expression> args = PruneCarbonRelations.list(f.children());
+        String column = null;
+        if (args.size() == 1 && args.get(0) instanceof AttributeReference a && shape.names().containsKey(a.exprId().id())) {
+            column = shape.names().get(a.exprId().id());
+        }
+        Expression out = null;
+        if (f instanceof Count) {
+            boolean star = !args.isEmpty() && args.stream().allMatch(x -> x instanceof Literal l && l.value() != null);
+            JsonNode k = star ? kept(view, "count", null) : column != null ? kept(view, "count", column) : null;
+            AttributeReference col = k == null ? null : scan.columns().get(k.get("name").asText().toLowerCase(Locale.ROOT));
+            if (col != null) {
+                out = new Coalesce(PruneCarbonRelations.seq(List.of(summed(col), Literal.create(0L, DataTypes.LongType))));
+            }
+        } else if (column == null) {
+            return null;
+        } else if (f instanceof Sum || f instanceof Min || f instanceof Max) {
+            String func = f instanceof Sum ? "sum" : f instanceof Min ? "min" : "max";
+            JsonNode k = kept(view, func, column);
+            AttributeReference col = k == null ? null : scan.columns().get(k.get("name").asText().toLowerCase(Locale.ROOT));
+            if (col != null && (f instanceof Sum || col.dataType().equals(args.get(0).dataType()))) {
+                // the same function (its evaluation mode kept) over the view's column
+                out = aggregate((AggregateFunction) f.withNewChildren(PruneCarbonRelations.seq(List.of(col))));
+            }
+        } else if (f instanceof Average && !(args.get(0).dataType() instanceof DecimalType)) {
+            JsonNode k = kept(view, "avg", column);
+            AttributeReference total = null;
+            AttributeReference count = null;
+            if (k != null) {
+                total = scan.columns().get(k.get("sum").asText().toLowerCase(Locale.ROOT));
+                count = scan.columns().get(k.get("count").asText().toLowerCase(Locale.ROOT));
+            } else {
+                JsonNode s = kept(view, "sum", column);
+                JsonNode c = kept(view, "count", column);
+                if (s != null && c != null) {
+                    total = scan.columns().get(s.get("name").asText().toLowerCase(Locale.ROOT));
+                    count = scan.columns().get(c.get("name").asText().toLowerCase(Locale.ROOT));
+                }
+            }
+            if (total != null && count != null && !(total.dataType() instanceof DecimalType)) {
+                Expression n = new Cast(summed(count), DataTypes.DoubleType, Option.empty());
+                Expression s = new Cast(summed(total), DataTypes.DoubleType, Option.empty());
+                // no value in the group: null, as avg gives (and no division by zero under ANSI)
+                out = new If(new Coalesce(PruneCarbonRelations.seq(List.of(
+                        new EqualTo(n, Literal.create(0.0, DataTypes.DoubleType)),
+                        Literal.create(true, DataTypes.BooleanType)))),
+                        Literal.create(null, DataTypes.DoubleType), new Divide(s, n));
+            }
+        }
+        if (out == null) {
+            return null;
+        }
+        return out.dataType().equals(ae.dataType()) ? out : new Cast(out, ae.dataType(), Option.empty());
+    }
+}

@@ -1,0 +1,152 @@
+"""The extension's query rewrite to a materialized view, differentially: every query the rule answers from
+the view must equal the same query with ``carbon_ds.sql.materializedViewRewrite=false`` (Spark aggregating
+the main table itself, the oracle), and each rewrite is checked to have happened (the optimized plan reads
+the view's folder) so a rule that stopped matching fails here. Near misses must read the main table.
+"""
+
+from __future__ import annotations
+
+import pytest
+from pyspark.sql import functions as F
+
+from carbon_ds.ddl.statement_parser import table_name
+from carbon_ds.names import CONF_MV_REWRITE
+from carbon_ds.spark import catalog
+from carbon_ds.table.ops import views
+
+pytestmark = pytest.mark.spark
+
+VIEW = ("SELECT brand, model, timeseries(ts, 'hour') AS hour, sum(speed) AS total, count(*) AS n, "
+        "count(speed) AS counted, avg(speed) AS mean, max(speed) AS top, min(speed) AS low "
+        "FROM tel GROUP BY brand, model, timeseries(ts, 'hour')")
+
+ANSWERED_SQL = [
+    # exact shape, a subset of the aggregates, avg from the kept sum and count
+    "SELECT brand, model, date_trunc('hour', ts) AS h, sum(speed), count(*), avg(speed) FROM tel "
+    "GROUP BY brand, model, date_trunc('hour', ts)",
+    # rollup: coarser granularity, fewer grouping columns, no grouping at all
+    "SELECT brand, date_trunc('DAY', ts) AS d, sum(speed), count(speed), min(speed), max(speed), avg(speed) "
+    "FROM tel GROUP BY 1, 2",
+    "SELECT date_trunc('week', ts) AS w, count(1) AS n FROM tel GROUP BY 1",
+    "SELECT model, avg(speed) AS mean, max(speed) + 1 AS over FROM tel GROUP BY model",
+    "SELECT sum(speed), count(*) FROM tel",
+    "SELECT date_trunc('month', ts), date_trunc('year', ts), count(*) FROM tel GROUP BY 1, 2",
+    # filters on grouping columns, above the view's rows
+    "SELECT brand, sum(speed) FROM tel WHERE brand = 'a' OR brand IS NULL GROUP BY brand",
+    "SELECT date_trunc('day', ts), count(*) FROM tel WHERE model IN (1, 3) AND brand <> 'b' GROUP BY 1",
+]
+
+NEAR_MISSES = [
+    "SELECT brand, sum(speed) FROM tel WHERE speed > 10 GROUP BY brand",  # not a grouping column
+    "SELECT brand, sum(speed) FROM tel WHERE ts > timestamp'2024-03-01 05:00:00' GROUP BY brand",  # truncated
+    "SELECT brand, stddev(speed) FROM tel GROUP BY brand",  # an aggregate the view lacks
+    "SELECT brand, sum(model) FROM tel GROUP BY brand",  # an aggregate of a column the view lacks
+    "SELECT brand, count(DISTINCT speed) FROM tel GROUP BY brand",
+    "SELECT date_trunc('minute', ts), count(*) FROM tel GROUP BY 1",  # finer than the view's hours
+    "SELECT speed, count(*) FROM tel GROUP BY speed",  # not a grouping column of the view
+    "SELECT brand, sum(speed) FILTER (WHERE model = 1) FROM tel GROUP BY brand",
+]
+
+
+def _frames(spark):
+    """DataFrame-call queries the view answers (built anew for each run: a DataFrame keeps its plan)."""
+    tel = spark.table("tel")
+    return [
+        tel.groupBy("brand").agg(F.sum("speed"), F.count(F.lit(1)), F.avg("speed")),
+        tel.where(F.col("brand") == "a").groupBy(F.date_trunc("day", "ts").alias("d"), "model")
+        .agg(F.max("speed"), F.min("speed")),
+    ]
+
+
+def _rows(df) -> list[tuple]:
+    return sorted((tuple(None if v is None else round(v, 9) if isinstance(v, float) else v for v in r)
+                   for r in df.collect()), key=repr)
+
+
+def _paths(df) -> set[str]:
+    """The folders the optimized plan's carbondata relations read."""
+    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+    out = set()
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        if leaf.getClass().getSimpleName() == "DataSourceV2ScanRelation":  # after Spark's scan push-down
+            out.add(catalog.real_path(leaf.relation().options().get("path")))
+    return out
+
+
+def _insert(spark, day: int, n: int) -> None:
+    spark.sql(f"INSERT INTO tel SELECT CASE WHEN id % 3 = 0 THEN 'a' WHEN id % 3 = 1 THEN 'b' ELSE NULL END, "
+              f"CAST(id % 4 AS INT), "
+              f"timestamp'2024-03-{day:02d} 00:00:00' + make_interval(0, 0, 0, 0, 0, CAST(id * 37 AS INT), 0), "
+              f"CASE WHEN id % 11 = 0 THEN NULL ELSE CAST(id % 50 - 5 AS INT) END FROM range({n})")
+
+
+@pytest.fixture
+def tel(ext, request):
+    spark = ext
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", getattr(request, "param", "UTC"))
+    spark.sql("DROP MATERIALIZED VIEW IF EXISTS mv_tel")
+    spark.sql("DROP TABLE IF EXISTS tel")
+    spark.sql("CREATE TABLE tel (brand STRING, model INT, ts TIMESTAMP, speed INT) STORED AS carbondata")
+    _insert(spark, 1, 400)
+    spark.sql(f"CREATE MATERIALIZED VIEW mv_tel AS {VIEW}")
+    yield spark
+    spark.conf.unset(CONF_MV_REWRITE)
+    spark.sql("DROP MATERIALIZED VIEW IF EXISTS mv_tel")
+    spark.sql("DROP TABLE IF EXISTS tel")
+    spark.conf.set("spark.sql.session.timeZone", zone)
+
+
+def _check(spark, make, *, answered: bool) -> None:
+    main = catalog.real_path(catalog.lookup(spark, table_name("tel")).path)
+    view = catalog.real_path(catalog.lookup(spark, table_name("mv_tel")).path)
+    spark.conf.unset(CONF_MV_REWRITE)
+    df = make()
+    got, read = _rows(df), _paths(df)
+    assert read == ({view} if answered else {main}), make
+    spark.conf.set(CONF_MV_REWRITE, "false")
+    off = make()
+    assert _paths(off) == {main}
+    assert got == _rows(off), make
+    spark.conf.unset(CONF_MV_REWRITE)
+
+
+def _check_all(spark, *, answered: bool) -> None:
+    for text in ANSWERED_SQL:
+        _check(spark, lambda t=text: spark.sql(t), answered=answered)
+    for i in range(len(_frames(spark))):
+        _check(spark, lambda i=i: _frames(spark)[i], answered=answered)
+
+
+@pytest.mark.parametrize("tel", ["UTC", "Asia/Kolkata"], indirect=True)  # half-hour offset: days differ from UTC's
+def test_rewritten_queries_equal_the_main_tables_answers(tel):
+    spark = tel
+    _check_all(spark, answered=True)
+    _insert(spark, 2, 150)  # on_commit: refreshed at the load, answered again
+    _check_all(spark, answered=True)
+    plan = spark.sql(ANSWERED_SQL[1])._jdf.queryExecution().optimizedPlan().toString()
+    assert "default.mv_tel" in plan and "default.tel" not in plan  # EXPLAIN shows the view's table
+    spark.sql("DELETE FROM tel WHERE speed = 7")  # the view is stale: never read
+    assert views.view_status(catalog.lookup(spark, table_name("mv_tel")).path).status == "stale"
+    _check_all(spark, answered=False)
+    spark.sql("REFRESH MATERIALIZED VIEW mv_tel")
+    _check(spark, lambda: spark.sql(ANSWERED_SQL[1]), answered=True)
+
+
+def test_near_misses_read_the_main_table(tel):
+    spark = tel
+    for text in NEAR_MISSES:
+        _check(spark, lambda t=text: spark.sql(t), answered=False)
+
+
+def test_another_time_zone_or_the_conf_reads_the_main_table(tel):
+    spark = tel
+    text = ANSWERED_SQL[1]
+    zone = spark.conf.get("spark.sql.session.timeZone")
+    spark.conf.set("spark.sql.session.timeZone", "America/Los_Angeles")  # the view's hours are another zone's
+    try:
+        _check(spark, lambda: spark.sql(text), answered=False)
+        _check(spark, lambda: spark.sql(ANSWERED_SQL[3]), answered=True)  # no timeseries: any zone
+    finally:
+        spark.conf.set("spark.sql.session.timeZone", zone)
