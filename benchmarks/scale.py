@@ -34,6 +34,7 @@ import time
 from collections.abc import Callable
 
 import pyarrow as pa
+from common import pyplot
 
 import carbon_ds
 from carbon_ds.table.meta import segment_file as segfiles
@@ -42,7 +43,6 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.write.load_base import Reservation
 from carbon_ds.table.write.plain import PlainLoad
-from common import pyplot
 
 ROWS = 100
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("value", pa.float64())])
