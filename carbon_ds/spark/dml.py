@@ -4,12 +4,12 @@ exactly as the pure-Python path does (carbon_ds.table.ops.delete_update)."""
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
 from pyspark.errors import AnalysisException
+from pyspark.logger import PySparkLogger
 from pyspark.sql import functions as F
 from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 
@@ -34,8 +34,10 @@ def _positions_frame(spark: Any, table: TableHandle):
 @contextmanager
 def _quiet_query_errors() -> Iterator[None]:
     """PySpark logs every analysis error with a query context (the JVM stack included) as it is raised; the
-    ones ``_check_names`` turns into carbon-ds errors are not the user's to read twice."""
-    logger = logging.getLogger("SQLQueryContextLogger")
+    ones ``_check_names`` turns into carbon-ds errors are not the user's to read twice. The logger is taken
+    through PySpark's own class: PySpark logs to it with extra keywords, which a plain ``logging.Logger``
+    created here first would refuse with a TypeError in place of every later analysis error."""
+    logger = PySparkLogger.getLogger("SQLQueryContextLogger")
     before = logger.disabled
     logger.disabled = True
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import glob
 import json
+import logging
 import os
 import random
 
@@ -272,3 +273,18 @@ def test_sql_dml_with_a_mistyped_column_names_it(spark, statement, capfd):
     assert "__carbon" not in str(e.value) + out.out + out.err and "\tat " not in out.out + out.err
     assert sorted(tuple(r) for r in run(spark, "SELECT id, v FROM dml_typo").collect()) == [(1, 10), (2, 20)]
     run(spark, "DROP TABLE dml_typo")
+
+
+def test_sql_dml_typo_leaves_later_analysis_errors_intact(spark):
+    """PySpark logs an analysis error to its "SQLQueryContextLogger" with extra keywords; when the DML check
+    above is the first to ask for that logger, it must still be PySpark's class, or every later analysis
+    error of the process becomes "Logger._log() got an unexpected keyword argument 'errorClass'"."""
+    run = carbon_ds.sql
+    run(spark, "DROP TABLE IF EXISTS dml_typo2")
+    run(spark, "CREATE TABLE dml_typo2 (id BIGINT, v BIGINT) STORED AS carbondata")
+    logging.Logger.manager.loggerDict.pop("SQLQueryContextLogger", None)  # as in a fresh process
+    with pytest.raises(CarbonOptionError, match="idd"):
+        run(spark, "DELETE FROM dml_typo2 WHERE idd = 1")
+    with pytest.raises(Exception, match="UNRESOLVED_COLUMN"):
+        spark.sql("SELECT no_such_column FROM dml_typo2").collect()
+    run(spark, "DROP TABLE dml_typo2")
