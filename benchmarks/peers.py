@@ -21,8 +21,9 @@ Workloads, interleaved (one warm-up each, whose rows are compared; then ``--repe
 - MERGE of 1% changed rows (``WHEN MATCHED THEN UPDATE SET *`` on the order and line numbers) and DELETE of
   1% of lineitem, each on a fresh copy of the table (the copy is not timed), by Spark SQL on each format.
 
-Delta's tables keep delta-spark's defaults (no deletion vectors unless its defaults say so; the run records
-the table properties). Saves peers.json and peers.md to ``--results`` and prints the tables.
+Delta's tables keep delta-spark's defaults (no deletion vectors unless its defaults say so) except
+``spark.databricks.delta.snapshotPartitions``, set to 2 as the shuffle partitions are: its default of 50
+tasks per snapshot made every query on a 2-core machine wait for 50 small tasks per table. Saves peers.json and peers.md to ``--results`` and prints the tables.
 """
 
 from __future__ import annotations
@@ -67,6 +68,9 @@ def session(memory: str) -> SparkSession:
                .config("spark.ui.enabled", "false")
                .config("spark.driver.memory", memory)
                .config("spark.sql.shuffle.partitions", "2")
+               # Delta rebuilds a table's snapshot in 50 tasks by default (sized for clusters); like the
+               # shuffle partitions above, 2 on a 2-core machine
+               .config("spark.databricks.delta.snapshotPartitions", "2")
                .config("spark.sql.extensions", "io.delta.sql.DeltaSparkSessionExtension")
                .config("spark.sql.catalog.spark_catalog", "org.apache.spark.sql.delta.catalog.DeltaCatalog"))
     spark = carbon_ds.configure_spark(configure_spark_with_delta_pip(builder)).getOrCreate()
@@ -120,6 +124,10 @@ def sessions_for(spark, tables: dict[str, dict]) -> dict:
     out = {}
     for kind in SIDES:
         s = spark.newSession()
+        if kind != "delta":
+            # Delta's DeltaCatalog as the session catalog refuses catalog tables of other Python data sources
+            # ("carbondata is not a valid Spark SQL Data Source"): the other sides keep Spark's own
+            s.conf.set("spark.sql.catalog.spark_catalog", "builtin")
         carbon_ds.register(s)
         for t, row in tables.items():
             s.sql(view_sql(kind, t, row["paths"][kind]))
@@ -196,11 +204,13 @@ def lookups(sessions: dict, duck, repeat: int) -> dict:
             for name, t in texts.items()}
 
 
-def changes(spark, tables: dict, root: str, repeat: int) -> dict:
-    """MERGE of 1% changed rows and DELETE of 1%, each run on a fresh copy of lineitem (copy not timed)."""
-    src = spark.read.parquet(tables["lineitem"]["paths"]["parquet"])
-    changed = src.where("l_orderkey % 100 = 7").withColumn("l_quantity", F.col("l_quantity") + 1)
-    changed.createOrReplaceTempView("peers_changed")
+def changes(sessions: dict, tables: dict, root: str, repeat: int) -> dict:
+    """MERGE of 1% changed rows and DELETE of 1%, each run on a fresh copy of lineitem (copy not timed), in
+    each format's own session."""
+    for s in sessions.values():
+        src = s.read.parquet(tables["lineitem"]["paths"]["parquet"])
+        changed = src.where("l_orderkey % 100 = 7").withColumn("l_quantity", F.col("l_quantity") + 1)
+        changed.createOrReplaceTempView("peers_changed")
     counter = iter(range(10**6))
     target: dict[str, str] = {}
 
@@ -211,7 +221,7 @@ def changes(spark, tables: dict, root: str, repeat: int) -> dict:
             shutil.copytree(tables["lineitem"]["paths"][kind], path)
             if kind == "carbondata":  # a catalog table over the copy: Spark SQL's MERGE / DELETE target
                 name = f"peers_li_{next(counter)}"
-                spark.sql(f"CREATE TABLE {name} USING carbondata LOCATION '{quoted(path)}'")
+                sessions[kind].sql(f"CREATE TABLE {name} USING carbondata LOCATION '{quoted(path)}'")
                 target[kind] = name
             elif kind == "delta":
                 target[kind] = f"delta.`{path}`"
@@ -220,11 +230,11 @@ def changes(spark, tables: dict, root: str, repeat: int) -> dict:
         return prepare
 
     def statement(kind: str, text: str):
-        return lambda: spark.sql(text.format(t=target[kind])).collect()
+        return lambda: sessions[kind].sql(text.format(t=target[kind])).collect()
 
     def totals(kind: str):
-        return lambda: spark.sql(f"SELECT count(*), sum(l_quantity), sum(l_orderkey * l_linenumber) "
-                                 f"FROM {target[kind]}").collect()
+        return lambda: sessions[kind].sql(f"SELECT count(*), sum(l_quantity), sum(l_orderkey * l_linenumber) "
+                                          f"FROM {target[kind]}").collect()
 
     texts = {"merge": ("MERGE INTO {t} t USING peers_changed s ON t.l_orderkey = s.l_orderkey "
                        "AND t.l_linenumber = s.l_linenumber WHEN MATCHED THEN UPDATE SET *"),
@@ -271,7 +281,7 @@ def main() -> None:
     numbers = [] if args.queries == "none" else parse_numbers(args.queries)
     results: dict = {"tpch": tpch(sessions, numbers, args.sf, args.repeat),
                      "lookups": lookups(sessions, duck, args.repeat),
-                     "changes": changes(spark, tables, root, args.repeat)}
+                     "changes": changes(sessions, tables, root, args.repeat)}
     q = results["tpch"].values()
     results["summary"] = {
         "tpch_vs_delta": geomean([r.get("carbondata_vs_delta") for r in q]),
