@@ -18,6 +18,8 @@ import pytest
 
 import carbon_ds
 from carbon_ds.errors import CarbonTableError
+from carbon_ds.fs import Storage
+from carbon_ds.table.meta.new_table_folder import check_new_table_folder
 from carbon_ds.table.table import CarbonTable
 
 ROWS = pa.table({"id": pa.array(range(6), pa.int64()), "v": pa.array(list("abcdef"))})
@@ -158,6 +160,15 @@ def test_writers_racing_to_create_one_table_all_succeed(tmp_path):
         t.join()
     assert errors == []
     assert sorted(carbon_ds.read_table(folder).column("id").to_pylist()) == list(range(6))
+
+
+def test_a_table_made_since_the_caller_looked_is_not_refused(tmp_path):
+    """A racing first writer can finish the table between another's "no schema yet" and its folder check:
+    the check then sees a whole table (Metadata/ with schema and tablestatus, Fact/), which is not foreign;
+    the caller opens it under the creation lock."""
+    folder = tmp_path / "t"
+    carbon_ds.write_table(ROWS, folder)
+    check_new_table_folder(*Storage.for_path(str(folder)))  # no error
 
 
 def test_regular_file_is_still_named_as_such(tmp_path):

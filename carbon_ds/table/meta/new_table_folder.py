@@ -65,6 +65,9 @@ def check_new_table_folder(storage: Storage, path: str) -> None:
                 continue
         if is_dir and name == "Metadata":
             inner = [(n, d) for n, d in _entries(storage, Storage.join(path, name)) if not _hidden_file(n, d)]
+            if ("schema", False) in inner:
+                # a table now: another first writer created it since the caller looked; the caller opens it
+                return
             if not inner:
                 continue
             raise CarbonTableError(
