@@ -372,7 +372,8 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
         return parts.isEmpty() ? null : String.join(" AND ", parts);
     }
 
-    private static void split(Expression e, List<Expression> out) {
+    /** The conjuncts of {@code e} (an AND tree flattened), in order, into {@code out}. */
+    static void split(Expression e, List<Expression> out) {
         if (e instanceof org.apache.spark.sql.catalyst.expressions.And a) {
             split(a.left(), out);
             split(a.right(), out);

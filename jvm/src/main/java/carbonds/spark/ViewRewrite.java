@@ -141,7 +141,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
                 top = false;
             } else if (child instanceof Filter filter) {
                 top = false;
-                split(filter.condition(), conjuncts);
+                PruneCarbonRelations.split(filter.condition(), conjuncts);
                 child = filter.child();
             } else {
                 return null;
@@ -174,15 +174,6 @@ final class ViewRewrite extends Rule<LogicalPlan> {
             }
         }
         return true;
-    }
-
-    private static void split(Expression e, List<Expression> out) {
-        if (e instanceof org.apache.spark.sql.catalyst.expressions.And a) {
-            split(a.left(), out);
-            split(a.right(), out);
-        } else {
-            out.add(e);
-        }
     }
 
     private LogicalPlan answer(Aggregate agg) throws java.io.IOException {
