@@ -125,8 +125,7 @@ def sessions_for(spark, tables: dict[str, dict]) -> dict:
     for kind in SIDES:
         s = spark.newSession()
         if kind != "delta":
-            # Delta's DeltaCatalog as the session catalog refuses catalog tables of other Python data sources
-            # ("carbondata is not a valid Spark SQL Data Source"): the other sides keep Spark's own
+            # the other sides keep Spark's own session catalog, as a user of that format alone would
             s.conf.set("spark.sql.catalog.spark_catalog", "builtin")
         carbon_ds.register(s)
         for t, row in tables.items():

@@ -25,7 +25,8 @@ import scala.runtime.BoxedUnit;
  * Spark's own file scans, unioned with the carbondata segments' read, before Spark prunes and pushes down.
  *
  * <p>A post-hoc resolution rule ({@link CarbonCatalogTables}) makes carbondata tables of Spark's session
- * catalog readable and writable, and the parser ({@link StoredAsParser}) takes CarbonData's
+ * catalog readable and writable; a hint-batch rule ({@link CustomSessionCatalogTables}) resolves them first
+ * where another catalog (Delta Lake's) replaces the session catalog; and the parser ({@link StoredAsParser}) takes CarbonData's
  * {@code CREATE TABLE ... STORED AS carbondata} as {@code USING carbondata}.
  *
  * <p>A physical rule ({@link ScanRowCopy}) drops the row copy Spark adds over a carbondata scan.
@@ -56,6 +57,12 @@ public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtens
             @Override
             public Rule<LogicalPlan> apply(SparkSession session) {
                 return new CarbonCatalogTables(session);
+            }
+        });
+        extensions.injectHintResolutionRule(new AbstractFunction1<SparkSession, Rule<LogicalPlan>>() {
+            @Override
+            public Rule<LogicalPlan> apply(SparkSession session) {
+                return new CustomSessionCatalogTables(session);
             }
         });
         extensions.injectColumnar(new AbstractFunction1<SparkSession, ColumnarRule>() {
