@@ -20,10 +20,11 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation;
 /**
  * The Python side's native-union plan of each table, kept for the next query of that table, so a query of
  * an unchanged mixed table makes one Python planning call instead of two; and the planned reads the Python
- * side marks as kept ({@link ReadPlans}), so a repeated query of an unchanged table makes none. An entry answers only when the
- * state it was planned in holds: the same live segment list file and bytes, the same schema bytes, columns and segments option (the
- * caller's state string), and every external file it lists still of the size the plan recorded (a file
- * rewritten in place, or gone, sends the query to the Python side again).
+ * side marks as kept ({@link ReadPlans}), so a repeated query of an unchanged table makes none. An entry
+ * answers only when the state it was planned in holds: the same live segment list file and bytes
+ * ({@link LiveStatus}), schema bytes, columns and segments option (the caller's state string), and every
+ * external file it lists still of the size the plan recorded (a file rewritten in place, or gone, sends the
+ * query to the Python side again).
  */
 public final class PlanCache {
     private static final int TABLES = 64;
