@@ -67,3 +67,9 @@ TABLE_OPTIONS = (
     "local_dictionary_threshold",
 )
 """Options that describe the table itself: table properties of the table a write creates."""
+
+# Table metadata
+STATUS_FILE = "tablestatus"
+"""The plain segment list file of Metadata/; a versioned one is named ``tablestatus_<version>``."""
+STATUS_VERSION_PROPERTY = "latestversion"
+"""The table property naming the live segment list version (CarbonData 2.3.1+; table.meta.status_versions)."""

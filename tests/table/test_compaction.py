@@ -140,6 +140,31 @@ def test_major_drops_deleted_rows_from_files_and_keeps_updated_values(tmp_path):
     assert t.compact("minor") == []  # a major result is not taken by MINOR
 
 
+def test_merge_tasks_carry_their_files_deletes(tmp_path, monkeypatch):
+    """A merge task reads its files' deletes from its planned pieces (as every read of the one read loop,
+    table.read.task_reader): it reads no update status or delete delta itself, yet drops the deleted rows;
+    the oracle is the rows written less the deleted ones, computed with pyarrow."""
+    t, data = _table(tmp_path, 3, sort_columns=["id"])
+    t.delete("id % 7 = 0")
+    written = pa.concat_tables(data)
+    oracle = written.filter(pa.array(written.column("id").to_numpy() % 7 != 0))
+    planned = []
+
+    def runner(tasks):
+        planned.extend(tasks)
+        with monkeypatch.context() as m:
+            def refuse(*_a, **_k):
+                raise AssertionError("a merge task looked deletes up")
+            m.setattr(compaction_merge.D, "read_status", refuse)
+            m.setattr(compaction_merge.D, "Deletes", refuse)
+            return [compaction_merge.run_task(task, t) for task in tasks]
+
+    merged = t.compact("major", runner=runner)
+    assert [m.rows for m in merged] == [oracle.num_rows] and oracle.num_rows < 900
+    assert any(p.deletes is not None and p.deletes.count for task in planned for p in task.pieces)
+    assert _rows(t).equals(oracle.sort_by("id"))
+
+
 def test_major_respects_size_limit(tmp_path):
     t, _ = _table(tmp_path, 3, properties={"major_compaction_size": "0"})
     assert t.compact("major") == []

@@ -25,10 +25,11 @@ from dataclasses import dataclass
 
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.fs import Storage, basename
+from carbon_ds.names import STATUS_FILE, STATUS_VERSION_PROPERTY
 from carbon_ds.table.meta.tablestatus import now_ms
 
-PLAIN = "tablestatus"
-VERSION_PROPERTY = "latestversion"  # CarbonTable.getTableStatusVersion
+PLAIN = STATUS_FILE  # the rule is followed by jvm/src LiveStatus.java too: tests/spark/test_versioned_status_native.py
+VERSION_PROPERTY = STATUS_VERSION_PROPERTY  # CarbonTable.getTableStatusVersion
 _VERSION_FILE = re.compile(r"tablestatus_(\d+)")
 
 # where a live status file was chosen from (rules 1-3 above)

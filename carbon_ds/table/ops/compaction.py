@@ -42,7 +42,7 @@ from carbon_ds.table.meta.load_records import LoadHolder, write_record
 from carbon_ds.table.meta.locks import UPDATE_LOCK, UPDATE_LOCK_STALE_S, TableLock, held_by_live_holder
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.meta.tablestatus import LoadDetail
-from carbon_ds.table.ops.compaction_merge import MergeTask, run_task
+from carbon_ds.table.ops.compaction_merge import MergeTask, plan_pieces, run_task
 from carbon_ds.table.ops.compaction_select import (
     CUSTOM,
     MAJOR,
@@ -54,6 +54,7 @@ from carbon_ds.table.ops.compaction_select import (
     parse_kind,
     select,
 )
+from carbon_ds.table.read.pruning import Piece
 from carbon_ds.table.write.load_base import Reservation, TaskResult
 from carbon_ds.table.write.protocol import load_for
 
@@ -172,12 +173,12 @@ def _drop_failed_merges(table: TableHandle) -> None:
 
 def plan_tasks(table: TableHandle, reservation: Reservation, files: list[DataFile], status_name: str | None
                ) -> list[MergeTask]:
-    """One task per partition folder (CarbonData merges partition by partition), one on a plain table."""
-    groups: dict[str, list[DataFile]] = {}
-    for f in files:
-        groups.setdefault(dirname(f.path) if table.partitioning and table.partitioning.by_folder else "", []).append(f)
-    return [MergeTask(table.uri, reservation, n, tuple(fs), status_name)
-            for n, (_folder, fs) in enumerate(sorted(groups.items()))]
+    """One task per partition folder (CarbonData merges partition by partition), one on a plain table; each
+    carries its files planned with their deletes under ``status_name``, the committed update status."""
+    groups: dict[str, list[Piece]] = {}
+    for p in plan_pieces(table, files, status_name):
+        groups.setdefault(dirname(p.path) if table.partitioning and table.partitioning.by_folder else "", []).append(p)
+    return [MergeTask(table.uri, reservation, n, tuple(ps)) for n, (_folder, ps) in enumerate(sorted(groups.items()))]
 
 
 def _merge_group(table: TableHandle, group: list[LoadDetail], kind: str, runner: Runner,

@@ -44,8 +44,9 @@ class MergeTask:
     table_path: str  # the table's URI (a Spark task opens the table from it)
     reservation: Reservation  # the merged segment, reserved "In Progress" by the driver
     task_no: int
-    files: tuple[DataFile, ...]
-    status_name: str | None  # the committed update status the driver planned with: its deletes apply
+    # the files as whole-file pieces, each with its committed deletes under the update status the driver
+    # planned with (resolved there once; a task never looks them up)
+    pieces: tuple[Piece, ...]
 
 
 class UnsortedRun(CarbonError):
@@ -160,10 +161,12 @@ def file_run(table: TableHandle, piece: Piece, keys: list[str], chunk: int,
 
 
 # ------------------------------------------------------------------------------------------ one task
-def _deletes(table: TableHandle, status_name: str | None) -> D.Deletes | None:
-    if status_name is None:
-        return None
-    return D.Deletes(table.storage, table.path, D.read_status(table.storage, table.path, status_name))
+def plan_pieces(table: TableHandle, files: list[DataFile], status_name: str | None) -> list[Piece]:
+    """``files`` as whole-file pieces with their deletes under the committed update status ``status_name``
+    (no index claim: a merge reads what the segment lists)."""
+    deletes = (D.Deletes(table.storage, table.path, D.read_status(table.storage, table.path, status_name))
+               if status_name is not None else None)
+    return file_pieces(table.storage, files, table.columns, deletes, claims=False)
 
 
 def run_task(task: MergeTask, table: TableHandle | None = None, bar: bool = False) -> TaskResult:
@@ -175,17 +178,14 @@ def run_task(task: MergeTask, table: TableHandle | None = None, bar: bool = Fals
     load = load_for(table, task.reservation, LoadOptions())
     load.presorted = True  # the merge delivers rows in sort order: the writer streams them
     keys = table.sort_columns
-    # the files as whole-file pieces with their deletes under the planned update status (no index claim: a
-    # merge reads what the segment lists)
-    pieces = file_pieces(table.storage, list(task.files), table.columns, _deletes(table, task.status_name),
-                         claims=False)
-    chunk = max(MIN_CHUNK_ROWS, MERGE_BUDGET_ROWS // max(1, len(task.files)))
+    pieces = task.pieces
+    chunk = max(MIN_CHUNK_ROWS, MERGE_BUDGET_ROWS // max(1, len(pieces)))
     whole: set[str] = set()
     while True:
         runs = [file_run(table, p, keys, chunk, p.path in whole) for p in pieces]
         rows = merge_sorted(runs, keys)
         if bar:
-            rows = row_progress(rows, f"merging {len(task.files)} files into {task.reservation.segment_id}")
+            rows = row_progress(rows, f"merging {len(pieces)} files into {task.reservation.segment_id}")
         try:
             return load.write_task(task.task_no, rows)
         except UnsortedRun as e:  # write_task removed its files: merge again reading that file whole

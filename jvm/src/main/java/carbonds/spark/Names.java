@@ -63,6 +63,12 @@ final class Names {
             "sort_columns", "sort_scope", "long_string_columns", "table_blocksize", "table_blocklet_size",
             "local_dictionary_enable", "local_dictionary_threshold");
 
+    // Table metadata
+    /** The plain segment list file of Metadata/; a versioned one is named {@code tablestatus_<version>}. */
+    static final String STATUS_FILE = "tablestatus";
+    /** The table property naming the live segment list version (CarbonData 2.3.1+). */
+    static final String STATUS_VERSION_PROPERTY = "latestversion";
+
     private Names() {
     }
 }

@@ -14,7 +14,6 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.hadoop.conf.Configuration;
-import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
 import org.apache.spark.sql.SparkSession;
@@ -61,8 +60,8 @@ final class NativeUnion extends Rule<LogicalPlan> {
     private static final Set<String> OWN_FORMATS = Set.of("columnar_v3", "carbondata", "row_v1");
     private static final Set<String> READABLE = Set.of("Success", "Marked for Update", "Partial Success");
     private static final ObjectMapper JSON = new ObjectMapper();
-    /** Tablestatus bytes a caller already read for the query planned on this thread, by table path. */
-    private static final ThreadLocal<Map<String, byte[]>> STATUSES = new ThreadLocal<>();
+    /** Table metadata a caller already read for the query planned on this thread, by table path. */
+    private static final ThreadLocal<Map<String, LiveStatus.Metadata>> STATUSES = new ThreadLocal<>();
     private static final int KNOWN_TABLES = 64;
     private static final Pattern KEPT = Pattern.compile("`((?:[^`]|``)+)` AS `((?:[^`]|``)+)`");
     // table path -> {files key -> Spark's schema of those files}; the keys of the latest plan of each table
@@ -103,8 +102,8 @@ final class NativeUnion extends Rule<LogicalPlan> {
         String path = rel.options().get("path");
         List<AttributeReference> output = PruneCarbonRelations.list(rel.output());
         Configuration conf = session.sparkContext().hadoopConfiguration();
-        byte[] status = path == null || output.isEmpty() ? null : tableStatus(conf, path);
-        if (status == null || !hasExternal(status)) {
+        LiveStatus.Metadata metadata = path == null || output.isEmpty() ? null : metadata(conf, path);
+        if (metadata == null || metadata.status() == null || !hasExternal(metadata.status())) {
             return withOptions(rel, Map.of(Names.EXPANDED_OPTION, "none"));
         }
         StructField[] fields = new StructField[output.size()];
@@ -114,7 +113,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
         }
         StructType declared = new StructType(fields);
         try {
-            String state = state(conf, path, status, declared, rel.options().get(Names.SEGMENTS_OPTION));
+            String state = state(metadata, declared, rel.options().get(Names.SEGMENTS_OPTION));
             JsonNode plan = state == null ? null : PlanCache.get(conf, path, state);
             if (plan != null && !schemasKnown(plan, path)) {
                 plan = null;
@@ -139,17 +138,16 @@ final class NativeUnion extends Rule<LogicalPlan> {
         }
     }
 
-    /** The bytes of the table's tablestatus, or null when it has none or it cannot be read (a versioned or
-     * unreadable status: the data source reads the table and says what is wrong). */
-    static byte[] tableStatus(Configuration conf, String path) {
-        Map<String, byte[]> read = STATUSES.get();
-        byte[] known = read == null ? null : read.get(path);
-        return known != null ? known : PlanCache.bytes(conf, new Path(new Path(path, "Metadata"), "tablestatus"));
+    /** The table's schema and live segment list (LiveStatus), or null when it has no readable schema. */
+    static LiveStatus.Metadata metadata(Configuration conf, String path) {
+        Map<String, LiveStatus.Metadata> read = STATUSES.get();
+        LiveStatus.Metadata known = read == null ? null : read.get(path);
+        return known != null ? known : LiveStatus.read(conf, path);
     }
 
-    /** {@code planning}'s result, with this thread's reads of the given tables' tablestatus answered by the
-     * bytes already read (by path) while it runs. */
-    static <T> T withStatuses(Map<String, byte[]> statuses, java.util.function.Supplier<T> planning) {
+    /** {@code planning}'s result, with this thread's reads of the given tables' metadata answered by what
+     * was already read (by path) while it runs. */
+    static <T> T withStatuses(Map<String, LiveStatus.Metadata> statuses, java.util.function.Supplier<T> planning) {
         return PruneCarbonRelations.with(STATUSES, statuses, planning);
     }
 
@@ -170,15 +168,12 @@ final class NativeUnion extends Rule<LogicalPlan> {
     }
 
     /** What the Python side's plan of this relation depends on, beside the external files' sizes: the
-     * committed tablestatus and schema (every commit rewrites the one, every ALTER the other), the columns
-     * asked for and the segments option; null when the schema file cannot be read (no caching then). */
-    private static String state(Configuration conf, String path, byte[] status, StructType declared,
-                                String segments) {
-        byte[] schema = PlanCache.bytes(conf, new Path(new Path(path, "Metadata"), "schema"));
-        if (schema == null) {
-            return null;
-        }
-        return PlanCache.digest(status) + "/" + PlanCache.digest(schema) + "/" + segments + "/" + declared.json();
+     * live segment list file and its bytes and the schema bytes (every commit writes the one, every ALTER
+     * the other), the columns asked for and the segments option; null when the metadata cannot be read
+     * (no caching then). */
+    private static String state(LiveStatus.Metadata metadata, StructType declared, String segments) {
+        String table = metadata.state();
+        return table == null ? null : table + "/" + segments + "/" + declared.json();
     }
 
     /** The Python side's plan (native_read.describe) of this relation, or null when there is nothing to union. */

@@ -1,7 +1,6 @@
 package carbonds.spark;
 
 import java.io.IOException;
-import java.io.InputStream;
 import java.nio.charset.StandardCharsets;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
@@ -15,21 +14,20 @@ import java.util.concurrent.ConcurrentHashMap;
 import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
-import org.apache.hadoop.fs.FileSystem;
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 
 /**
  * The Python side's native-union plan of each table, kept for the next query of that table, so a query of
  * an unchanged mixed table makes one Python planning call instead of two; and the planned reads the Python
- * side marks as kept ({@link ReadPlans}), so a repeated query of an unchanged table makes none. An entry answers only when the
- * state it was planned in holds: the same tablestatus and schema bytes, columns and segments option (the
- * caller's state string), and every external file it lists still of the size the plan recorded (a file
- * rewritten in place, or gone, sends the query to the Python side again).
+ * side marks as kept ({@link ReadPlans}), so a repeated query of an unchanged table makes none. An entry
+ * answers only when the state it was planned in holds: the same live segment list file and bytes
+ * ({@link LiveStatus}), schema bytes, columns and segments option (the caller's state string), and every
+ * external file it lists still of the size the plan recorded (a file rewritten in place, or gone, sends the
+ * query to the Python side again).
  */
 public final class PlanCache {
     private static final int TABLES = 64;
-    private static final long MAX_METADATA_BYTES = 64L << 20;  // a larger tablestatus is not cached against
     private static final Map<String, Entry> PLANS = lru(TABLES);
     private static final java.util.concurrent.atomic.AtomicLong HITS = new java.util.concurrent.atomic.AtomicLong();
 
@@ -70,16 +68,11 @@ public final class PlanCache {
     private PlanCache() {
     }
 
-    /** The digest of the table's committed tablestatus and schema bytes, or null when either cannot be read
-     * (a bare folder, a versioned or very large status: nothing is kept for it then). */
+    /** The digest of the table's live segment list (its file and bytes) and schema bytes, or null when
+     * either cannot be read (a bare folder, a very large status: nothing is kept for it then). */
     static String tableState(Configuration conf, String path) {
-        if (path == null) {
-            return null;
-        }
-        Path metadata = new Path(path, "Metadata");
-        byte[] status = bytes(conf, new Path(metadata, "tablestatus"));
-        byte[] schema = status == null ? null : bytes(conf, new Path(metadata, "schema"));
-        return schema == null ? null : digest(status) + "/" + digest(schema);
+        LiveStatus.Metadata metadata = LiveStatus.read(conf, path);
+        return metadata == null ? null : metadata.state();
     }
 
     /** The kept answer to read request {@code key} planned when the table was in {@code state}, or null. */
@@ -141,22 +134,6 @@ public final class PlanCache {
             return true;
         } catch (IOException | RuntimeException e) {
             return false;  // gone or unreadable: the Python side plans again and reports it
-        }
-    }
-
-    /** The bytes of a small metadata file, or null when it is missing, too large or unreadable. */
-    static byte[] bytes(Configuration conf, Path file) {
-        try {
-            FileSystem fs = file.getFileSystem(conf);
-            FileStatus st = fs.getFileStatus(file);
-            if (st.getLen() > MAX_METADATA_BYTES) {
-                return null;
-            }
-            try (InputStream in = fs.open(file)) {
-                return in.readAllBytes();
-            }
-        } catch (IOException | RuntimeException e) {
-            return null;
         }
     }
 

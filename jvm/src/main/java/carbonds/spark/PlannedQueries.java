@@ -42,17 +42,17 @@ public final class PlannedQueries {
                 return null;
             }
             Configuration conf = session.sparkContext().hadoopConfiguration();
-            Map<String, byte[]> statuses = new HashMap<>();
+            Map<String, LiveStatus.Metadata> statuses = new HashMap<>();
             for (DataSourceV2Relation rel : relations) {
                 String path = rel.options().get("path");
                 if (path != null && !statuses.containsKey(path)) {
-                    byte[] status = NativeUnion.tableStatus(conf, path);
-                    if (status != null) {
-                        statuses.put(path, status);
+                    LiveStatus.Metadata metadata = NativeUnion.metadata(conf, path);
+                    if (metadata != null) {
+                        statuses.put(path, metadata);
                     }
                 }
             }
-            // the union rule plans from the tablestatus read here: one read, and the snapshot decided on;
+            // the union rule plans from the metadata read here: one read, and the snapshot decided on;
             // small reads become local relations (rows as of this call)
             return NativeUnion.withStatuses(statuses, () -> ReadPlans.withLocalReads(() -> {
                 Dataset<Row> df = Dataset.ofRows(session, analyzed);
