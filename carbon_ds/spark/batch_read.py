@@ -353,7 +353,8 @@ class CarbonReader(DataSourceReader):
                 source, fresh, version, _ = self._plan()
                 if version != snap.version:
                     if started is not None:
-                        check_unchanged_since(source.storage, source.table.path, source.details, started)
+                        check_unchanged_since(source.storage, source.table.path, source.table.tablestatus_path,
+                                              source.details, started)
                     pieces = fresh[partition.index :: partition.count]
         return pieces
 

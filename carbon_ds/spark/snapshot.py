@@ -104,12 +104,13 @@ def in_task() -> bool:
     return TaskContext.get() is not None
 
 
-def check_unchanged_since(storage: Storage, table_path: str, details: list[LoadDetail], started: int) -> None:
+def check_unchanged_since(storage: Storage, table_path: str, status_path: str, details: list[LoadDetail],
+                          started: int) -> None:
     """A re-planning task of a later query must read the version every other task of it reads: the one
-    current when the query began. A commit after that cannot be told apart, so the query fails. A
-    tablestatus written since then only by a reservation (the query's own INSERT reserves its segment) or
-    a failed load changed nothing a read sees."""
-    written = storage.mtime_ns(Storage.join(table_path, "Metadata", "tablestatus"))
+    current when the query began. A commit after that cannot be told apart, so the query fails. A segment
+    list (``status_path``: the live file, plain or versioned) written since then only by a reservation (the
+    query's own INSERT reserves its segment) or a failed load changed nothing a read sees."""
+    written = storage.mtime_ns(status_path)
     if written is None or written // 1_000_000 <= started or not _committed_after(storage, table_path, details,
                                                                                     started):
         return

@@ -396,6 +396,21 @@ def test_reused_plan_fails_when_a_delete_commits_during_its_query(tmp_path, monk
         _run(reader, parts)
 
 
+def test_reused_plan_of_a_versioned_status_table_fails_when_a_delete_commits_during_its_query(tmp_path, monkeypatch):
+    """A table whose segment list is versioned (CarbonData 2.3.1+: ``Metadata/tablestatus_<epoch ms>``, no
+    plain file): each commit writes a new version file, and that one tells that the table changed."""
+    path = _table(tmp_path)
+    meta = os.path.join(path, "Metadata")
+    os.rename(os.path.join(meta, "tablestatus"), os.path.join(meta, f"tablestatus_{ts.now_ms()}"))
+    reader, parts = _plan(path)
+    began = _later_query(parts)
+    _delete(CarbonTable.open(path), path)
+    assert not os.path.exists(os.path.join(meta, "tablestatus"))  # the commit wrote a new version
+    _as_task(monkeypatch, began)
+    with pytest.raises(carbon_ds.CarbonTableError, match="changed while this query ran"):
+        _run(reader, parts)
+
+
 def test_reused_plan_ignores_a_reservation_made_during_its_query(tmp_path, monkeypatch):
     """INSERT INTO v SELECT ... FROM v: the query's own load reserves its segment ("In Progress") after the
     query began; that changes tablestatus but nothing a read sees."""
