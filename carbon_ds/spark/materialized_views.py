@@ -106,7 +106,7 @@ def _refresh(spark: Any, stmt: RefreshMaterializedView, _text: str):
     entry = _view_entry(spark, stmt.db, stmt.name, "REFRESH MATERIALIZED VIEW")
     if entry is None:
         raise CarbonTableError(f"REFRESH MATERIALIZED VIEW: no materialized view {TableName(stmt.db, stmt.name)}")
-    done = views.refresh_view(entry.path)
+    done = views.refresh_view(entry.path, retention_days=spark.conf.get("carbon.trash.retention.days", None))
     rows = "" if done.rows < 0 else str(done.rows)
     return spark.createDataFrame([(done.kind, ",".join(done.segments), rows)], OUTPUTS[RefreshMaterializedView])
 

@@ -14,7 +14,11 @@ a crash between the view's commit and its record) is "stale".
 Refresh. Incremental when the covered segments are unchanged: only the new segments' rows are aggregated
 and merged into the existing groups (sum + sum, count + count, min of mins, max of maxes, avg from its kept
 sum and count), so the view holds one row per group. Otherwise a full rebuild. Either way the view's rows
-are replaced in one overwrite load. ``refresh_after_load`` runs after each committed load into a main table
+are replaced in one overwrite load, and then the segment it replaced is cleaned as CLEAN FILES (without
+force) cleans it: its files move to the view's ``.Trash/`` (where a read planned before the refresh still
+finds them, for the trash retention), its entry moves to ``tablestatus.history``, expired trash runs go. So
+the view's tablestatus stays at its current segment plus the invisible entries CLEAN FILES keeps, however
+many refreshes run. ``refresh_after_load`` runs after each committed load into a main table
 (loads.py, add_segment.py) for its ``on_commit`` views and never raises: a view it cannot refresh stays stale.
 """
 
@@ -33,6 +37,7 @@ from carbon_ds.fs import Storage
 from carbon_ds.table.meta.data_files import is_stream
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write.protocol import reserve_load
 
@@ -344,8 +349,11 @@ class Refreshed:
     rows: int  # the view's rows after it
 
 
-def refresh_view(path: str, full: bool = False) -> Refreshed:
-    """Bring the view at ``path`` up to date with its main table (see the module's docstring)."""
+def refresh_view(path: str, full: bool = False, retention_days: float | str | None = None) -> Refreshed:
+    """Bring the view at ``path`` up to date with its main table (see the module's docstring).
+    ``retention_days``: how long the replaced rows' files stay in the view's trash (CLEAN FILES' option,
+    ``carbon.trash.retention.days``, default 7)."""
+    segment_ops.retention_days(retention_days)  # a wrong option is refused before any work
     defn = definition(path)
     vq = defn.parsed
     main = TableHandle.open(defn.main_path)
@@ -370,7 +378,19 @@ def refresh_view(path: str, full: bool = False) -> Refreshed:
     defn.view_segment = _replace_rows(view, rows)
     defn.covered = current
     _save(path, defn)
+    _clean(view, defn.name, retention_days)
     return Refreshed(kind, read, rows.num_rows)
+
+
+def _clean(view: TableHandle, name: str, retention_days: float | str | None) -> None:
+    """CLEAN FILES of the view after a refresh committed. Its failure leaves the refresh standing (the view
+    is fresh, the replaced segment merely stays "Marked for Delete" until the next refresh or CLEAN FILES
+    cleans it), so it warns instead of failing the refresh."""
+    try:
+        segment_ops.clean_files(view, retention=retention_days)
+    except (CarbonError, OSError) as exc:
+        warnings.warn(f"materialized view {name} refreshed, but cleaning the rows it replaced failed: {exc}; "
+                      "they stay until the next refresh or CLEAN FILES on the view", stacklevel=3)
 
 
 def drop_view(path: str) -> ViewDefinition:
