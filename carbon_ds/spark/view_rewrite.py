@@ -2,7 +2,8 @@
 
 The extension finds an Aggregate over a carbondata relation whose table links views
 (``Metadata/mv_links.json``) and asks here, through a schema call with option ``carbon_ds.mv_rewrite``,
-which of them may answer it. The answer lists each view that is ``enabled`` now (views.view_status: the
+which of them may answer it. The answer lists each view of this very table (views.views_of: not of a copy of its folder) that is
+``enabled`` now (views.view_status: the
 same fingerprint check SHOW MATERIALIZED VIEWS reports, so a stale view is never offered) and has no WHERE
 (a view's WHERE is carbon-ds filter text, which the extension cannot compare with Spark's predicates): its
 folder, the segment whose freshness was checked (the extension reads exactly that segment), its time zone,
@@ -51,13 +52,11 @@ def fresh_views(main: TableHandle | None) -> list[dict[str, Any]]:
         return []
     out = []
     try:
-        paths = views.linked_views(main)
-    except CarbonError:
+        paths = views.views_of(main)
+    except (CarbonError, OSError):
         return []
     for path in paths:
         try:
-            if not TableHandle.exists(path):
-                continue
             described = _describe(path)
         except (CarbonError, OSError, ValueError):
             continue  # a view that cannot be read answers nothing

@@ -42,7 +42,7 @@ from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write.protocol import reserve_load
 
 __all__ = ["DEFINITION", "LINKS", "ViewDefinition", "create_view", "definition", "drop_view", "is_view",
-           "linked_views", "refresh_after_load", "refresh_view", "view_status"]
+           "linked_views", "refresh_after_load", "refresh_view", "view_status", "views_of"]
 
 DEFINITION = "mv_definition.json"
 LINKS = "mv_links.json"
@@ -112,6 +112,28 @@ def linked_views(main: TableHandle) -> list[str]:
     except (ValueError, AttributeError) as exc:
         raise CarbonTableError(f"table {main.uri}: Metadata/{LINKS} is unreadable ({exc})") from None
     return [v for v in views if isinstance(v, str)]
+
+
+def _real(storage: Storage, path: str) -> str:
+    return storage.uri(storage.real_path(path))
+
+
+def views_of(main: TableHandle) -> list[str]:
+    """The folders of the views whose main table is ``main``: the linked views that exist and whose definition
+    names this very folder. A copy of a main table's folder carries its link file along; the copy is not the
+    views' main table (they never cover its rows), so its queries, loads and DROP TABLE leave them alone."""
+    here = _real(main.storage, main.path)
+    out = []
+    for path in linked_views(main):
+        try:
+            if not TableHandle.exists(path) or not is_view(path):
+                continue
+            storage, folder = Storage.for_path(definition(path).main_path)
+            if _real(storage, folder) == here:
+                out.append(path)
+        except (CarbonError, OSError):
+            continue  # a view that cannot be read is no view of this table's
+    return out
 
 
 def _set_links(main: TableHandle, views: list[str]) -> None:
@@ -407,7 +429,7 @@ def refresh_after_load(table: TableHandle) -> None:
     """After a committed load into ``table``: refresh its ``on_commit`` views. Never raises (the load is
     committed either way); a view that could not be refreshed stays stale, and a warning says why."""
     try:
-        views = linked_views(table)
+        views = views_of(table)
     except (CarbonError, OSError) as exc:
         warnings.warn(f"materialized views of {table.uri} not refreshed: {exc}", stacklevel=2)
         return

@@ -68,7 +68,9 @@ import scala.Option;
  * count of the column). The Aggregate is then rebuilt over the view's rows of the segment whose freshness
  * was checked: sums and counts are summed, min of mins, max of maxes, avg is the summed sum over the summed
  * count. Its outputs keep their expression ids, so nothing above changes. Anything else, or any failure,
- * leaves the plan as it is. The conf {@value Names#CONF_MV_REWRITE} turns it off.
+ * leaves the plan as it is. The conf {@value Names#CONF_MV_REWRITE} turns it off. A mixed table (with
+ * external segments) is asked about earlier, by {@link NativeUnion} before it expands the table's relation
+ * into a union of scans: the view covers those segments too.
  */
 final class ViewRewrite extends Rule<LogicalPlan> {
     private static final Map<String, String> GRANULARITY = Map.ofEntries(
@@ -98,6 +100,25 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         } catch (Exception | LinkageError e) {
             return plan;  // the main table answers, as without a view
         }
+    }
+
+    /** {@code agg} answered from a view, or null; for {@link NativeUnion}, which asks before it expands a
+     * mixed table's relation into a union. */
+    LogicalPlan answerWhole(Aggregate agg) {
+        if (!enabled() || !agg.deterministic()) {
+            return null;
+        }
+        try {
+            return answer(agg);
+        } catch (Exception | LinkageError e) {
+            return null;  // the main table answers, as without a view
+        }
+    }
+
+    /** The carbondata relation {@code agg} reads whole (through a Filter and Projects), or null. */
+    static DataSourceV2Relation wholeRelation(Aggregate agg) {
+        Shape shape = shape(agg);
+        return shape == null ? null : shape.rel();
     }
 
     private LogicalPlan rewrite(LogicalPlan node) throws java.io.IOException {
