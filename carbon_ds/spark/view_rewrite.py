@@ -2,14 +2,14 @@
 
 The extension finds an Aggregate over a carbondata relation whose table links views
 (``Metadata/mv_links.json``) and asks here, through a schema call with option ``carbon_ds.mv_rewrite``,
-which of them may answer it. The answer lists each view of this very table (views.views_of: not of a copy of its folder) that is
-``enabled`` now (views.view_status: the
-same fingerprint check SHOW MATERIALIZED VIEWS reports, so a stale view is never offered) and whose WHERE,
-if it has one, is a conjunction of plain conditions that mean the same in carbon-ds's filter and in Spark
-(``where``: column, operator, values; see ``_where``), which the extension compares with the query's
-conjuncts: its folder, the segment whose freshness was checked (the extension reads exactly that segment), its time zone,
-its Spark schema, its grouping columns and its aggregates. The JVM side decides whether the query's shape
-is one the view gives. Any failure answers nothing for that view: the query then reads the main table.
+which of them may answer it. The answer lists each view of this very table (views.views_of: not of a copy
+of its folder) that is ``enabled`` now (views.view_status: the same fingerprint check SHOW MATERIALIZED
+VIEWS reports, so a stale view is never offered) and whose WHERE, if it has one, is a conjunction of plain
+conditions that mean the same in carbon-ds's filter and in Spark (``where``: column, operator, values; see
+``_where``), which the extension compares with the query's conjuncts. For each: its folder, the segment
+whose freshness was checked (the extension reads exactly that segment), its time zone, its Spark schema,
+its grouping columns and its aggregates. The JVM side decides whether the query's shape is one the view
+gives. Any failure answers nothing for that view: the query then reads the main table.
 """
 
 from __future__ import annotations
