@@ -106,7 +106,7 @@ def _refresh(spark: Any, stmt: RefreshMaterializedView, _text: str):
     entry = _view_entry(spark, stmt.db, stmt.name, "REFRESH MATERIALIZED VIEW")
     if entry is None:
         raise CarbonTableError(f"REFRESH MATERIALIZED VIEW: no materialized view {TableName(stmt.db, stmt.name)}")
-    done = views.refresh_view(entry.path)
+    done = views.refresh_view(entry.path, retention_days=spark.conf.get("carbon.trash.retention.days", None))
     rows = "" if done.rows < 0 else str(done.rows)
     return spark.createDataFrame([(done.kind, ",".join(done.segments), rows)], OUTPUTS[RefreshMaterializedView])
 
@@ -132,7 +132,7 @@ def _database_views(spark: Any, db: str) -> list[str]:
 def _show(spark: Any, stmt: ShowMaterializedViews, _text: str):
     if stmt.table is not None:
         main = catalog.ensure(spark, TableName(stmt.db, stmt.table))
-        paths = [p for p in views.linked_views(TableHandle.open(main.path)) if TableHandle.exists(p)]
+        paths = views.views_of(TableHandle.open(main.path))
     else:
         paths = _database_views(spark, catalog.current_db(spark))
     return spark.createDataFrame([_row(p) for p in paths], OUTPUTS[ShowMaterializedViews])
@@ -158,9 +158,7 @@ def drop_views_of(spark: Any, main_path: str) -> list[str]:
     """DROP TABLE of a main table drops its materialized views first, as CarbonData's DROP TABLE does (a view
     without its main table could never be refreshed or used); the names of the views dropped."""
     dropped = []
-    for path in views.linked_views(TableHandle.open(main_path)):
-        if not TableHandle.exists(path) or not views.is_view(path):
-            continue
+    for path in views.views_of(TableHandle.open(main_path)):
         name = views.definition(path).name
         db, _, short = name.partition(".")
         entry = catalog.lookup(spark, TableName(db, short))
@@ -249,10 +247,8 @@ def answer_from_view(spark: Any, text: str):
     if main is None or not TableHandle.exists(main.path):
         return None
     zone = spark.conf.get("spark.sql.session.timeZone", None) or "UTC"
-    for path in views.linked_views(TableHandle.open(main.path)):
+    for path in views.views_of(TableHandle.open(main.path)):
         try:
-            if not TableHandle.exists(path):
-                continue
             defn = views.definition(path)
             if any(g.granularity for g in vq.groups) and defn.time_zone != zone:
                 continue

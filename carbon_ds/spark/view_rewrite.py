@@ -2,32 +2,84 @@
 
 The extension finds an Aggregate over a carbondata relation whose table links views
 (``Metadata/mv_links.json``) and asks here, through a schema call with option ``carbon_ds.mv_rewrite``,
-which of them may answer it. The answer lists each view that is ``enabled`` now (views.view_status: the
-same fingerprint check SHOW MATERIALIZED VIEWS reports, so a stale view is never offered) and has no WHERE
-(a view's WHERE is carbon-ds filter text, which the extension cannot compare with Spark's predicates): its
-folder, the segment whose freshness was checked (the extension reads exactly that segment), its time zone,
-its Spark schema, its grouping columns and its aggregates. The JVM side decides whether the query's shape
-is one the view gives. Any failure answers nothing for that view: the query then reads the main table.
+which of them may answer it. The answer lists each view of this very table (views.views_of: not of a copy
+of its folder) that is ``enabled`` now (views.view_status: the same fingerprint check SHOW MATERIALIZED
+VIEWS reports, so a stale view is never offered) and whose WHERE, if it has one, is a conjunction of plain
+conditions that mean the same in carbon-ds's filter and in Spark (``where``: column, operator, values; see
+``_where``), which the extension compares with the query's conjuncts. For each: its folder, the segment
+whose freshness was checked (the extension reads exactly that segment), its time zone, its Spark schema,
+its grouping columns and its aggregates. The JVM side decides whether the query's shape is one the view
+gives. Any failure answers nothing for that view: the query then reads the main table.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
 
 from carbon_ds.errors import CarbonError
+from carbon_ds.expressions.filter_parser import parse
+from carbon_ds.expressions.tree import And, Compare, Expr, In, IsNull, NotNull
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops import views
 
 __all__ = ["fresh_views"]
 
 
+_OPS = {"=": "=", "!=": "!=", "<": "<", "<=": "<=", ">": ">", ">=": ">="}
+
+
+def _conjuncts(e: Expr) -> list[Expr]:
+    return [*_conjuncts(e.left), *_conjuncts(e.right)] if isinstance(e, And) else [e]
+
+
+def _plain_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _where(text: str, schema: pa.Schema) -> list[dict[str, Any]] | None:
+    """The view's WHERE as conjuncts the extension can compare with Spark's, or None when some conjunct is not
+    one whose meaning is surely the same in both: ``IS [NOT] NULL`` of any column; ``= != < <= > >=`` and
+    ``IN`` of an integer column with integer literals; ``=``, ``!=`` and ``IN`` of a string column with
+    string literals (no ordering of strings, no temporal or floating literals: their parsing and coercion
+    differ between the two)."""
+    types = {n.lower(): schema.field(n).type for n in schema.names}
+    out = []
+    for c in _conjuncts(parse(text)):
+        column = getattr(c, "column", "").lower()
+        t = types.get(column)
+        if t is None:
+            return None
+        if isinstance(c, IsNull | NotNull):
+            out.append({"column": column, "op": "is null" if isinstance(c, IsNull) else "is not null",
+                        "values": []})
+            continue
+        values = [c.value] if isinstance(c, Compare) else list(c.values) if isinstance(c, In) else None
+        op = _OPS.get(c.op) if isinstance(c, Compare) else "in" if isinstance(c, In) else None
+        if values is None or op is None or not values:
+            return None
+        if pa.types.is_integer(t) and all(_plain_int(v) for v in values):
+            pass
+        elif pa.types.is_string(t) and op in ("=", "!=", "in") and all(isinstance(v, str) for v in values):
+            pass
+        else:
+            return None
+        out.append({"column": column, "op": op, "values": values})
+    return out
+
+
 def _describe(path: str) -> dict[str, Any] | None:
     defn = views.definition(path)
     vq = defn.parsed
-    if vq.where is not None or defn.view_segment is None:
+    if defn.view_segment is None:
         return None
+    where = None
+    if vq.where is not None:
+        where = _where(vq.where, TableHandle.open(defn.main_path).schema)
+        if where is None:
+            return None
     if views.view_status(path, defn).status != "enabled":
         return None
     schema = from_arrow_schema(TableHandle.open(path).schema, prefer_timestamp_ntz=False)
@@ -35,6 +87,7 @@ def _describe(path: str) -> dict[str, Any] | None:
         "path": path,
         "name": defn.name,
         "segment": defn.view_segment,
+        "where": where,
         "zone": defn.time_zone,
         "schema": schema.jsonValue(),
         "groups": [{"name": g.name, "column": g.column.lower(), "granularity": g.granularity} for g in vq.groups],
@@ -51,13 +104,11 @@ def fresh_views(main: TableHandle | None) -> list[dict[str, Any]]:
         return []
     out = []
     try:
-        paths = views.linked_views(main)
-    except CarbonError:
+        paths = views.views_of(main)
+    except (CarbonError, OSError):
         return []
     for path in paths:
         try:
-            if not TableHandle.exists(path):
-                continue
             described = _describe(path)
         except (CarbonError, OSError, ValueError):
             continue  # a view that cannot be read answers nothing

@@ -24,7 +24,9 @@ from carbon_ds.errors import CarbonOptionError
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta import tablestatus
 from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
+from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.table import CarbonTable
 
 SCHEMA = pa.schema([("brand", pa.string()), ("ts", pa.timestamp("us", tz="UTC")), ("speed", pa.int32()),
@@ -242,3 +244,38 @@ def test_a_streaming_segment_warns_once_not_per_load(tmp_path, main):
         _load(main, _batch(rng, 20, dt.datetime(2024, 3, 2, tzinfo=dt.UTC)))
     assert views.view_status(path).status == "enabled"
     assert _view(path) == _oracle(main, "hour", "UTC")
+
+
+def test_refresh_cleans_what_it_replaced(tmp_path, main):
+    """Each refresh replaces the view's segment; the replaced one is cleaned as CLEAN FILES cleans it, so the
+    view's tablestatus stays bounded however many refreshes run, while a read planned before the refreshes
+    still reads its rows (from the view's trash, within the retention)."""
+    path = _create(tmp_path, main, mode="on_manual")
+    view = CarbonTable.open(path)
+    planned = Scan(path, ["brand", "t", "s", "n"])
+    planned.plan()  # pinned to the view's first segment
+    before = sorted(view.to_arrow(["brand", "t", "s", "n"]).to_pylist(), key=repr)
+    rng = random.Random(8)
+    refreshes = 9
+    for i in range(refreshes):
+        _load(main, _batch(rng, 40, dt.datetime(2024, 3, 1 + i, tzinfo=dt.UTC)))
+        done = views.refresh_view(path, full=i % 3 == 2)
+        assert done.kind == ("full" if i % 3 == 2 else "incremental")
+        entries = view.load_details()
+        # the current segment, and at most segment 0 kept invisible (CLEAN FILES keeps 0 and the highest id)
+        assert len(entries) <= 2, [(e.name, e.status) for e in entries]
+        assert [e.name for e in entries if e.readable] == [views.definition(path).view_segment]
+        assert _view(path) == _oracle(main, "hour", "UTC")
+    history = segment_ops.read_history(view)
+    assert sorted(int(e.name) for e in history) == list(range(1, refreshes))  # 0 stays, invisible
+    assert all(e.status == tablestatus.MARKED_FOR_DELETE for e in history)
+    trash = tmp_path / "mv_hour" / ".Trash"
+    assert len(os.listdir(trash)) == refreshes  # one trash run per refresh, kept for the retention
+    assert sorted(planned.to_arrow().to_pylist(), key=repr) == before
+    assert before != sorted(view.to_arrow(["brand", "t", "s", "n"]).to_pylist(), key=repr)
+    _load(main, _batch(rng, 40, dt.datetime(2024, 4, 1, tzinfo=dt.UTC)))
+    views.refresh_view(path, retention_days=0)  # expired runs go; this run's stays until it is older
+    assert len(os.listdir(trash)) == 1
+    assert _view(path) == _oracle(main, "hour", "UTC")
+    with pytest.raises(CarbonOptionError, match="between 0 and 365"):
+        views.refresh_view(path, retention_days=400)

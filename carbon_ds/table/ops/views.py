@@ -14,7 +14,11 @@ a crash between the view's commit and its record) is "stale".
 Refresh. Incremental when the covered segments are unchanged: only the new segments' rows are aggregated
 and merged into the existing groups (sum + sum, count + count, min of mins, max of maxes, avg from its kept
 sum and count), so the view holds one row per group. Otherwise a full rebuild. Either way the view's rows
-are replaced in one overwrite load. ``refresh_after_load`` runs after each committed load into a main table
+are replaced in one overwrite load, and then the segment it replaced is cleaned as CLEAN FILES (without
+force) cleans it: its files move to the view's ``.Trash/`` (where a read planned before the refresh still
+finds them, for the trash retention), its entry moves to ``tablestatus.history``, expired trash runs go. So
+the view's tablestatus stays at its current segment plus the invisible entries CLEAN FILES keeps, however
+many refreshes run. ``refresh_after_load`` runs after each committed load into a main table
 (loads.py, add_segment.py) for its ``on_commit`` views and never raises: a view it cannot refresh stays stale.
 """
 
@@ -33,11 +37,12 @@ from carbon_ds.fs import Storage
 from carbon_ds.table.meta.data_files import is_stream
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.read.scanner import Scan
 from carbon_ds.table.write.protocol import reserve_load
 
 __all__ = ["DEFINITION", "LINKS", "ViewDefinition", "create_view", "definition", "drop_view", "is_view",
-           "linked_views", "refresh_after_load", "refresh_view", "view_status"]
+           "linked_views", "refresh_after_load", "refresh_view", "view_status", "views_of"]
 
 DEFINITION = "mv_definition.json"
 LINKS = "mv_links.json"
@@ -107,6 +112,28 @@ def linked_views(main: TableHandle) -> list[str]:
     except (ValueError, AttributeError) as exc:
         raise CarbonTableError(f"table {main.uri}: Metadata/{LINKS} is unreadable ({exc})") from None
     return [v for v in views if isinstance(v, str)]
+
+
+def _real(storage: Storage, path: str) -> str:
+    return storage.uri(storage.real_path(path))
+
+
+def views_of(main: TableHandle) -> list[str]:
+    """The folders of the views whose main table is ``main``: the linked views that exist and whose definition
+    names this very folder. A copy of a main table's folder carries its link file along; the copy is not the
+    views' main table (they never cover its rows), so its queries, loads and DROP TABLE leave them alone."""
+    here = _real(main.storage, main.path)
+    out = []
+    for path in linked_views(main):
+        try:
+            if not TableHandle.exists(path) or not is_view(path):
+                continue
+            storage, folder = Storage.for_path(definition(path).main_path)
+            if _real(storage, folder) == here:
+                out.append(path)
+        except (CarbonError, OSError):
+            continue  # a view that cannot be read is no view of this table's
+    return out
 
 
 def _set_links(main: TableHandle, views: list[str]) -> None:
@@ -344,8 +371,11 @@ class Refreshed:
     rows: int  # the view's rows after it
 
 
-def refresh_view(path: str, full: bool = False) -> Refreshed:
-    """Bring the view at ``path`` up to date with its main table (see the module's docstring)."""
+def refresh_view(path: str, full: bool = False, retention_days: float | str | None = None) -> Refreshed:
+    """Bring the view at ``path`` up to date with its main table (see the module's docstring).
+    ``retention_days``: how long the replaced rows' files stay in the view's trash (CLEAN FILES' option,
+    ``carbon.trash.retention.days``, default 7)."""
+    segment_ops.retention_days(retention_days)  # a wrong option is refused before any work
     defn = definition(path)
     vq = defn.parsed
     main = TableHandle.open(defn.main_path)
@@ -370,7 +400,19 @@ def refresh_view(path: str, full: bool = False) -> Refreshed:
     defn.view_segment = _replace_rows(view, rows)
     defn.covered = current
     _save(path, defn)
+    _clean(view, defn.name, retention_days)
     return Refreshed(kind, read, rows.num_rows)
+
+
+def _clean(view: TableHandle, name: str, retention_days: float | str | None) -> None:
+    """CLEAN FILES of the view after a refresh committed. Its failure leaves the refresh standing (the view
+    is fresh, the replaced segment merely stays "Marked for Delete" until the next refresh or CLEAN FILES
+    cleans it), so it warns instead of failing the refresh."""
+    try:
+        segment_ops.clean_files(view, retention=retention_days)
+    except (CarbonError, OSError) as exc:
+        warnings.warn(f"materialized view {name} refreshed, but cleaning the rows it replaced failed: {exc}; "
+                      "they stay until the next refresh or CLEAN FILES on the view", stacklevel=3)
 
 
 def drop_view(path: str) -> ViewDefinition:
@@ -387,7 +429,7 @@ def refresh_after_load(table: TableHandle) -> None:
     """After a committed load into ``table``: refresh its ``on_commit`` views. Never raises (the load is
     committed either way); a view that could not be refreshed stays stale, and a warning says why."""
     try:
-        views = linked_views(table)
+        views = views_of(table)
     except (CarbonError, OSError) as exc:
         warnings.warn(f"materialized views of {table.uri} not refreshed: {exc}", stacklevel=2)
         return

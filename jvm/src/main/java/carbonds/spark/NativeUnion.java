@@ -21,6 +21,7 @@ import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.plans.logical.Union;
@@ -74,9 +75,11 @@ final class NativeUnion extends Rule<LogicalPlan> {
             });
 
     private final SparkSession session;
+    private final ViewRewrite views;
 
     NativeUnion(SparkSession session) {
         this.session = session;
+        this.views = new ViewRewrite(session);
     }
 
     static boolean enabled() {
@@ -94,7 +97,28 @@ final class NativeUnion extends Rule<LogicalPlan> {
         if (rel != null) {
             return rel.options().containsKey(Names.EXPANDED_OPTION) ? rel : union(rel);
         }
+        if (node instanceof Aggregate agg && mixed(agg)) {
+            // a materialized view answers over every segment, external ones too: asked before the relation
+            // becomes a union, which the view rule (a later, pre-CBO rule) no longer recognizes
+            LogicalPlan answered = views.answerWhole(agg);
+            if (answered != null) {
+                return PruneCarbonRelations.mapChildren(answered, this::expand);
+            }
+        }
         return PruneCarbonRelations.mapChildren(node, this::expand);
+    }
+
+    /** Whether {@code agg} reads a whole carbondata table, not yet expanded, that has external segments. */
+    private boolean mixed(Aggregate agg) {
+        if (!ViewRewrite.enabled()) {
+            return false;
+        }
+        DataSourceV2Relation rel = ViewRewrite.wholeRelation(agg);
+        if (rel == null || rel.options().containsKey(Names.EXPANDED_OPTION)) {
+            return false;
+        }
+        byte[] status = tableStatus(session.sparkContext().hadoopConfiguration(), rel.options().get("path"));
+        return status != null && hasExternal(status);
     }
 
     /** The relation as the union of its parts, or the relation marked as needing none. */

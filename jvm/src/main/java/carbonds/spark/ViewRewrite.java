@@ -2,10 +2,12 @@ package carbonds.spark;
 
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 
 import com.fasterxml.jackson.databind.JsonNode;
 
@@ -19,10 +21,18 @@ import org.apache.spark.sql.catalyst.expressions.Coalesce;
 import org.apache.spark.sql.catalyst.expressions.Divide;
 import org.apache.spark.sql.catalyst.expressions.EqualTo;
 import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.GreaterThan;
+import org.apache.spark.sql.catalyst.expressions.GreaterThanOrEqual;
 import org.apache.spark.sql.catalyst.expressions.If;
+import org.apache.spark.sql.catalyst.expressions.In;
+import org.apache.spark.sql.catalyst.expressions.IsNotNull;
+import org.apache.spark.sql.catalyst.expressions.IsNull;
+import org.apache.spark.sql.catalyst.expressions.LessThan;
+import org.apache.spark.sql.catalyst.expressions.LessThanOrEqual;
 import org.apache.spark.sql.catalyst.expressions.Literal;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression;
 import org.apache.spark.sql.catalyst.expressions.NamedExpression$;
+import org.apache.spark.sql.catalyst.expressions.Not;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.expressions.TruncTimestamp;
 import org.apache.spark.sql.catalyst.expressions.aggregate.AggregateExpression;
@@ -44,10 +54,15 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
 import org.apache.spark.sql.internal.SQLConf;
+import org.apache.spark.sql.types.ByteType;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
 import org.apache.spark.sql.types.DecimalType;
+import org.apache.spark.sql.types.IntegerType;
+import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.Metadata;
+import org.apache.spark.sql.types.ShortType;
+import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.StructField;
 import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.types.TimestampType;
@@ -63,12 +78,17 @@ import scala.Option;
  * through a schema call) which views of the table are fresh now: only a table with
  * {@code Metadata/mv_links.json} is asked. A view answers when each grouping expression of the query is one
  * of its grouping columns, or {@code date_trunc} of its timeseries column to the same or a coarser
- * granularity in its time zone; when each conjunct of the Filter reads only its plain grouping columns; and
+ * granularity in its time zone; when each conjunct of the Filter reads only its plain grouping columns, or
+ * is one of the conditions of the view's own WHERE (all of which the query must have, as the Python side
+ * describes them: plain comparisons of integer columns, equalities of string columns, null checks), or is
+ * the {@code isnotnull} Spark infers from such a condition; and
  * when each aggregate is one it keeps (sum, count, count(*), min, max, avg, the last also from a sum and a
  * count of the column). The Aggregate is then rebuilt over the view's rows of the segment whose freshness
  * was checked: sums and counts are summed, min of mins, max of maxes, avg is the summed sum over the summed
  * count. Its outputs keep their expression ids, so nothing above changes. Anything else, or any failure,
- * leaves the plan as it is. The conf {@value Names#CONF_MV_REWRITE} turns it off.
+ * leaves the plan as it is. The conf {@value Names#CONF_MV_REWRITE} turns it off. A mixed table (with
+ * external segments) is asked about earlier, by {@link NativeUnion} before it expands the table's relation
+ * into a union of scans: the view covers those segments too.
  */
 final class ViewRewrite extends Rule<LogicalPlan> {
     private static final Map<String, String> GRANULARITY = Map.ofEntries(
@@ -98,6 +118,25 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         } catch (Exception | LinkageError e) {
             return plan;  // the main table answers, as without a view
         }
+    }
+
+    /** {@code agg} answered from a view, or null; for {@link NativeUnion}, which asks before it expands a
+     * mixed table's relation into a union. */
+    LogicalPlan answerWhole(Aggregate agg) {
+        if (!enabled() || !agg.deterministic()) {
+            return null;
+        }
+        try {
+            return answer(agg);
+        } catch (Exception | LinkageError e) {
+            return null;  // the main table answers, as without a view
+        }
+    }
+
+    /** The carbondata relation {@code agg} reads whole (through a Filter and Projects), or null. */
+    static DataSourceV2Relation wholeRelation(Aggregate agg) {
+        Shape shape = shape(agg);
+        return shape == null ? null : shape.rel();
     }
 
     private LogicalPlan rewrite(LogicalPlan node) throws java.io.IOException {
@@ -284,16 +323,55 @@ final class ViewRewrite extends Rule<LogicalPlan> {
                 onView.put(a.exprId().id(), v);
             }
         }
+        // the view's own WHERE: each of its conditions must be one of the query's, since the view's rows are
+        // exactly the main table's rows meeting them; the query's other conjuncts are on grouping columns, or
+        // the isnotnull(column) Spark infers from a condition that already drops the column's nulls
+        List<Expression> viewWhere = new ArrayList<>();
+        Set<String> nonNull = new HashSet<>();
+        JsonNode where = view.get("where");
+        if (where != null && !where.isNull()) {
+            Map<String, AttributeReference> byName = new HashMap<>();
+            for (AttributeReference a : PruneCarbonRelations.list(shape.rel().output())) {
+                byName.put(a.name().toLowerCase(Locale.ROOT), a);
+            }
+            for (JsonNode w : where) {
+                Expression e = condition(w, byName);
+                if (e == null) {
+                    return null;
+                }
+                viewWhere.add(e);
+                if (!"is null".equals(w.get("op").asText())) {
+                    nonNull.add(w.get("column").asText());
+                }
+            }
+        }
+        boolean[] matched = new boolean[viewWhere.size()];
         List<Expression> newConjuncts = new ArrayList<>();
         for (Expression c : shape.conjuncts()) {
             if (!c.deterministic() || SubqueryExpression.hasSubquery(c)) {
                 return null;
+            }
+            boolean inView = false;
+            for (int i = 0; i < viewWhere.size(); i++) {
+                if (c.semanticEquals(viewWhere.get(i))) {
+                    matched[i] = true;
+                    inView = true;
+                }
+            }
+            if (inView || c instanceof IsNotNull n && n.child() instanceof AttributeReference a
+                    && nonNull.contains(shape.names().get(a.exprId().id()))) {
+                continue;
             }
             Expression mapped = replace(c, onView);
             if (mapped == null) {
                 return null;
             }
             newConjuncts.add(mapped);
+        }
+        for (boolean m : matched) {
+            if (!m) {
+                return null;  // the query keeps rows the view dropped
+            }
         }
         // aggregates
         List<NamedExpression> outputs = new ArrayList<>();
@@ -352,6 +430,81 @@ final class ViewRewrite extends Rule<LogicalPlan> {
             mapped.add(m);
         }
         return value.withNewChildren(PruneCarbonRelations.seq(mapped));
+    }
+
+    /** One condition of the view's WHERE as Spark writes it after optimization, or null when its literals
+     * do not fit the column's type. */
+    private static Expression condition(JsonNode w, Map<String, AttributeReference> byName) {
+        AttributeReference a = byName.get(w.get("column").asText());
+        if (a == null) {
+            return null;
+        }
+        String op = w.get("op").asText();
+        if (op.equals("is null")) {
+            return new IsNull(a);
+        }
+        if (op.equals("is not null")) {
+            return new IsNotNull(a);
+        }
+        List<Expression> values = new ArrayList<>();
+        for (JsonNode v : w.get("values")) {
+            Literal l = literal(v, a.dataType());
+            if (l == null) {
+                return null;
+            }
+            if (values.stream().noneMatch(x -> x.semanticEquals(l))) {
+                values.add(l);  // Spark's OptimizeIn drops repeated values
+            }
+        }
+        if (values.isEmpty()) {
+            return null;
+        }
+        Expression v = values.get(0);
+        return switch (op) {
+            case "=" -> new EqualTo(a, v);
+            case "!=" -> new Not(new EqualTo(a, v));
+            case "<" -> new LessThan(a, v);
+            case "<=" -> new LessThanOrEqual(a, v);
+            case ">" -> new GreaterThan(a, v);
+            case ">=" -> new GreaterThanOrEqual(a, v);
+            // OptimizeIn makes a one-value IN an equality
+            case "in" -> values.size() == 1 ? new EqualTo(a, v) : new In(a, PruneCarbonRelations.seq(values));
+            default -> null;
+        };
+    }
+
+    private static Literal literal(JsonNode v, DataType type) {
+        if (type instanceof StringType) {
+            return v.isTextual() ? Literal.create(v.asText(), type) : null;
+        }
+        if (!v.isIntegralNumber()) {
+            return null;
+        }
+        java.math.BigInteger n = v.bigIntegerValue();
+        long lo;
+        long hi;
+        if (type instanceof ByteType) {
+            lo = Byte.MIN_VALUE;
+            hi = Byte.MAX_VALUE;
+        } else if (type instanceof ShortType) {
+            lo = Short.MIN_VALUE;
+            hi = Short.MAX_VALUE;
+        } else if (type instanceof IntegerType) {
+            lo = Integer.MIN_VALUE;
+            hi = Integer.MAX_VALUE;
+        } else if (type instanceof LongType) {
+            lo = Long.MIN_VALUE;
+            hi = Long.MAX_VALUE;
+        } else {
+            return null;
+        }
+        if (n.compareTo(java.math.BigInteger.valueOf(lo)) < 0 || n.compareTo(java.math.BigInteger.valueOf(hi)) > 0) {
+            return null;
+        }
+        long x = n.longValue();
+        Object value = type instanceof ByteType ? (Object) (byte) x : type instanceof ShortType ? (Object) (short) x
+                : type instanceof IntegerType ? (Object) (int) x : (Object) x;
+        return Literal.create(value, type);
     }
 
     /** Whether rows grouped by {@code view}'s truncation can be grouped again by {@code query}'s. */
