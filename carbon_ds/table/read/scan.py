@@ -132,14 +132,7 @@ def open_source(path: str | os.PathLike | TableHandle | Snapshot, segments=None)
     table = path if isinstance(path, TableHandle) else open_table(path)
     if table is not None:
         details = table.load_details()
-        found, committed, key = _table_files(table, segments, details)
-        for f in found:
-            if f.file_format != COLUMNAR and f.external is None:
-                raise CarbonTableError(
-                    f"segment {f.segment_id} has format {f.file_format!r} but no reading details"
-                )
-        files = [(f.path, f.segment_id) for f in found]
-        external = {f.path: f.external for f in found if f.external is not None}
+        found, files, external, committed, key = _table_files(table, segments, details)
         return Snapshot(table.storage, table.schema, files, table.uri, table, external, deletes=table.deletes(details),
                         data_files=found, details=details, committed=committed, snapshot_key=key)
     text = os.fspath(path)
@@ -160,8 +153,10 @@ _RESOLVED = CommittedCache(max_entries=64)  # a snapshot's index entries by segm
 
 
 def _table_files(table: TableHandle, segments, details: list[LoadDetail]
-                 ) -> tuple[list[DataFile], dict[str, tuple], tuple | None]:
-    """(files, committed keys, snapshot key or None) of ``table.files(segments, details)``."""
+                 ) -> tuple[list[DataFile], list[tuple[str, str | None]], dict[str, ExternalRef], dict[str, tuple],
+                            tuple | None]:
+    """(data files, (path, segment) of each, how to read the external ones, committed keys, snapshot key or
+    None) of ``table.files(segments, details)``."""
     key = None
     if table.storage.is_local:
         wanted = parse_segment_ids(segments)
@@ -169,13 +164,19 @@ def _table_files(table: TableHandle, segments, details: list[LoadDetail]
                tuple(map(entry_identity, details)))
         hit = _SNAPSHOTS.get(key)
         if hit is not None:
-            return list(hit[0]), dict(hit[1]), key
+            found, files, committed = hit
+            return list(found), list(files), {}, dict(committed), key
     found = table.files(segments, details)
+    for f in found:
+        if f.file_format != COLUMNAR and f.external is None:
+            raise CarbonTableError(f"segment {f.segment_id} has format {f.file_format!r} but no reading details")
+    files = [(f.path, f.segment_id) for f in found]
+    external = {f.path: f.external for f in found if f.external is not None}
     committed, every = committed_keys(table, segments, details, found)
-    if key is not None and every:
-        _SNAPSHOTS.put(key, (tuple(found), dict(committed)))
-        return found, committed, key
-    return found, committed, None
+    if key is not None and every and not external:
+        _SNAPSHOTS.put(key, (tuple(found), tuple(files), dict(committed)))
+        return found, files, external, committed, key
+    return found, files, external, committed, None
 
 
 def committed_keys(table: TableHandle, segments, details: list[LoadDetail], found: list[DataFile]
@@ -310,7 +311,7 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
     expr = pruning.as_expr(filter, source.schema, source.uri)
     deletes = source.deletes
     recorded = {f.path: f.rows for f in source.data_files if f.rows is not None and f.external is not None
-                and (deletes is None or deletes.status_of(f.path, f.segment_id) is None)}
+                and (deletes is None or deletes.status_of(f.path, f.segment_id) is None)} if source.external else {}
     if planned is None and recorded and isinstance(expr, AlwaysTrue):
         # external Parquet/ORC files without deleted rows count from the row counts ADD SEGMENT recorded
         # (checked against their size and mtime when listed): none is opened
@@ -321,7 +322,7 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
     p = planned if planned is not None else plan(source, expr)
     if isinstance(expr, AlwaysTrue) and p.exact_rows is not None:
         # metadata only: the index row counts less each block's committed deleted rows
-        return p.exact_rows - _deleted_by_index(p)
+        return p.exact_rows - (_deleted_by_index(p) if deletes is not None else 0)
     if not p.pieces:
         return 0
     cols = sorted(expr.columns())[:1] if not isinstance(expr, AlwaysTrue) else []
