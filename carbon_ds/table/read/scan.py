@@ -315,7 +315,7 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
     if planned is None and recorded and isinstance(expr, AlwaysTrue):
         # external Parquet/ORC files without deleted rows count from the row counts ADD SEGMENT recorded
         # (checked against their size and mtime when listed): none is opened
-        rest = replace(source, files=[f for f in source.files if f[0] not in recorded],
+        rest = replace(source, snapshot_key=None, files=[f for f in source.files if f[0] not in recorded],
                        external={k: v for k, v in source.external.items() if k not in recorded},
                        data_files=[f for f in source.data_files if f.path not in recorded])
         return sum(recorded.values()) + (count(rest) if rest.files else 0)
