@@ -10,6 +10,7 @@ from carbon_ds.format.index import parse_index
 from carbon_ds.fs import Storage, basename, norm_path
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import segment_file as segfiles
+from carbon_ds.table.meta.committed_cache import CommittedCache, in_segment_folder, segment_key
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT, INDEX_EXT, is_data_file, owned_by_index
 from carbon_ds.table.meta.signed_cache import SignedCache, sign
 from carbon_ds.table.meta.tablestatus import STREAMING, STREAMING_FINISH, LoadDetail
@@ -137,6 +138,9 @@ def _listed_files(table: TableHandle, seg: segfiles.SegmentFile, fmt: str
 # A carbondata segment's files by its segment file, while the segment file, its folders and the files are
 # unchanged (meta.signed_cache): the checks of a segment file against its folders run once per process.
 _LISTED = SignedCache(max_entries=100_000)
+# The same by the segment's tablestatus entry alone, for segments whose files are all in the segment's own
+# folder (meta.committed_cache): no file is looked at while the entry is unchanged.
+_COMMITTED = CommittedCache(max_entries=100_000)
 
 
 def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFile]) -> list[DataFile]:
@@ -147,9 +151,15 @@ def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
     if not detail.segment_file or fmt != COLUMNAR or not table.storage.is_local:
         return _segment_files(table, detail, data_file, fmt)
     storage = table.storage
+    committed = segment_key(table, detail)
+    if committed is not None:
+        hit = _COMMITTED.get((committed, data_file))
+        if hit is not None:
+            return list(hit)
     key = (table.path, detail.name, detail.segment_file, detail.data_size, data_file)
     hit = _LISTED.get(storage, key)
     if hit is not None:
+        _keep_committed(table, detail, committed, data_file, hit)
         return list(hit)
     seg_path = Storage.join(segfiles.segments_dir(table.path), detail.segment_file)
     before = sign(storage, [seg_path, segfiles.segment_dir(table.path, detail.name)])
@@ -157,7 +167,14 @@ def segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFi
     after = sign(storage, [f.path for f in files])
     if before is not None and after is not None and all(f.external is None for f in files):
         _LISTED.put_signed(key, before + after, tuple(files))
+        _keep_committed(table, detail, committed, data_file, tuple(files))
     return files
+
+
+def _keep_committed(table: TableHandle, detail: LoadDetail, committed: tuple | None, data_file: type,
+                    files: tuple) -> None:
+    if committed is not None and in_segment_folder(table.path, detail.name, [f.path for f in files]):
+        _COMMITTED.put((committed, data_file), files)
 
 
 def _segment_files(table: TableHandle, detail: LoadDetail, data_file: type[DataFile], fmt: str) -> list[DataFile]:

@@ -468,7 +468,7 @@ class Deletes:
 def for_table(storage: Storage, table_path: str, entries: list[LoadDetail]) -> Deletes | None:
     name = committed_status_name(entries)
     if name is None:
-        updated = [e.name for e in entries if e.readable and e.update_delta_end]
+        updated = [e.name for e in entries if e.update_delta_end and e.readable]
         if updated:  # a DELETE / UPDATE committed: its update status file must be named
             raise CarbonFormatError(
                 f"tablestatus records deletes or updates of segments {', '.join(updated[:5])} "

@@ -67,6 +67,8 @@ def _max_id(names: Iterable[str], start: int = -1) -> int:
 
 def _parsed(items: list[tuple[dict, str]], where: str) -> tuple[list[str], list[SharedLoadDetail]]:
     details = [SharedLoadDetail.seal(LoadDetail.from_json(obj, where)) for obj, _t in items]
+    for d, (_o, t) in zip(details, items, strict=True):
+        d.__dict__["_identity"] = t  # the entry as stored (meta.committed_cache)
     return [t for _o, t in items], details
 
 

@@ -129,6 +129,7 @@ class LoadDetail:
         out = LoadDetail.__new__(LoadDetail)
         out.__dict__.update(self.__dict__)
         out.__dict__.pop("_sealed", None)
+        out.__dict__.pop("_identity", None)  # the text as read (meta.committed_cache): a copy may change
         out.other = dict(self.other)
         return out
 

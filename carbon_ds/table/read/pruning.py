@@ -33,6 +33,7 @@ from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar
 from carbon_ds.table.meta import column_map
+from carbon_ds.table.meta.committed_cache import CommittedCache
 from carbon_ds.table.meta.deltas import Deletes, FileDeletes
 from carbon_ds.table.meta.handle import DataFile
 from carbon_ds.table.meta.naming import COLUMNAR, INDEX_EXT, MERGE_INDEX_EXT
@@ -232,16 +233,25 @@ def read_index_file(storage: Storage, path: str, size: int, mtime: int | None,
 # What a folder's index files say, while the folder and those files are unchanged (meta.signed_cache): a
 # query over thousands of segments lists and reads none of them again.
 _FOLDERS = SignedCache(max_entries=100_000)
+# The same by the folder's segment's tablestatus entry (meta.committed_cache), looked up without a stat.
+_COMMITTED = CommittedCache(max_entries=100_000)
 
 
 def folder_index(storage: Storage, folder: str, table_columns: list[ColumnSchema] | None = None,
-                 columns_key: tuple | None = None) -> dict[str, FileEntry]:
+                 columns_key: tuple | None = None, committed: tuple | None = None) -> dict[str, FileEntry]:
     """Every data file named by the index files in ``folder`` (merge index files first); the result is
     shared (cached): callers do not change it. ``columns_key``: ``column_map.table_key(table_columns)``,
-    when the caller has it (a plan over thousands of folders makes it once)."""
+    when the caller has it (a plan over thousands of folders makes it once). ``committed``: the
+    ``committed_cache.segment_key`` of the committed segment whose own folder ``folder`` is."""
     key = (storage.uri(folder), column_map.table_key(table_columns) if columns_key is None else columns_key)
+    if committed is not None:
+        hit = _COMMITTED.get((committed, key))
+        if hit is not None:
+            return hit
     hit = _FOLDERS.get(storage, key)
     if hit is not None:
+        if committed is not None:
+            _COMMITTED.put((committed, key), hit)
         return hit
     before = sign(storage, [folder])
     found: dict[str, FileEntry] = {}
@@ -256,20 +266,26 @@ def folder_index(storage: Storage, folder: str, table_columns: list[ColumnSchema
     signed = sign(storage, [f.path for f in listing])
     if before is not None and signed is not None:
         _FOLDERS.put_signed(key, before + signed, found)
+        if committed is not None:
+            _COMMITTED.put((committed, key), found)
     return found
 
 
 def index_claims(storage: Storage, files: list[tuple[str, str | None]],
-                 table_columns: list[ColumnSchema] | None = None) -> dict[str, IndexClaim]:
+                 table_columns: list[ColumnSchema] | None = None,
+                 committed: dict[str, tuple] | None = None) -> dict[str, IndexClaim]:
     """What the index files in each file's folder say of it (path -> claim), for reads that take files
-    whole and do not plan by the index: the footer is still checked against it when the file is opened."""
+    whole and do not plan by the index: the footer is still checked against it when the file is opened.
+    ``committed``: as ``plan_files`` takes it."""
     folders: dict[str, dict[str, FileEntry]] = {}
     out: dict[str, IndexClaim] = {}
     columns_key = column_map.table_key(table_columns)
-    for path, _seg in files:
+    committed = committed or {}
+    for path, seg in files:
         folder = dirname(path)
         if folder not in folders:
-            folders[folder] = folder_index(storage, folder, table_columns, columns_key)
+            folders[folder] = folder_index(storage, folder, table_columns, columns_key,
+                                           committed.get(seg) if seg is not None else None)
         entry = folders[folder].get(posixpath.basename(path))
         claim = entry.claim() if entry is not None else None
         if claim is not None:
@@ -278,12 +294,14 @@ def index_claims(storage: Storage, files: list[tuple[str, str | None]],
 
 
 def file_pieces(storage: Storage, files: list[DataFile], table_columns: list[ColumnSchema] | None = None,
-                deletes: Deletes | None = None, claims: bool = True) -> list[Piece]:
+                deletes: Deletes | None = None, claims: bool = True,
+                committed: dict[str, tuple] | None = None) -> list[Piece]:
     """A whole-file piece of each of ``files``, for reads that take files whole without pruning (a table's
     every row, compaction): each carries its committed ``deletes`` and, with ``claims``, what the index
-    says of a carbondata file (its footer is checked against it when it is opened)."""
+    says of a carbondata file (its footer is checked against it when it is opened). ``committed``: as
+    ``plan_files`` takes it."""
     columnar = [(f.path, f.segment_id) for f in files if f.file_format == COLUMNAR]
-    said = index_claims(storage, columnar, table_columns) if claims else {}
+    said = index_claims(storage, columnar, table_columns, committed) if claims else {}
     return [Piece(f.path, None, f.segment_id, None, f.external if f.file_format != COLUMNAR else None,
                   said.get(f.path), file_deletes(deletes, f.path, f.segment_id)) for f in files]
 
@@ -390,20 +408,34 @@ def _segment_stats(entries: list[tuple[str, FileEntry]]) -> S.Stats:
     return entries[0][1].file_stats() if len(entries) == 1 else S.merge(e.file_stats() for _p, e in entries)
 
 
+Resolved = list[tuple[str | None, list[tuple[str, FileEntry]]]]  # (segment id, [(path, its index entry)])
+
+
 def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr,
                use_index: bool = True, external: dict | None = None, schema: pa.Schema | None = None,
-               table_columns: list[ColumnSchema] | None = None, deletes: Deletes | None = None) -> Plan:
+               table_columns: list[ColumnSchema] | None = None, deletes: Deletes | None = None,
+               committed: dict[str, tuple] | None = None) -> Plan:
     """Prune (segment, file, blocklet) for ``files`` = [(path, segment id or None), ...]; files in
     ``external`` (path -> ExternalRef) are pruned by their own units' statistics (row groups, stripes).
-    Each piece kept carries its file's committed ``deletes``."""
+    Each piece kept carries its file's committed ``deletes``. ``committed``: segment id ->
+    ``committed_cache.segment_key``, for segments whose files all lie in their own folder."""
+    resolved = resolve(storage, files, use_index, external, schema, table_columns, committed)
+    return plan_resolved(resolved, expr, deletes)
+
+
+def resolve(storage: Storage, files: list[tuple[str, str | None]], use_index: bool = True,
+            external: dict | None = None, schema: pa.Schema | None = None,
+            table_columns: list[ColumnSchema] | None = None, committed: dict[str, tuple] | None = None
+            ) -> Resolved:
+    """Each file's index entry (its footer's without one), by segment: what ``plan_resolved`` prunes."""
+    committed = committed or {}
     external = external or {}
-    plan = Plan()
-    counts = plan.counts
     by_segment: dict[str | None, list[str]] = {}
     for path, seg in files:
         by_segment.setdefault(seg, []).append(path)
     folders: dict[str, dict[str, FileEntry]] = {}
     columns_key = column_map.table_key(table_columns)
+    out: Resolved = []
     for seg, paths in by_segment.items():
         entries = []
         for path in paths:
@@ -414,14 +446,25 @@ def plan_files(storage: Storage, files: list[tuple[str, str | None]], expr: Expr
             if use_index:
                 folder = dirname(path)
                 if folder not in folders:
-                    folders[folder] = folder_index(storage, folder, table_columns, columns_key)
+                    folders[folder] = folder_index(storage, folder, table_columns, columns_key,
+                                                   committed.get(seg) if seg is not None else None)
                 entry = folders[folder].get(posixpath.basename(path))
             if entry is None:
                 entry = _footer_entry(storage, path, table_columns)
             entries.append((path, entry))
+        out.append((seg, entries))
+    return out
+
+
+def plan_resolved(resolved: Resolved, expr: Expr, deletes: Deletes | None = None) -> Plan:
+    """The plan of ``resolve``'s entries for ``expr``, each piece carrying its file's committed ``deletes``."""
+    plan = Plan()
+    counts = plan.counts
+    pruned = not isinstance(expr, AlwaysTrue)
+    for seg, entries in resolved:
         if seg is not None:
             counts.segments_total += 1
-            if not isinstance(expr, AlwaysTrue) and not might_match(expr, S.lookup(_segment_stats(entries))):
+            if pruned and not might_match(expr, S.lookup(_segment_stats(entries))):
                 for _p, e in entries:  # still count what the segment held
                     _count_all(e, counts)
                 continue

@@ -12,10 +12,13 @@ from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.readers.external.base import ExternalRef
+from carbon_ds.table.meta import column_map, validity
+from carbon_ds.table.meta.committed_cache import CommittedCache, entry_identity, segment_key
 from carbon_ds.table.meta.deltas import Deletes
-from carbon_ds.table.meta.handle import DataFile, TableHandle, resolve_columns
+from carbon_ds.table.meta.handle import DataFile, TableHandle, parse_segment_ids, resolve_columns
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
 from carbon_ds.table.meta.partitioning import HivePartitioning, IdPartitioning
+from carbon_ds.table.meta.segment_file import segment_dir
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.hive_pruning import prune_files
@@ -40,6 +43,10 @@ class Snapshot:
     deletes: Deletes | None = None  # committed delete deltas of the same tablestatus version as ``files``
     data_files: list[DataFile] = field(default_factory=list)  # a table's files with their formats
     details: list[LoadDetail] | None = None  # the tablestatus version a table's snapshot was taken from
+    # segment id -> its committed_cache.segment_key, for segments whose files all lie in their own folder
+    committed: dict[str, tuple] = field(default_factory=dict)
+    # the table-level key of ``files`` when every read segment is a committed one of the table's own folders
+    snapshot_key: tuple | None = None
 
     @property
     def columns(self):
@@ -125,16 +132,9 @@ def open_source(path: str | os.PathLike | TableHandle | Snapshot, segments=None)
     table = path if isinstance(path, TableHandle) else open_table(path)
     if table is not None:
         details = table.load_details()
-        found = table.files(segments, details)
-        for f in found:
-            if f.file_format != COLUMNAR and f.external is None:
-                raise CarbonTableError(
-                    f"segment {f.segment_id} has format {f.file_format!r} but no reading details"
-                )
-        files = [(f.path, f.segment_id) for f in found]
-        external = {f.path: f.external for f in found if f.external is not None}
+        found, files, external, committed, key = _table_files(table, segments, details)
         return Snapshot(table.storage, table.schema, files, table.uri, table, external, deletes=table.deletes(details),
-                      data_files=found, details=details)
+                        data_files=found, details=details, committed=committed, snapshot_key=key)
     text = os.fspath(path)
     if segments is not None:
         raise CarbonOptionError(f"segments={segments!r} given, but {text} has no Metadata/tablestatus")
@@ -142,6 +142,66 @@ def open_source(path: str | os.PathLike | TableHandle | Snapshot, segments=None)
     if not files:
         raise no_data_error(text)
     return Snapshot(storage, _bare_schema(storage, files[0][0]), [(p, None) for p, _ in files], text)
+
+
+# A table's readable files (and their segments' keys) by every tablestatus entry as stored, when each segment
+# read qualifies for meta.committed_cache; and the unfiltered plan of such a snapshot without deletes. A
+# query of an unchanged table then costs one read of the status file and no look at any segment.
+_SNAPSHOTS = CommittedCache(max_entries=64)
+_WHOLE_PLANS = CommittedCache(max_entries=64)
+_RESOLVED = CommittedCache(max_entries=64)  # a snapshot's index entries by segment (pruning.resolve)
+
+
+def _table_files(table: TableHandle, segments, details: list[LoadDetail]
+                 ) -> tuple[list[DataFile], list[tuple[str, str | None]], dict[str, ExternalRef], dict[str, tuple],
+                            tuple | None]:
+    """(data files, (path, segment) of each, how to read the external ones, committed keys, snapshot key or
+    None) of ``table.files(segments, details)``."""
+    key = None
+    if table.storage.is_local:
+        wanted = parse_segment_ids(segments)
+        key = (table.path, table.table_id, tuple(wanted) if wanted is not None else None,
+               tuple(map(entry_identity, details)))
+        hit = _SNAPSHOTS.get(key)
+        if hit is not None:
+            found, files, committed = hit
+            return list(found), list(files), {}, dict(committed), key
+    found = table.files(segments, details)
+    for f in found:
+        if f.file_format != COLUMNAR and f.external is None:
+            raise CarbonTableError(f"segment {f.segment_id} has format {f.file_format!r} but no reading details")
+    files = [(f.path, f.segment_id) for f in found]
+    external = {f.path: f.external for f in found if f.external is not None}
+    committed, every = committed_keys(table, segments, details, found)
+    if key is not None and every and not external:
+        _SNAPSHOTS.put(key, (tuple(found), tuple(files), dict(committed)))
+        return found, files, external, committed, key
+    return found, files, external, committed, None
+
+
+def committed_keys(table: TableHandle, segments, details: list[LoadDetail], found: list[DataFile]
+                   ) -> tuple[dict[str, tuple], bool]:
+    """(segment id -> ``committed_cache.segment_key`` of the read segments whose files all lie in their own
+    folder (their index entries are then kept by the entry: meta.committed_cache), whether every read
+    segment is one)."""
+    keys = {}
+    every = True
+    for d in map(validity.as_read, table.selected(segments, details)):
+        key = segment_key(table, d)
+        if key is not None:
+            keys[d.name] = key
+        else:
+            every = False
+    prefixes: dict[str, str] = {}
+    for f in found:
+        if f.segment_id in keys:
+            prefix = prefixes.get(f.segment_id)
+            if prefix is None:
+                prefix = prefixes[f.segment_id] = segment_dir(table.path, f.segment_id).rstrip("/") + "/"
+            if not f.path.startswith(prefix) or "/" in f.path[len(prefix):]:
+                del keys[f.segment_id]
+                every = False
+    return keys, every
 
 
 def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, segments=None) -> pa.Table:
@@ -155,7 +215,8 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
     cols = table.columns
     # every file whole: each footer checked against its index entry, read from the trash when CLEAN FILES
     # has moved it since the snapshot was taken
-    pieces = pruning.file_pieces(table.storage, source.data_files, cols, source.deletes)
+    pieces = pruning.file_pieces(table.storage, source.data_files, cols, source.deletes,
+                                 committed=source.committed)
     tables = []
     for piece, o in TaskReader(table.storage, cols, table.path).tasks(pieces):
         if o is None:  # deletes of an external file are applied by its reader (units, not pages)
@@ -171,14 +232,38 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
 def plan(source: Snapshot, expr: Expr, with_deletes: bool = True) -> pruning.Plan:
     """The pieces of ``source`` that ``expr`` may match, each carrying its committed deletes (unless
     ``with_deletes`` is False: a plan only measured, never read, reads no delta file)."""
+    whole = (source.snapshot_key is not None and isinstance(expr, AlwaysTrue) and source.table is not None
+             and (source.deletes is None or not with_deletes) and source.table.partitioning is None)
+    if whole:
+        hit = _WHOLE_PLANS.get((source.snapshot_key, column_map.table_key(source.columns)))
+        if hit is not None:
+            return _copy_plan(hit)
     kept = partition_pruned(source, expr)
-    p = pruning.plan_files(source.storage, kept, expr, use_index=source.table is not None,
-                           external=source.external, schema=source.schema, table_columns=source.columns,
-                           deletes=source.deletes if with_deletes else None)
+    deletes = source.deletes if with_deletes else None
+    if source.snapshot_key is not None and source.partitions is None and len(kept) == len(source.files):
+        # every file of a snapshot of committed segments: their entries as resolved by an earlier plan
+        key = (source.snapshot_key, column_map.table_key(source.columns))
+        resolved = _RESOLVED.get(key)
+        if resolved is None:
+            resolved = pruning.resolve(source.storage, kept, True, source.external, source.schema, source.columns,
+                                       source.committed)
+            _RESOLVED.put(key, resolved)
+        p = pruning.plan_resolved(resolved, expr, deletes)
+    else:
+        p = pruning.plan_files(source.storage, kept, expr, use_index=source.table is not None,
+                               external=source.external, schema=source.schema, table_columns=source.columns,
+                               deletes=deletes, committed=source.committed)
     p.partitions = source.partitions
     if source.partitions is not None:  # files skipped by partition id still count as the table's files
         p.counts.files_total += len(source.files) - len(kept)
+    if whole:
+        _WHOLE_PLANS.put((source.snapshot_key, column_map.table_key(source.columns)), _copy_plan(p))
     return p
+
+
+def _copy_plan(p: pruning.Plan) -> pruning.Plan:
+    """A plan callers may change (the pieces and index entries themselves are never changed)."""
+    return pruning.Plan(list(p.pieces), replace(p.counts), p.exact_rows, p.partitions, dict(p.entries))
 
 
 def partition_pruned(source: Snapshot, expr: Expr) -> list[tuple[str, str | None]]:
@@ -226,18 +311,18 @@ def count(path, filter=None, segments=None, planned: pruning.Plan | None = None)
     expr = pruning.as_expr(filter, source.schema, source.uri)
     deletes = source.deletes
     recorded = {f.path: f.rows for f in source.data_files if f.rows is not None and f.external is not None
-                and (deletes is None or deletes.status_of(f.path, f.segment_id) is None)}
+                and (deletes is None or deletes.status_of(f.path, f.segment_id) is None)} if source.external else {}
     if planned is None and recorded and isinstance(expr, AlwaysTrue):
         # external Parquet/ORC files without deleted rows count from the row counts ADD SEGMENT recorded
         # (checked against their size and mtime when listed): none is opened
-        rest = replace(source, files=[f for f in source.files if f[0] not in recorded],
+        rest = replace(source, snapshot_key=None, files=[f for f in source.files if f[0] not in recorded],
                        external={k: v for k, v in source.external.items() if k not in recorded},
                        data_files=[f for f in source.data_files if f.path not in recorded])
         return sum(recorded.values()) + (count(rest) if rest.files else 0)
     p = planned if planned is not None else plan(source, expr)
     if isinstance(expr, AlwaysTrue) and p.exact_rows is not None:
         # metadata only: the index row counts less each block's committed deleted rows
-        return p.exact_rows - _deleted_by_index(p)
+        return p.exact_rows - (_deleted_by_index(p) if deletes is not None else 0)
     if not p.pieces:
         return 0
     cols = sorted(expr.columns())[:1] if not isinstance(expr, AlwaysTrue) else []
