@@ -117,8 +117,10 @@ final class NativeUnion extends Rule<LogicalPlan> {
         if (rel == null || rel.options().containsKey(Names.EXPANDED_OPTION)) {
             return false;
         }
-        byte[] status = tableStatus(session.sparkContext().hadoopConfiguration(), rel.options().get("path"));
-        return status != null && hasExternal(status);
+        String path = rel.options().get("path");
+        LiveStatus.Metadata metadata = path == null ? null
+                : metadata(session.sparkContext().hadoopConfiguration(), path);
+        return metadata != null && metadata.status() != null && hasExternal(metadata.status());
     }
 
     /** The relation as the union of its parts, or the relation marked as needing none. */
