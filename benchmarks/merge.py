@@ -3,7 +3,7 @@
 The same rows go into a carbon-ds table and a Delta table (the ``deltalake`` package, ``pip install
 carbon-ds[bench]``); the same source (1% of the ids with new values, 0.1% new ids) is merged into fresh
 copies of both with "update all when matched, insert all when not matched": carbon-ds joined in pyarrow
-(``CarbonTable.merge``), carbon-ds's Spark MERGE (``carbon_ds.spark.merge_into``: for this statement the
+(``CarbonTable.merge``), carbon-ds's Spark MERGE (``carbon_ds.spark.statements.merge_into``: for this statement the
 source is collected and joined in pyarrow), the same with the join forced into Spark (conf
 ``carbon_ds.merge.driverJoinRows=0``; ``--no-spark`` skips both), and delta-rs (``DeltaTable.merge``). The
 runs are interleaved, each on its own fresh copy (the copy is not timed); reported: median of ``--repeat`` times, the ratio to delta-rs, and the rows each engine wrote
@@ -86,7 +86,7 @@ def main() -> None:
 
     def carbon_spark(path: str) -> dict:
         from carbon_ds.ddl.statement_parser import MergeClause
-        from carbon_ds.spark.merge_into import spark_merge
+        from carbon_ds.spark.statements.merge_into import spark_merge
 
         clauses = [MergeClause(True, "update", None, None), MergeClause(False, "insert", None, None)]
         m = spark_merge(spark, CarbonTable.open(path), spark_source, "target.id = source.id", clauses)
@@ -94,7 +94,7 @@ def main() -> None:
                 "inserted": m.rows_inserted}
 
     def carbon_spark_join(path: str) -> dict:
-        from carbon_ds.spark.merge_into import CONF_DRIVER_ROWS
+        from carbon_ds.spark.statements.merge_into import CONF_DRIVER_ROWS
 
         spark.conf.set(CONF_DRIVER_ROWS, "0")  # the target's keys and positions read into Spark and joined there
         try:

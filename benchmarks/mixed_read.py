@@ -150,7 +150,7 @@ def main() -> None:
     formats = [f.strip() for f in args.formats.split(",") if f.strip()]
     data = tq.generate(args.sf, os.path.join(args.out, f"data-sf{args.sf:g}"))
     spark = spark_session(args.memory, extension=not args.no_extension)
-    from carbon_ds.spark.extension import extension_active
+    from carbon_ds.spark.bridge.extension import extension_active
 
     plain = extension_active(spark)
     try:

@@ -49,9 +49,9 @@ __version__ = "0.1.0"
 
 # Imported on first use so that `import carbon_ds` stays cheap and never pulls in pyspark.
 _LAZY = {
-    "register": "carbon_ds.spark.front_door",
+    "register": "carbon_ds.spark.statements.front_door",
     "read": "carbon_ds.spark.session",
-    "write": "carbon_ds.spark.dataframe_write",
+    "write": "carbon_ds.spark.writes.dataframe_write",
     "explain": "carbon_ds.api",
     "read_table": "carbon_ds.api",
     "scan": "carbon_ds.api",
@@ -61,9 +61,9 @@ _LAZY = {
     "HashPartition": "carbon_ds.table.table",
     "RangePartition": "carbon_ds.table.table",
     "ListPartition": "carbon_ds.table.table",
-    "sql": "carbon_ds.spark.front_door",
-    "optimize": "carbon_ds.spark.query",
-    "configure_spark": "carbon_ds.spark.front_door",
+    "sql": "carbon_ds.spark.statements.front_door",
+    "optimize": "carbon_ds.spark.python_rewrite.query",
+    "configure_spark": "carbon_ds.spark.statements.front_door",
     "SqlExpr": "carbon_ds.expressions.values",
     "CarbonDataFile": "carbon_ds.readers.carbon_file",
     "CarbonWriter": "carbon_ds.writers.carbon_file_writer",

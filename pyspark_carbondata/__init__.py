@@ -1,5 +1,5 @@
 """Spark imports top-level ``pyspark_*`` modules and registers their ``DefaultSource`` in every session."""
 
-from carbon_ds.spark.datasource import CarbonDataSource as DefaultSource
+from carbon_ds.spark.source.datasource import CarbonDataSource as DefaultSource
 
 __all__ = ["DefaultSource"]

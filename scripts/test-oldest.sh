@@ -32,7 +32,7 @@ wheel=$(bash scripts/build-wheel.sh)
 cd tests
 "$root/$venv/bin/python" -c 'import carbon_ds, pyarrow, pandas, polars, duckdb, pyspark
 assert "site-packages" in carbon_ds.__file__, carbon_ds.__file__
-from carbon_ds.spark.extension import jar_path
+from carbon_ds.spark.bridge.extension import jar_path
 assert jar_path() is not None and "site-packages" in str(jar_path()), jar_path()
 print(">> oldest:", "pyarrow", pyarrow.__version__, "pandas", pandas.__version__, "polars", polars.__version__,
       "duckdb", duckdb.__version__, "pyspark", pyspark.__version__, "carbon-ds from", carbon_ds.__file__)'

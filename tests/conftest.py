@@ -51,7 +51,7 @@ def spark(tmp_path_factory):
     from pyspark.sql import SparkSession
 
     import carbon_ds
-    from carbon_ds.spark.extension import jar_path
+    from carbon_ds.spark.bridge.extension import jar_path
 
     # Python workers must use this interpreter (the one with pyarrow and carbon-ds), not whatever is on PATH
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -79,7 +79,7 @@ def spark(tmp_path_factory):
 
 
 def _need_extension_jar() -> None:
-    from carbon_ds.spark.extension import jar_path
+    from carbon_ds.spark.bridge.extension import jar_path
 
     if jar_path() is None:
         if os.environ.get("CI"):  # CI builds the jar (scripts/setup.sh): its absence is a failure there
@@ -97,7 +97,7 @@ def extension_jar() -> None:
 def ext(spark):
     """The session's Spark with the Catalyst extension active and carbon-ds registered."""
     import carbon_ds
-    from carbon_ds.spark.extension import extension_active
+    from carbon_ds.spark.bridge.extension import extension_active
 
     _need_extension_jar()
     assert extension_active(spark)

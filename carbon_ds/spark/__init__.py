@@ -1,2 +1,16 @@
-"""Spark 4: the ``carbondata`` data source, DELETE/UPDATE evaluated by Spark, the ``carbon_ds.sql`` runner,
-its table catalog and the Spark-native read of external segments. Everything here imports pyspark."""
+"""Spark 4. Everything here imports pyspark. Rooms by job:
+
+- ``source/``: the ``carbondata`` data source (batch reads, the version a query reads, partial counts and
+  partition values computed by read tasks);
+- ``bridge/``: the Python side of the Catalyst extension (jvm/src): configuring a session with it, and the
+  answers its rules ask for (read plans, Spark-native reads of external segments, fresh materialized views);
+- ``statements/``: ``carbon_ds.sql`` and the ``spark.sql`` front door: CarbonData's statements, the table
+  catalog, DELETE / UPDATE / MERGE, materialized views and compaction run by Spark;
+- ``streaming/``: the Structured Streaming sink and source;
+- ``writes/``: DataFrame writes and the driver process a write belongs to;
+- ``python_rewrite/``: what a session without the extension gets instead of its rules: ``carbon_ds.optimize``
+  and the plan walking behind it.
+
+Beside them: ``session`` (``register`` and ``read``), small reads on the driver (``local``), Arrow schemas,
+error messages through Spark and the Python-worker check, which several rooms use.
+"""

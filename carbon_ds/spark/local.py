@@ -16,7 +16,7 @@ from pyspark.sql.types import StructType
 from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.names import CONF_LOCAL_BYTES
 from carbon_ds.spark.arrow_schema import arrow_schema
-from carbon_ds.spark.sizes import row_width
+from carbon_ds.spark.python_rewrite.sizes import row_width
 from carbon_ds.table.read.scan import scan_estimate
 from carbon_ds.table.read.scanner import Scan
 

@@ -16,17 +16,17 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.fs import resolve
 from carbon_ds.names import FILTER_OPTION, SEGMENTS_OPTION, SOURCE
-from carbon_ds.spark import native_read
-from carbon_ds.spark.datasource import (
+from carbon_ds.spark.bridge import native_read
+from carbon_ds.spark.bridge.extension import extension_active, extension_rules_on
+from carbon_ds.spark.local import local_frame
+from carbon_ds.spark.source.datasource import (
     PUSHDOWN_CONF,
     STORAGE_PREFIX,
     CarbonDataSource,
     CarbonPushdownDataSource,
     pushdown_is_safe,
 )
-from carbon_ds.spark.extension import extension_active, extension_rules_on
-from carbon_ds.spark.local import local_frame
-from carbon_ds.spark.partition_values import known_values, values_frame
+from carbon_ds.spark.source.partition_values import known_values, values_frame
 from carbon_ds.spark.workers import check_workers
 from carbon_ds.table.meta.handle import resolve_columns
 from carbon_ds.table.read.pruning import as_expr
@@ -131,7 +131,7 @@ def read(spark: Any, path: str | os.PathLike, columns: list[str] | None = None, 
         filter: a SQL predicate (see docs/pruning.md); it prunes and filters exactly.
         segments: read only these segments ("0,2").
         native: read external (Parquet/ORC/CSV/JSON) segments with Spark's own file scans, unioned with
-            the data source's read of the carbondata segments (carbon_ds.spark.native_read). None (the
+            the data source's read of the carbondata segments (carbon_ds.spark.bridge.native_read). None (the
             default) follows the Spark conf ``carbon_ds.spark.nativeExternal`` (default true).
         storage_options: the store's settings (as for carbon_ds.read_table); they reach Spark's Python
             workers as the options ``storage.<name>``.

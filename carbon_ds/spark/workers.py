@@ -20,7 +20,7 @@ from typing import Any
 from carbon_ds.errors import CarbonDependencyError, see
 
 # what a task imports first: the data source module and, through it, pyarrow and carbon_ds
-PROBE = "import carbon_ds.spark.datasource"
+PROBE = "import carbon_ds.spark.source.datasource"
 
 
 def worker_python(spark: Any) -> str | None:

@@ -104,7 +104,7 @@ class CarbonTable(TableHandle):
                 runner=None, settings: dict[str, str] | None = None, include_external: bool = False):
         """ALTER TABLE COMPACT: merge segments (``kind`` minor, major or custom with ``segments``) into one
         re-sorted segment; returns the merged segments (see docs/compaction.md). ``runner``: where the merge
-        tasks run (default here; Spark: carbon_ds.spark.compaction_tasks.compact_with_spark); ``settings``:
+        tasks run (default here; Spark: carbon_ds.spark.statements.compaction_tasks.compact_with_spark); ``settings``:
         CarbonData system-level properties used where the table sets none; ``include_external`` (custom
         only): rewrite the chosen Parquet / ORC / CSV / JSON segments' live rows into carbondata too."""
         return compaction.compact(self, kind, segments, lock_timeout, runner=runner, settings=settings,

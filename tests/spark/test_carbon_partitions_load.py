@@ -13,9 +13,10 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 import carbon_ds
 from carbon_ds.fs import basename
-from carbon_ds.spark import batch_read, catalog
-from carbon_ds.spark.dataframe_write import key_column, spread_keys
-from carbon_ds.spark.datasource import OPEN_COST, PACK_BYTES, SPLIT_BYTES, CarbonDataSource, pack_pieces
+from carbon_ds.spark.source import batch_read
+from carbon_ds.spark.source.datasource import OPEN_COST, PACK_BYTES, SPLIT_BYTES, CarbonDataSource, pack_pieces
+from carbon_ds.spark.statements import catalog
+from carbon_ds.spark.writes.dataframe_write import key_column, spread_keys
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.partition_spec import partition_id_of
 from carbon_ds.table.read.pruning import Piece

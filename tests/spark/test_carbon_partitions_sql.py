@@ -7,7 +7,7 @@ import pytest
 
 import carbon_ds
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.spark import catalog
+from carbon_ds.spark.statements import catalog
 from carbon_ds.table.table import CarbonTable
 
 

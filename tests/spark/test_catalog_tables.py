@@ -68,7 +68,7 @@ def test_plain_spark_sql_stored_as_insert_select(ext, src):
         want = src.filter(pc.and_(pc.greater_equal(src["id"], 100), pc.less_equal(src["id"], 180)))
         assert got == _rows(want.select(["id", "name"]))
         # the table Spark made is a CarbonData table in the warehouse, sorted as its TBLPROPERTIES say
-        path = os.path.join(carbon_ds.spark.catalog.warehouse_dir(spark), "cat_plain")
+        path = os.path.join(carbon_ds.spark.statements.catalog.warehouse_dir(spark), "cat_plain")
         assert carbon_ds.CarbonTable.open(path).sort_columns == ["id"]
         # the scan of a catalog table declares only the columns the query needs (the extension pruned it)
         plan = spark.sql("SELECT name FROM cat_plain WHERE id > 1900")._jdf.queryExecution().executedPlan().toString()
@@ -98,7 +98,7 @@ def test_ctas_and_save_as_table(ext, src):
         assert spark.sql("SELECT count(*) FROM cat_saved WHERE name IS NULL").first()[0] == src["name"].null_count
 
         # USING carbondata over an existing table folder: Spark takes the columns from the table
-        path = os.path.join(carbon_ds.spark.catalog.warehouse_dir(spark), "cat_saved")
+        path = os.path.join(carbon_ds.spark.statements.catalog.warehouse_dir(spark), "cat_saved")
         spark.sql(f"CREATE TABLE cat_using USING carbondata LOCATION '{path}'")
         assert spark.table("cat_using").columns == ["id", "name", "v"]
         assert spark.table("cat_using").count() == ROWS
@@ -119,7 +119,7 @@ def test_carbon_ds_sql_table_is_a_catalog_table(ext, src):
         assert _spark_rows(spark.table("cat_c")) == _rows(want)
         carbon_ds.sql(spark, "ALTER TABLE cat_c ADD COLUMNS (extra INT)")  # the catalog gets the new column
         assert spark.table("cat_c").columns == ["id", "name", "v", "extra"]
-        path = os.path.join(carbon_ds.spark.catalog.warehouse_dir(spark), "cat_c")
+        path = os.path.join(carbon_ds.spark.statements.catalog.warehouse_dir(spark), "cat_c")
         carbon_ds.sql(spark, "DROP TABLE cat_c")
         assert not spark.catalog.tableExists("cat_c") and not os.path.exists(path)
     finally:

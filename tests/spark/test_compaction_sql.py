@@ -15,7 +15,7 @@ import pytest
 import carbon_ds
 from carbon_ds.errors import CarbonError
 from carbon_ds.readers.carbon_file import CarbonDataFile
-from carbon_ds.spark.compaction_tasks import JOB_GROUP
+from carbon_ds.spark.statements.compaction_tasks import JOB_GROUP
 from carbon_ds.table import CarbonTable
 from carbon_ds.table.meta import tablestatus as ts
 

@@ -20,7 +20,7 @@ import pytest
 
 import carbon_ds
 from carbon_ds.errors import CarbonTableError
-from carbon_ds.spark.connect import check_reachable
+from carbon_ds.spark.statements.connect import check_reachable
 
 ROWS = 3000
 

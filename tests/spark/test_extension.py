@@ -23,10 +23,11 @@ from pyspark import TaskContext
 from pyspark.sql.functions import udf
 
 import carbon_ds
-from carbon_ds.spark import extension, snapshot
 from carbon_ds.spark import session as session_module
-from carbon_ds.spark.catalyst import carbon_relation, node_name, relation_options, to_list
-from carbon_ds.spark.extension import extension_active, jar_path
+from carbon_ds.spark.bridge import extension
+from carbon_ds.spark.bridge.extension import extension_active, jar_path
+from carbon_ds.spark.python_rewrite.catalyst import carbon_relation, node_name, relation_options, to_list
+from carbon_ds.spark.source import snapshot
 
 pytestmark = pytest.mark.spark
 
@@ -382,8 +383,8 @@ def test_carbon_ds_sql_reads_spark_own_optimized_plan(spark, emp, tmp_path):
     another's columns used for it)."""
     from decimal import Decimal
 
-    from carbon_ds.spark.catalyst import scala_object
-    from carbon_ds.spark.query import _optimized
+    from carbon_ds.spark.python_rewrite.catalyst import scala_object
+    from carbon_ds.spark.python_rewrite.query import _optimized
 
     path = str(tmp_path / "cte")
     carbon_ds.write_table(pa.table({"id": pa.array(range(400), pa.int64()),
@@ -618,7 +619,7 @@ def test_a_reused_read_plan_reads_the_version_its_query_began_with(spark, tmp_pa
 
 
 def _spark_stamps_queries(spark) -> bool:
-    """Whether this Spark gives each query's tasks its id as a UUIDv7 (carbon_ds.spark.snapshot.QUERY_ID):
+    """Whether this Spark gives each query's tasks its id as a UUIDv7 (carbon_ds.spark.source.snapshot.QUERY_ID):
     PySpark 4.2 on, not 4.1."""
 
     @udf("string")

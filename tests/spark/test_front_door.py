@@ -17,7 +17,7 @@ import pyarrow.parquet as pq
 import pytest
 
 import carbon_ds
-from carbon_ds.spark import catalog
+from carbon_ds.spark.statements import catalog
 
 pytestmark = pytest.mark.spark
 

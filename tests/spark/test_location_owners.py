@@ -10,7 +10,7 @@ import pytest
 import carbon_ds
 import carbon_ds.api as api
 from carbon_ds.errors import CarbonTableError
-from carbon_ds.spark import catalog
+from carbon_ds.spark.statements import catalog
 from carbon_ds.table.table import CarbonTable
 
 

@@ -15,7 +15,7 @@ from pyspark.sql import functions as F
 
 from carbon_ds.ddl.statement_parser import table_name
 from carbon_ds.names import CONF_MV_REWRITE
-from carbon_ds.spark import catalog
+from carbon_ds.spark.statements import catalog
 from carbon_ds.table.ops import views
 
 pytestmark = pytest.mark.spark

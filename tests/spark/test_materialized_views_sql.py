@@ -11,8 +11,8 @@ import pytest
 import carbon_ds
 from carbon_ds.ddl.statement_parser import table_name
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
-from carbon_ds.spark import catalog
-from carbon_ds.spark import materialized_views as mv
+from carbon_ds.spark.statements import catalog
+from carbon_ds.spark.statements import materialized_views as mv
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops import views
 

@@ -1,5 +1,5 @@
 """MERGE INTO through carbon_ds.sql (the join in Spark, or for a plain key equality with unconditional
-UPDATE SET * / DELETE / INSERT * and a small source, in pyarrow: carbon_ds.spark.merge_into), against DuckDB's
+UPDATE SET * / DELETE / INSERT * and a small source, in pyarrow: carbon_ds.spark.statements.merge_into), against DuckDB's
 own MERGE INTO on copies of the same rows."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 import carbon_ds
 from carbon_ds.ddl.statement_parser import MergeInto, parse
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
-from carbon_ds.spark import catalog, merge_into
+from carbon_ds.spark.statements import catalog, merge_into
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("s", pa.string()), ("p", pa.int32())])
 COLS = ["id", "v", "s", "p"]

@@ -20,9 +20,9 @@ from spark_confs import confs
 
 import carbon_ds
 from carbon_ds.readers import external
-from carbon_ds.spark.extension import extension_active, jar_path
+from carbon_ds.spark.bridge.extension import extension_active, jar_path
+from carbon_ds.spark.bridge.native_read import CONF_NATIVE
 from carbon_ds.spark.local import CONF_LOCAL_BYTES
-from carbon_ds.spark.native_read import CONF_NATIVE
 from carbon_ds.table import CarbonTable
 from carbon_ds.table.read import pruning
 

@@ -1,4 +1,4 @@
-"""GROUP BY keys count(*) counted in the read tasks (jvm/src PartialCounts, carbon_ds.spark.partial_counts):
+"""GROUP BY keys count(*) counted in the read tasks (jvm/src PartialCounts, carbon_ds.spark.source.partial_counts):
 the same rows as Spark grouping a Parquet twin written by pyarrow, in fixed-offset and region session time
 zones (clock changes included), over nulls, times before 1970, deleted rows and several segments; the plan
 shows where the counting happened; the day of a timestamp checked by hand against Spark's
@@ -16,8 +16,8 @@ from spark_confs import confs
 
 import carbon_ds
 from carbon_ds.errors import CarbonError
-from carbon_ds.spark import partial_counts
-from carbon_ds.spark.extension import extension_active
+from carbon_ds.spark.bridge.extension import extension_active
+from carbon_ds.spark.source import partial_counts
 from carbon_ds.table import CarbonTable
 
 BASE = dt.datetime(1969, 12, 29, 20, 0, tzinfo=dt.UTC)

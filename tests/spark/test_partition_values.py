@@ -1,5 +1,5 @@
 """carbon_ds.read of a HASH / RANGE / LIST table's partition column alone, answered from metadata
-(carbon_ds.table.read.constants, carbon_ds.spark.partition_values).
+(carbon_ds.table.read.constants, carbon_ds.spark.source.partition_values).
 
 Oracle: Spark's own Parquet reader over a Parquet twin of the same rows (written by pyarrow, the deleted
 rows left out), queried with the same filter and grouping. NULLs and out-of-range values go to the DEFAULT
@@ -22,8 +22,8 @@ from pyspark.sql import functions as F
 
 import carbon_ds
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.spark.extension import extension_active
-from carbon_ds.spark.partition_values import CONF_PARTITION_VALUES
+from carbon_ds.spark.bridge.extension import extension_active
+from carbon_ds.spark.source.partition_values import CONF_PARTITION_VALUES
 from carbon_ds.table.table import CarbonTable, ListPartition, RangePartition
 
 pytestmark = pytest.mark.spark

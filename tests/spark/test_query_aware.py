@@ -4,7 +4,7 @@ relation occurrence declares only the columns the query reads and carries the qu
 ``spark.sql`` on the same data and compares the sorted rows; the rewrite itself is checked too (a query
 that silently fell back to ``spark.sql`` would prove nothing).
 
-The rewrite serves sessions whose extension rules are off (carbon_ds.spark.query); where they are on,
+The rewrite serves sessions whose extension rules are off (carbon_ds.spark.python_rewrite.query); where they are on,
 carbon_ds.sql hands queries to them (tests/spark/test_extension.py). So this module runs with them off, and
 plain ``spark.sql`` is Spark reading every column of every row."""
 
@@ -22,9 +22,9 @@ import pyarrow as pa
 import pytest
 
 import carbon_ds
-from carbon_ds.spark import direct, query
-from carbon_ds.spark.direct import CONF_DIRECT
-from carbon_ds.spark.plan_walk import relations_of
+from carbon_ds.spark.python_rewrite import direct, query
+from carbon_ds.spark.python_rewrite.direct import CONF_DIRECT
+from carbon_ds.spark.python_rewrite.plan_walk import relations_of
 from carbon_ds.table.read.scan import scan_bytes
 
 pytestmark = pytest.mark.spark

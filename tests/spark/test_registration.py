@@ -135,7 +135,7 @@ def test_workers_without_carbon_ds_are_reported_in_one_line(tmp_path):
 def test_a_worker_import_failure_becomes_one_line():
     # the text Spark 4.3 gives for a data source whose worker lacks pyarrow (PYTHON_DATA_SOURCE_ERROR)
     spark_text = ("[PYTHON_DATA_SOURCE_ERROR] Failed to create Python data source instance: Traceback (most recent "
-                  "call last):\n  File \"/x/carbon_ds/spark/datasource.py\", line 23, in <module>\n    import pyarrow "
+                  "call last):\n  File \"/x/carbon_ds/spark/source/datasource.py\", line 23, in <module>\n    import pyarrow "
                   "as pa\nModuleNotFoundError: No module named 'pyarrow'\n SQLSTATE: 38000\n" + "\tat x.y\n" * 150)
     mine = missing_in_workers(RuntimeError(spark_text))
     assert isinstance(mine, CarbonDependencyError) and "'pyarrow'" in str(mine) and "\n" not in str(mine)

@@ -19,8 +19,8 @@ from pyspark import cloudpickle
 
 import carbon_ds
 from carbon_ds.errors import CarbonMissingFileError
-from carbon_ds.spark import batch_read, snapshot
-from carbon_ds.spark.datasource import CarbonDataSource, CarbonPartition, CarbonReader
+from carbon_ds.spark.source import batch_read, snapshot
+from carbon_ds.spark.source.datasource import CarbonDataSource, CarbonPartition, CarbonReader
 from carbon_ds.table.meta import schema_file, status_doc
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
@@ -449,7 +449,7 @@ def test_each_action_on_a_kept_dataframe_sees_the_commits_before_it(spark, tmp_p
 
 
 def test_direct_read_keeps_its_snapshot_through_a_commit(tmp_path, monkeypatch):
-    """A direct read (carbon_ds.spark.direct) is planned for its statement alone: a commit landing while its
+    """A direct read (carbon_ds.spark.python_rewrite.direct) is planned for its statement alone: a commit landing while its
     tasks run (after the query began) is not seen, and the query does not fail."""
     path = _table(tmp_path)
     reader, parts = _plan(path)

@@ -126,7 +126,7 @@ def test_sql_create_insert_show_delete_clean_drop(spark):
     sql = lambda text: _run(spark, text)  # noqa: E731
     sql("DROP TABLE IF EXISTS sqlt1")
     sql("CREATE TABLE sqlt1 (id BIGINT, name STRING) STORED AS carbondata TBLPROPERTIES ('sort_columns'='id')")
-    from carbon_ds.spark import catalog
+    from carbon_ds.spark.statements import catalog
 
     path = catalog.default_location(spark, "default", "sqlt1")
     assert CarbonTable.open(path).sort_columns == ["id"]
@@ -175,7 +175,7 @@ def test_sql_location_tables_add_segment_and_new_session_lookup(spark, tmp_path)
     sql("DROP TABLE sqlt2x")
     assert CarbonTable.exists(loc)
     # a managed table made in the warehouse is found by name when the session registry misses it
-    from carbon_ds.spark import catalog
+    from carbon_ds.spark.statements import catalog
 
     wh = catalog.default_location(spark, "default", "sqlt3")
     api.write_table(pa.table({"a": pa.array([7], pa.int64())}), wh)

@@ -14,8 +14,8 @@ import pytest
 
 import carbon_ds
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
-from carbon_ds.spark import query
-from carbon_ds.spark.catalyst import MAX_IN_VALUES
+from carbon_ds.spark.python_rewrite import query
+from carbon_ds.spark.python_rewrite.catalyst import MAX_IN_VALUES
 from carbon_ds.table import CarbonTable
 
 pytestmark = pytest.mark.spark

@@ -9,7 +9,7 @@ import pytest
 import carbon_ds
 from carbon_ds import faults
 from carbon_ds.errors import CarbonTableError
-from carbon_ds.spark.stream_sink import StreamCommitMessage, abort_batch, commit_batch
+from carbon_ds.spark.streaming.stream_sink import StreamCommitMessage, abort_batch, commit_batch
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops.loads import PostCommit, resume_load, start_load

@@ -21,7 +21,7 @@ from spark_confs import confs
 import carbon_ds
 from carbon_ds.errors import CarbonStatusVersionWarning
 from carbon_ds.fs import Storage
-from carbon_ds.spark.extension import extension_active
+from carbon_ds.spark.bridge.extension import extension_active
 from carbon_ds.spark.local import CONF_LOCAL_BYTES
 from carbon_ds.table import CarbonTable
 from carbon_ds.table.meta import schema_file, status_versions

@@ -239,7 +239,7 @@ def test_parse_sql_forms():
 
 
 def test_sql_delete_update_and_spark_read(spark):
-    from carbon_ds.spark import catalog
+    from carbon_ds.spark.statements import catalog
 
     run = carbon_ds.sql
     run(spark, "DROP TABLE IF EXISTS dmlt")

@@ -190,7 +190,7 @@ def test_random_sequence_matches_oracle(tmp_path, partitioned):
 
 
 def test_sql_partitioned_table(spark):
-    from carbon_ds.spark import catalog
+    from carbon_ds.spark.statements import catalog
 
     def sql(text):
         return carbon_ds.sql(spark, text)

@@ -166,7 +166,7 @@ def test_held_update_lock_makes_overwrite_fail_fast(tmp_path):
 
 # ------------------------------------------------------------------------------------------ Spark
 def test_spark_add_partition_delete_update_and_overwrite_lock(spark, tmp_path):
-    from carbon_ds.spark import catalog
+    from carbon_ds.spark.statements import catalog
 
     run = carbon_ds.sql
     run(spark, "DROP TABLE IF EXISTS pmore")

@@ -11,7 +11,7 @@ refused naming the holder and UPDATE/DELETE/overwrites fail clearly instead of l
 2. Merge tasks, one per partition folder (one on an unpartitioned table), stream the group's rows
    (delete-delta rows dropped) through a k-way merge of sorted runs into the table's normal load
    (carbon_ds.table.ops.compaction_merge). They run in this process, or wherever ``runner`` sends them (Spark tasks:
-   carbon_ds.spark.compaction_tasks); each returns the files it wrote.
+   carbon_ds.spark.statements.compaction_tasks); each returns the files it wrote.
 3. One tablestatus write flips the merged segment to Success and the sources to Compacted with
    ``mergedLoadName``: readers see either the old segments or the merged one, never both.
 A crash or a failed task before 3 leaves the merged segment "In Progress" or "Failure" (never read), its
@@ -105,7 +105,7 @@ def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: 
         include_external: CUSTOM only: the chosen segments may be added Parquet / ORC / CSV / JSON folders;
             their live rows (delete deltas applied) are rewritten into the merged carbondata segment and
             they become Compacted (their files are never deleted). Never done otherwise.
-        runner: where the merge tasks run (default: this process; carbon_ds.spark.compaction_tasks: Spark).
+        runner: where the merge tasks run (default: this process; carbon_ds.spark.statements.compaction_tasks: Spark).
         settings: CarbonData system-level properties (``carbon.compaction.level.threshold``, ...) used
             where the table has no table property of its own.
 

@@ -1,7 +1,7 @@
 """Compaction's merge: one merge task (a merge group's files in one partition folder) into the new segment.
 
 A task is a small picklable description (``MergeTask``), so the same code runs in the calling process or
-as a Spark task (carbon_ds.spark.compaction_tasks); each returns the ``TaskResult`` naming the files it wrote and
+as a Spark task (carbon_ds.spark.statements.compaction_tasks); each returns the ``TaskResult`` naming the files it wrote and
 the driver commits them all at once (carbon_ds.table.ops.compaction).
 
 Memory: every source file is a run read blocklet by blocklet. A file whose footer says it is sorted

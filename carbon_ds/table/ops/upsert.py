@@ -95,7 +95,7 @@ def as_arrow(source: Any, what: str = "MERGE source") -> pa.Table:
         return pa.Table.from_batches([source])
     if isinstance(source, pa.RecordBatchReader):
         return source.read_all()
-    if hasattr(source, "toArrow"):  # a Spark DataFrame (carbon_ds.spark.merge_into joins in Spark instead)
+    if hasattr(source, "toArrow"):  # a Spark DataFrame (carbon_ds.spark.statements.merge_into joins in Spark instead)
         return source.toArrow()
     if type(source).__module__.split(".")[0] == "pandas":
         return pa.Table.from_pandas(source, preserve_index=False)

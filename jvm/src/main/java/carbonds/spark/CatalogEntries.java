@@ -16,7 +16,7 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Changes to a carbondata table's entry in Spark's session catalog that Spark's SQL cannot express, called
- * by carbon_ds.spark.catalog so that what the catalog records stays what the table is: its columns after a
+ * by carbon_ds.spark.statements.catalog so that what the catalog records stays what the table is: its columns after a
  * schema change (any change: Spark's ALTER TABLE refuses dropping and retyping columns of a data source table),
  * and MANAGED or EXTERNAL as carbon-ds's owner rule says (Spark's CREATE TABLE refuses a managed table over a
  * folder that already holds data, and carbon-ds creates the table folder before the entry).

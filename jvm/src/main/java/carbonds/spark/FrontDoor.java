@@ -16,7 +16,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
  *
  * <p>carbon-ds's statements (CarbonData's DDL, segment, partition and DML statements, and Spark's ALTER /
  * DROP / INSERT forms on carbondata tables) are run by carbon-ds's Python code, the same code
- * {@code carbon_ds.sql} runs. The Python driver installs a {@link Runner} (carbon_ds.spark.front_door) through
+ * {@code carbon_ds.sql} runs. The Python driver installs a {@link Runner} (carbon_ds.spark.statements.front_door) through
  * py4j; the parser ({@link StoredAsParser}) asks it, for a statement starting with one of {@link #HEADS},
  * whether the statement is carbon-ds's, and if so makes it a {@link CarbonStatement} command that the runner
  * executes when Spark runs the command (once, eagerly, as Spark runs every command).

@@ -41,7 +41,7 @@ import scala.Option;
  * {@code {"local": rows}}: a small read's rows, read at planning ({@link ReadPlans}), become a local relation.
  * {@code {"values": [[text, n], ...]}}: a read of a partitioned table's partition column alone, each file
  * holding one value, becomes a range whose row i takes the value whose running row count first exceeds i
- * (as carbon_ds.spark.partition_values builds it for carbon_ds.read); counted by that value alone, the
+ * (as carbon_ds.spark.source.partition_values builds it for carbon_ds.read); counted by that value alone, the
  * counts themselves.
  * The rows are the table's at planning, as the files of every scan Spark plans are.
  */

@@ -50,7 +50,7 @@ import scala.Option;
  * listed once per optimization, so every query reads the snapshot it planned and a plan Spark keeps
  * (a DataFrame, a view) sees later commits.
  *
- * <p>Which files and how to project them is the Python side's (carbon_ds.spark.native_read.describe):
+ * <p>Which files and how to project them is the Python side's (carbon_ds.spark.bridge.native_read.describe):
  * asked through the data source's schema call, the one value a planner call hands the JVM. The Spark schema
  * of each set of files is inferred here once (a footer read) and handed back in later questions. The conf
  * {@code carbon_ds.spark.nativeExternal=false} turns the rule off: the data source then reads every segment.

@@ -54,7 +54,7 @@ import scala.Option;
  * request; a float key is left to Spark, which groups NaN and -0.0 its own way.
  *
  * <p>The relation becomes one that declares the keys and the count (option
- * {@value Names#PARTIAL_COUNTS_OPTION}, read by carbon_ds.spark.partial_counts); the Aggregate sums the counts, its outputs keeping their expression ids,
+ * {@value Names#PARTIAL_COUNTS_OPTION}, read by carbon_ds.spark.source.partial_counts); the Aggregate sums the counts, its outputs keeping their expression ids,
  * so nothing above changes. Only an Aggregate directly over the relation (through a projection of its
  * columns) qualifies: a Filter between them keeps every row's evaluation with Spark. A single plain column
  * key is left as it is: a partitioned table's partition column is counted from metadata ({@link KnownRows}).

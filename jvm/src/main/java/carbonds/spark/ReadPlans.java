@@ -34,7 +34,7 @@ import scala.Tuple2;
  * <p>Spark plans each Python data source read with two calls into Python workers (make the data source,
  * then its reader and input partitions), tens of milliseconds each: a query over eight relations paid
  * sixteen. Here one schema call carries every relation's options and schema (option
- * {@code carbon_ds.plan_reads}); the Python side (carbon_ds.spark.read_plans) answers each with the stream
+ * {@code carbon_ds.plan_reads}); the Python side (carbon_ds.spark.bridge.read_plans) answers each with the stream
  * Spark's own planning worker writes, read here by {@link PythonDataSourceReadInfo#receive} and set on the
  * relation's source, so Spark makes neither call. A relation without an answer, or any failure here, is
  * planned the usual way, where Spark reports its errors as usual. An answer the Python side marks as kept
@@ -116,7 +116,7 @@ final class ReadPlans {
             }
             if (!verified.isEmpty()) {
                 // the tasks of this query (jobs take the planning thread's local properties) read a reused
-                // plan as the version their query began with (carbon_ds.spark.snapshot.VERIFIED)
+                // plan as the version their query began with (carbon_ds.spark.source.snapshot.VERIFIED)
                 session.sparkContext().setLocalProperty(Names.VERIFIED_PLANS, String.join(",", verified));
             }
             for (int i = 0; i < made.size(); i++) {

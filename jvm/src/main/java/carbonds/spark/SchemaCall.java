@@ -14,7 +14,7 @@ import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
  * A question to the Python data source through its schema call, the one planner call the JVM can make: the
- * request travels as a JSON option beside the relation's own options, the answer (carbon_ds.spark.datasource
+ * request travels as a JSON option beside the relation's own options, the answer (carbon_ds.spark.source.datasource
  * {@code _answer}) as JSON in the metadata of the one field returned.
  */
 final class SchemaCall {

@@ -74,7 +74,7 @@ import scala.Option;
  *
  * <p>It runs in the "Pre CBO Rules" batch just before {@link PruneCarbonRelations}, so the view's relation
  * it makes is pruned and planned like any other. It matches an Aggregate over a carbondata relation read
- * whole by path (through a Filter and Projects), and asks the Python side (carbon_ds.spark.view_rewrite,
+ * whole by path (through a Filter and Projects), and asks the Python side (carbon_ds.spark.bridge.view_rewrite,
  * through a schema call) which views of the table are fresh now: only a table with
  * {@code Metadata/mv_links.json} is asked. A view answers when each grouping expression of the query is one
  * of its grouping columns, or {@code date_trunc} of its timeseries column to the same or a coarser

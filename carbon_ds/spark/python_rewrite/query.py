@@ -8,11 +8,11 @@ only sessions without those rules (a session made without ``configure_spark`` an
 ``carbon_ds.register``, a driver without the jar, the rules switched off), which have no hook in Spark's
 optimizer: from Python it can prune only the statements and DataFrames it is handed. It does there what
 the rules do (columns, translated predicates, join sizes, small reads as local relations, mixed tables by
-Spark's own scans) plus direct reads (carbon_ds.spark.direct) in place of the rules' one planning call.
+Spark's own scans) plus direct reads (carbon_ds.spark.python_rewrite.direct) in place of the rules' one planning call.
 
 Spark pushes neither a projection nor (on PySpark 4.1-4.3, safely) a filter into a Python data source, so
 ``SELECT a FROM t WHERE b = 5`` over a carbondata view decodes every column of every row. Spark's
-optimizer does know what each relation occurrence needs; carbon_ds.spark.plan_walk reads that from the
+optimizer does know what each relation occurrence needs; carbon_ds.spark.python_rewrite.plan_walk reads that from the
 optimized plan. Here every carbondata occurrence of the *analyzed* plan is replaced by a drop-in node:
 
     Project([Alias(fresh.col or NULL, name)(old exprId, ...) for each old column], fresh relation)
@@ -20,7 +20,7 @@ optimized plan. Here every carbondata occurrence of the *analyzed* plan is repla
 The fresh relation reads only the needed columns with the translated predicates as its ``filter``, so
 the reader decodes only those columns of the blocklets and pages that can match: a
 ``spark.read.format("carbondata")`` load with that ``.schema`` and option, or (by default) the same
-reader planned here and read through ``mapInArrow`` (carbon_ds.spark.direct), a small read on the driver
+reader planned here and read through ``mapInArrow`` (carbon_ds.spark.python_rewrite.direct), a small read on the driver
 (carbon_ds.spark.local). The node keeps the old output attributes,
 so nothing above it changes, and Spark analyzes and optimizes the rewritten plan as usual.
 
@@ -49,13 +49,13 @@ from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonError
 from carbon_ds.names import FILTER_OPTION, PRUNED_OPTION, ROW_POSITIONS_OPTION, SEGMENTS_OPTION, SOURCE, UNSCALED_OPTION
-from carbon_ds.spark.catalyst import field_kind, jvm_class, node_name, scala_object, to_list
-from carbon_ds.spark.direct import direct_enabled, direct_frame
-from carbon_ds.spark.extension import extension_active, extension_rules_on
+from carbon_ds.spark.bridge.extension import extension_active, extension_rules_on
+from carbon_ds.spark.bridge.native_read import MixedPlan, mixed_of, union_frame
 from carbon_ds.spark.local import CONF_LOCAL_BYTES, local_frame, local_limit
-from carbon_ds.spark.native_read import MixedPlan, mixed_of, union_frame
-from carbon_ds.spark.plan_walk import Relation, assign, relations_of, scans_of
-from carbon_ds.spark.sizes import row_width, sized
+from carbon_ds.spark.python_rewrite.catalyst import field_kind, jvm_class, node_name, scala_object, to_list
+from carbon_ds.spark.python_rewrite.direct import direct_enabled, direct_frame
+from carbon_ds.spark.python_rewrite.plan_walk import Relation, assign, relations_of, scans_of
+from carbon_ds.spark.python_rewrite.sizes import row_width, sized
 from carbon_ds.table.meta.conform import has_unscaled_form
 from carbon_ds.table.meta.options import WRITE_OPTIONS, parse_bool
 from carbon_ds.table.read.pruning import as_expr
@@ -68,7 +68,7 @@ CONF_REWRITE = "carbon_ds.sql.rewrite"
 """Spark conf: ``false`` makes ``carbon_ds.sql`` pass queries to ``spark.sql`` unchanged."""
 CONF_STATISTICS = "carbon_ds.sql.statistics"
 """Spark conf: ``true`` (the default) gives rewritten relations a size estimate for join planning
-(carbon_ds.spark.sizes), so Spark broadcasts small sides instead of shuffling the large one."""
+(carbon_ds.spark.python_rewrite.sizes), so Spark broadcasts small sides instead of shuffling the large one."""
 # Write commands whose query may be rewritten: their target is a field, not a child, so it stays as is.
 WRITE_ROOTS = frozenset({"AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic",
                          "InsertIntoHadoopFsRelationCommand"})
@@ -351,7 +351,7 @@ def _fresh(spark: Any, rel: Relation, read: RelationRead, keep_partitions: bool 
            ) -> tuple[Any, dict[str, tuple[int, int]]]:
     """The plan of a new relation over ``read.path`` declaring ``read.columns`` with the types and
     nullability of ``rel``'s attributes (a user schema of other types is kept), sized for Spark's join
-    planning (carbon_ds.spark.sizes) where this Spark allows it; and the columns it delivers as unscaled
+    planning (carbon_ds.spark.python_rewrite.sizes) where this Spark allows it; and the columns it delivers as unscaled
     decimals ({lower-case name: (precision, scale)}), which the drop-in node turns back into decimals."""
     by_name = {f["name"].lower(): f for f in rel.fields}
     fields = [{**by_name[c.lower()], "metadata": {}} for c in read.columns]
@@ -407,7 +407,7 @@ def _table_columns(read: RelationRead, fields: list[dict[str, Any]]) -> bool:
 
 def _native(spark: Any, rel: Relation, read: RelationRead, fields: list[dict[str, Any]], mixed: MixedPlan,
             sizing: bool) -> Any:
-    """The plan of the native union (carbon_ds.spark.native_read) of a mixed table: Spark's own scans of
+    """The plan of the native union (carbon_ds.spark.bridge.native_read) of a mixed table: Spark's own scans of
     the external files, unioned with the carbondata segments read as usual (``read.filter`` prunes them).
     The external scans get no filter text: the query's own Filter above the drop-in node reaches them
     through Spark's optimizer (pushed filters, literal partition columns folded), with Spark's semantics.

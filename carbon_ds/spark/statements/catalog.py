@@ -39,8 +39,8 @@ from carbon_ds.ddl.statement_parser import TableName
 from carbon_ds.errors import CarbonError, CarbonTableError
 from carbon_ds.fs import NAME_MAX, Storage, basename, dirname
 from carbon_ds.names import SOURCE, TABLE_OPTIONS
-from carbon_ds.spark.connect import check_reachable
-from carbon_ds.spark.extension import extension_active
+from carbon_ds.spark.bridge.extension import extension_active
+from carbon_ds.spark.statements.connect import check_reachable
 from carbon_ds.table.meta.handle import TableHandle
 
 CONF_PREFIX = "carbon_ds.table."

@@ -2,10 +2,10 @@
 needs, and which of its predicates the carbondata ``filter`` option can carry.
 
 Spark hands a Python data source neither the columns nor the rows a query needs (see
-carbon_ds.spark.datasource), but Spark's own optimizer works both out: in the optimized plan every
+carbon_ds.spark.source.datasource), but Spark's own optimizer works both out: in the optimized plan every
 relation occurrence is read only through the attributes some node references, and the rows it keeps pass
 through the ``Filter`` nodes right above it. This module reads that from the JVM through py4j (classic
-PySpark only) so that carbon_ds.spark.query can put in relations that read only that.
+PySpark only) so that carbon_ds.spark.python_rewrite.query can put in relations that read only that.
 
 Two plans are walked. The *optimized* plan says what is needed (``scans_of``); the *analyzed* plan is
 what gets rewritten (``relations_of``), because rewriting it keeps every statement intact (an INSERT's
@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from carbon_ds.spark.catalyst import (
+from carbon_ds.spark.python_rewrite.catalyst import (
     Column,
     FilterTranslator,
     attributes,

@@ -3,7 +3,7 @@
 The extension's parser (jvm/src FrontDoor, StoredAsParser) asks this module's runner, through py4j, about each
 statement that starts like one of carbon-ds's (CREATE, DROP, ALTER, SHOW, DELETE, UPDATE, MERGE, CLEAN,
 INSERT): ``claim`` answers with the statement's output columns when carbon-ds runs it (the statements and
-tables of carbon_ds.spark.sql: ``claims``), and Spark then runs it as a command that calls ``run`` once. So
+tables of carbon_ds.spark.statements.sql: ``claims``), and Spark then runs it as a command that calls ``run`` once. So
 ``spark.sql`` and ``carbon_ds.sql`` run the same code on the same tables.
 
 The runner lives in the Python driver: ``register(spark)`` installs it (``carbon_ds.register``, ``carbon_ds.sql``
@@ -25,11 +25,11 @@ from pyspark.java_gateway import ensure_callback_server_started
 from pyspark.sql import SparkSession
 
 from carbon_ds.ddl.statement_parser import suggest
-from carbon_ds.spark import catalog
 from carbon_ds.spark import session as spark_session
-from carbon_ds.spark import sql as statements
-from carbon_ds.spark.extension import EXTENSION_CLASS, extension_active
-from carbon_ds.spark.extension import configure_spark as _with_extension
+from carbon_ds.spark.bridge.extension import EXTENSION_CLASS, extension_active
+from carbon_ds.spark.bridge.extension import configure_spark as _with_extension
+from carbon_ds.spark.statements import catalog
+from carbon_ds.spark.statements import sql as statements
 
 __all__ = ["configure_spark", "register", "sql"]
 
@@ -128,7 +128,7 @@ def sql(spark: Any, text: str) -> Any:
     """Run CarbonData's statements (``CREATE TABLE ... STORED AS carbondata``, INSERT, DELETE, UPDATE, MERGE
     INTO, SHOW SEGMENTS, ALTER TABLE ... ADD SEGMENT / COMPACT, CLEAN FILES, ...) and any other Spark SQL;
     a ``;``-separated script runs statement by statement. Queries are rewritten to read only the columns and
-    rows they need (carbon_ds.spark.query). Returns the (last) statement's DataFrame; registers the session
+    rows they need (carbon_ds.spark.python_rewrite.query). Returns the (last) statement's DataFrame; registers the session
     first. The statements: docs/sql.md.
 
     A carbon-ds error raised inside Spark while planning arrives as that carbon-ds error (Spark's as cause).
@@ -174,7 +174,7 @@ class _Builder:
 
 
 def configure_spark(builder: Any) -> Any:
-    """``builder`` with the carbon-ds extension (carbon_ds.spark.extension.configure_spark); the sessions it
+    """``builder`` with the carbon-ds extension (carbon_ds.spark.bridge.extension.configure_spark); the sessions it
     makes are registered, so ``spark.sql`` runs CarbonData's statements from the first one.
 
     Example:

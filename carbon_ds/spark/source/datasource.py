@@ -1,7 +1,7 @@
 """The Spark data source ``carbondata`` (Spark 4 Python Data Source API, Arrow in and out).
 
-Reads: carbon_ds.spark.batch_read plans and reads them. Streaming: carbon_ds.spark.stream_sink (each
-micro-batch one segment, exactly once) and carbon_ds.spark.stream_source (new segments as a stream).
+Reads: carbon_ds.spark.source.batch_read plans and reads them. Streaming: carbon_ds.spark.streaming.stream_sink (each
+micro-batch one segment, exactly once) and carbon_ds.spark.streaming.stream_source (new segments as a stream).
 
 Writes: ``writer()`` runs once per write, before any task: it creates the table if needed and reserves the
 new segment ("In Progress"); the reservation travels to the tasks inside the pickled writer. Each task
@@ -24,7 +24,11 @@ from pyspark.sql.types import StringType, StructField, StructType
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.names import MV_REWRITE_OPTION, NATIVE_PLAN_OPTION, PLAN_READS_OPTION, SEGMENTS_OPTION, SOURCE
 from carbon_ds.spark.arrow_schema import arrow_schema
-from carbon_ds.spark.batch_read import (  # noqa: F401 - re-exported: the reader's public names
+from carbon_ds.spark.bridge.native_read import describe
+from carbon_ds.spark.bridge.read_plans import plan_reads
+from carbon_ds.spark.bridge.view_rewrite import fresh_views
+from carbon_ds.spark.messages import short_errors
+from carbon_ds.spark.source.batch_read import (  # noqa: F401 - re-exported: the reader's public names
     OPEN_COST,
     PACK_BYTES,
     PUSHDOWN_CONF,
@@ -42,13 +46,9 @@ from carbon_ds.spark.batch_read import (  # noqa: F401 - re-exported: the reader
     storage_options,
     table_options,
 )
-from carbon_ds.spark.driver_process import driver_holder
-from carbon_ds.spark.messages import short_errors
-from carbon_ds.spark.native_read import describe
-from carbon_ds.spark.read_plans import plan_reads
-from carbon_ds.spark.stream_sink import CarbonStreamWriter
-from carbon_ds.spark.stream_source import CarbonStreamReader
-from carbon_ds.spark.view_rewrite import fresh_views
+from carbon_ds.spark.streaming.stream_sink import CarbonStreamWriter
+from carbon_ds.spark.streaming.stream_source import CarbonStreamReader
+from carbon_ds.spark.writes.driver_process import driver_holder
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import normalize
 from carbon_ds.table.ops.loads import resume_load, start_load
@@ -107,10 +107,10 @@ class CarbonDataSource(DataSource):
         if self.options.get(NATIVE_PLAN_OPTION):
             return self._native_plan(json.loads(self.options[NATIVE_PLAN_OPTION]))
         if self.options.get(PLAN_READS_OPTION):
-            # the extension's planning of many relations in one call (carbon_ds.spark.read_plans)
+            # the extension's planning of many relations in one call (carbon_ds.spark.bridge.read_plans)
             return _answer(PLAN_READS_OPTION, plan_reads(type(self), json.loads(self.options[PLAN_READS_OPTION])))
         if self.options.get(MV_REWRITE_OPTION):
-            # the extension's query rewrite: which views of this table are fresh now (carbon_ds.spark.view_rewrite)
+            # the extension's query rewrite: which views of this table are fresh now (carbon_ds.spark.bridge.view_rewrite)
             return _answer(MV_REWRITE_OPTION, fresh_views(self._table()))
         handle = self._table()
         schema = handle.schema if handle is not None else arrow_schema_of(resolved_path(_path(self.options), self.storage))

@@ -4,7 +4,7 @@ the table schema with the segment's partition values as literal columns, unioned
 data source's read of the carbondata segments.
 
 It is the default on every route that plans a carbondata relation from Python: ``carbon_ds.read``, the
-rewrite of ``carbon_ds.sql`` and ``carbon_ds.optimize`` (carbon_ds.spark.query). The Spark conf
+rewrite of ``carbon_ds.sql`` and ``carbon_ds.optimize`` (carbon_ds.spark.python_rewrite.query). The Spark conf
 ``carbon_ds.spark.nativeExternal=false`` (or ``read(..., native=False)``) reads external segments through
 the data source (pyarrow in Python workers) instead.
 

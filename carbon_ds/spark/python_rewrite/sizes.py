@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from carbon_ds.spark.catalyst import jvm_class, scala_object
+from carbon_ds.spark.python_rewrite.catalyst import jvm_class, scala_object
 
 __all__ = ["row_width", "sized"]
 

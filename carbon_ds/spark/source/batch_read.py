@@ -3,7 +3,7 @@
 The data files of every readable segment, large files split into groups of blocklets and small ones packed
 several to an input partition (each partition is a Python task). Spark never pushes a projection to Python
 sources, so columns are only pruned when the relation declares them with ``.schema(...)`` (the user, or
-carbon_ds.spark.query for them); batches are cast to exactly the declared schema, as Spark requires. A
+carbon_ds.spark.python_rewrite.query for them); batches are cast to exactly the declared schema, as Spark requires. A
 relation declaring no column yields column-less batches that carry the row count (``count(*)``), taken from
 the index files when it has no filter.
 """
@@ -25,10 +25,10 @@ from carbon_ds.format import direct_dictionary
 from carbon_ds.fs import Storage, resolve
 from carbon_ds.names import FILTER_OPTION, PARTIAL_COUNTS_OPTION, ROW_POSITIONS_OPTION, SEGMENTS_OPTION, UNSCALED_OPTION
 from carbon_ds.readers.carbon_file import CarbonDataFile
-from carbon_ds.spark import partial_counts
 from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.messages import short_errors
-from carbon_ds.spark.snapshot import (
+from carbon_ds.spark.source import partial_counts
+from carbon_ds.spark.source.snapshot import (
     PlannedSnapshot,
     check_unchanged_since,
     in_task,
@@ -93,7 +93,7 @@ def resolved_path(path: str, settings: dict[str, str] | None) -> str:
 
 def positions_option(options) -> bool:
     """Option with_row_positions: append dml.POSITION_FIELDS (file, blocklet, page, row in page) to every
-    row, for DELETE/UPDATE evaluated by Spark (carbon_ds.spark.dml.spark_delete)."""
+    row, for DELETE/UPDATE evaluated by Spark (carbon_ds.spark.statements.dml.spark_delete)."""
     return parse_bool(options.get(ROW_POSITIONS_OPTION), f"option {ROW_POSITIONS_OPTION}", False)
 
 
@@ -102,7 +102,7 @@ def positions_option(options) -> bool:
 
 class CarbonPartition(InputPartition):
     """Slot ``index`` of ``count``: the planned (path, blocklets) pieces and the table version they belong
-    to (``snapshot``: segment ids, delete statuses, version; None for a bare folder), see carbon_ds.spark.snapshot.
+    to (``snapshot``: segment ids, delete statuses, version; None for a bare folder), see carbon_ds.spark.source.snapshot.
 
     Spark keeps planned partitions on a DataFrame's or temporary view's relation and reuses them in later
     queries, so a plan can be stale. A task of a later query re-plans and reads every ``count``-th piece of
@@ -149,7 +149,7 @@ class CarbonReader(DataSourceReader):
         self.table_columns = handle.columns if handle is not None else None
         self.positions = positions_option(options)
         self.timestamp_keys = direct_dictionary.TimestampKeys.from_options(options)  # a bad value fails here
-        # True when the plan is made for one query only (carbon_ds.spark.direct): its tasks read the planned
+        # True when the plan is made for one query only (carbon_ds.spark.python_rewrite.direct): its tasks read the planned
         # snapshot as it is, whatever commits land meanwhile, instead of re-planning as a kept plan must
         self.pinned = False
 
@@ -249,7 +249,7 @@ class CarbonReader(DataSourceReader):
 
     def _rows_only(self) -> bool:
         """A relation declared with no column at all (``.schema(StructType([]))``, e.g. the rewrite of
-        ``count(*)`` in carbon_ds.spark.query): Spark needs only how many rows there are."""
+        ``count(*)`` in carbon_ds.spark.python_rewrite.query): Spark needs only how many rows there are."""
         return not self.target.names and not self.filter and not self.positions
 
     def planned_rows(self) -> int | None:
@@ -342,7 +342,7 @@ class CarbonReader(DataSourceReader):
 
     def _task_plan(self, partition: CarbonPartition) -> list[pruning.Piece]:
         """The pieces this task reads, each with its deletes: the partition's own snapshot, or (a plan kept by
-        Spark from an earlier query) the table as it is now; see carbon_ds.spark.snapshot."""
+        Spark from an earlier query) the table as it is now; see carbon_ds.spark.source.snapshot."""
         snap = partition.snapshot
         pieces = list(partition.pieces)
         if snap is not None and in_task() and not self.pinned:

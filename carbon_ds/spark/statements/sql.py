@@ -36,16 +36,16 @@ from carbon_ds.ddl.types import arrow_schema, arrow_type
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, is_inside
 from carbon_ds.names import SOURCE
-from carbon_ds.spark import catalog
-from carbon_ds.spark import materialized_views as mv
-from carbon_ds.spark.compaction_tasks import compact_with_spark
-from carbon_ds.spark.connect import check_reachable
-from carbon_ds.spark.dataframe_write import write as write_by_partition
-from carbon_ds.spark.dml import run_row_dml
-from carbon_ds.spark.merge_into import run_merge_statement
 from carbon_ds.spark.messages import surface
-from carbon_ds.spark.query import run as run_query
+from carbon_ds.spark.python_rewrite.query import run as run_query
 from carbon_ds.spark.session import register
+from carbon_ds.spark.statements import catalog
+from carbon_ds.spark.statements import materialized_views as mv
+from carbon_ds.spark.statements.compaction_tasks import compact_with_spark
+from carbon_ds.spark.statements.connect import check_reachable
+from carbon_ds.spark.statements.dml import run_row_dml
+from carbon_ds.spark.statements.merge_into import run_merge_statement
+from carbon_ds.spark.writes.dataframe_write import write as write_by_partition
 from carbon_ds.table.meta.conform import check_schema
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.new_table_folder import check_new_table_folder
@@ -306,7 +306,7 @@ def _is_source_query(query: str) -> bool:
 def _insert_by_partition(spark: Any, stmt: Insert, table: CarbonTable, query: str, path: str):
     """INSERT into a HASH / RANGE / LIST partitioned table: Spark runs the query (columns matched by
     position, cast to the table's types as Spark's INSERT does), and the rows are repartitioned by
-    partition id before the writer's tasks, one partition per task (carbon_ds.spark.dataframe_write)."""
+    partition id before the writer's tasks, one partition per task (carbon_ds.spark.writes.dataframe_write)."""
     df = run_query(spark, query)
     names = table.schema.names
     if len(df.columns) != len(names):
@@ -438,7 +438,7 @@ def _alter_schema(spark: Any, stmt: AlterSchema, text: str):
 def sql(spark: Any, text: str):
     """Run a statement, or a ``;``-separated script statement by statement; CarbonData statements here,
     the rest through ``spark.sql`` (queries and INSERT ... SELECT first rewritten to read only what they
-    need: carbon_ds.spark.query). Returns the (last) statement's DataFrame.
+    need: carbon_ds.spark.python_rewrite.query). Returns the (last) statement's DataFrame.
 
     A carbon-ds error raised inside Spark while planning arrives as that carbon-ds error (Spark's as cause).
     An error in a script's statement carries a note naming the statement and its position; the statements

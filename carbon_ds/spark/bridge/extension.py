@@ -15,7 +15,7 @@ from carbon_ds.table.meta.options import parse_bool
 __all__ = ["EXTENSION_CLASS", "JAR", "configure_spark", "extension_active", "extension_rules_on", "jar_path"]
 
 EXTENSION_CLASS = "carbonds.spark.CarbonExtensions"
-JAR = Path(__file__).resolve().parents[1] / "jars" / "carbon-ds-spark.jar"
+JAR = Path(__file__).resolve().parents[2] / "jars" / "carbon-ds-spark.jar"
 _warned = False
 
 

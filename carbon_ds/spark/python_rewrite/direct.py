@@ -16,7 +16,7 @@ from typing import Any
 import pyarrow as pa
 from pyspark.sql.types import StructType
 
-from carbon_ds.spark.datasource import CarbonReader
+from carbon_ds.spark.source.datasource import CarbonReader
 from carbon_ds.table.meta.options import normalize
 
 __all__ = ["CONF_DIRECT", "direct_enabled", "direct_frame"]

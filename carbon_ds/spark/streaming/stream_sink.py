@@ -27,8 +27,8 @@ from pyspark.sql.types import StructType
 from carbon_ds import faults
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.spark.arrow_schema import arrow_schema
-from carbon_ds.spark.driver_process import driver_holder
 from carbon_ds.spark.messages import short_errors
+from carbon_ds.spark.writes.driver_process import driver_holder
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, parse_bool

@@ -3,7 +3,7 @@
 The carbondata ``filter`` option is SQL text that carbon_ds.expressions parses; a Catalyst predicate over a
 relation's columns becomes that text here when its meaning is the same on every row CarbonData can hold,
 and is left to Spark otherwise (Spark evaluates every predicate anyway, so a missing translation costs
-pruning, never rows). Used by carbon_ds.spark.plan_walk.
+pruning, never rows). Used by carbon_ds.spark.python_rewrite.plan_walk.
 """
 
 from __future__ import annotations

@@ -27,9 +27,9 @@ from carbon_ds.ddl.statement_parser import TableName, table_name
 from carbon_ds.errors import CarbonError, CarbonTableError
 from carbon_ds.fs import Storage
 from carbon_ds.names import CONF_MV_REWRITE
-from carbon_ds.spark import catalog
 from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.local import LOCAL_MAX_ROWS, arrow_frame, local_limit
+from carbon_ds.spark.statements import catalog
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.ops import segments as segment_ops

@@ -22,8 +22,8 @@ from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.names import FILTER_OPTION, SEGMENTS_OPTION
-from carbon_ds.spark.batch_read import CarbonPartition, CarbonReader
 from carbon_ds.spark.messages import short_errors
+from carbon_ds.spark.source.batch_read import CarbonPartition, CarbonReader
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import positive_int, true_or_false

@@ -1,0 +1,1 @@
+"""Structured Streaming: the ``carbondata`` sink (exactly once) and source."""

@@ -1,0 +1,1 @@
+"""Writes from Spark: a DataFrame into a table, and the driver process whose death ends a write."""
