@@ -200,6 +200,8 @@ def main() -> None:
     args = ap.parse_args()
     load_start = os.getloadavg()
     spark = spark_session(extension=True, conf={"spark.sql.streaming.numRecentProgressUpdates": "10000",
+                                                 # every batch's offsets kept for the exactly-once check
+                                                 "spark.sql.streaming.minBatchesToRetain": "1000000",
                                                  "spark.ui.showConsoleProgress": "false"})
     base = tempfile.mkdtemp(prefix="carbon_stream_soak_")
     streamed, single, ck = (os.path.join(base, n) for n in ("streamed", "single", "ck"))
