@@ -297,10 +297,12 @@ COMPACT = "ALTER TABLE tel COMPACT 'MAJOR'"
 
 
 @pytest.mark.parametrize("mode", ["on_commit", "on_manual"])
+@pytest.mark.parametrize("tel", ["UTC", "America/New_York"], indirect=True)  # the overwrite moves rows a day
 def test_answers_after_merge_overwrite_and_compaction(tel, mode):
-    """After MERGE, INSERT OVERWRITE and compaction of the main table, queries equal the main table's answers.
-    on_commit: MERGE and compaction leave the view stale (the main table is read), the overwrite rebuilds it at
-    its commit (the view is read); on_manual: the view, not refreshed since the change, is never read."""
+    """After MERGE, INSERT OVERWRITE and compaction of the main table, queries equal the main table's answers,
+    in the session's zone. on_commit: MERGE and compaction leave the view stale (the main table is read), the
+    overwrite rebuilds it at its commit (the view is read); on_manual: the view, not refreshed since the change,
+    is never read."""
     spark = tel
     spark.sql("DROP MATERIALIZED VIEW mv_tel")
     spark.sql(f"CREATE MATERIALIZED VIEW mv_tel PROPERTIES ('refresh_trigger_mode'='{mode}') AS {VIEW}")
