@@ -260,7 +260,8 @@ def _expression(toks: list[Token], query: str, dotted: bool = False) -> tuple[st
             if func == "count" and len(args) == 1 and len(args[0]) == 1 and args[0][0].text in ("*", "1"):
                 return func, None, None
             if args and args[0] and args[0][0].is_kw("DISTINCT"):
-                raise _refuse(f"{func}(DISTINCT ...)", query)
+                raise _refuse(f"{func}(DISTINCT ...) (group the view by the column instead: a query's "
+                              "count(DISTINCT column) is then answered from the view's rows, exactly)", query)
             raise _refuse(f"{func} of {query[toks[1].end:toks[-1].pos].strip()!r} (an aggregate takes one column)",
                           query)
         raise _refuse(f"function {toks[0].text}()", query)

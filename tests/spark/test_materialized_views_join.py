@@ -33,6 +33,8 @@ ANSWERED = [
     "SELECT date_trunc('month', f.ts), count(*), avg(f.qty) FROM sales f JOIN stores s ON s.store = f.store "
     "JOIN items i ON i.item = f.item WHERE s.region = 'north' AND i.kind IN ('x', 'y') GROUP BY 1",
     f"SELECT sum(f.qty), count(1) {JOIN}",
+    # count(DISTINCT) of a plain grouping column of the view
+    f"SELECT s.region, count(DISTINCT i.kind), count(*) {JOIN} GROUP BY s.region",
 ]
 
 NEAR_MISSES = [
@@ -48,6 +50,8 @@ NEAR_MISSES = [
     # a grouping column, a filter column the view lacks
     f"SELECT s.store, sum(f.qty) {JOIN} GROUP BY s.store",
     f"SELECT s.region, sum(f.qty) {JOIN} WHERE f.qty > 3 GROUP BY s.region",
+    # count(DISTINCT) of a column the view does not group by
+    f"SELECT s.region, count(DISTINCT f.qty) {JOIN} GROUP BY s.region",
     # the fact table alone: the join drops rows the view never saw
     "SELECT sum(qty), count(*) FROM sales",
 ]

@@ -673,9 +673,33 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         return aggregate(new Sum(col));
     }
 
+    /**
+     * {@code count(DISTINCT c)} of a plain grouping column {@code c} of the view: every value of c in a group
+     * of the query is the value of c in one or more of the view's rows of that group, so the distinct count
+     * over the view's rows is the same; null for anything else.
+     */
+    private static Expression distinctCount(AggregateExpression ae, AggregateFunction f, List<Expression> args,
+                                            String column, JsonNode view, ViewScan scan) {
+        if (!(f instanceof Count) || args.size() != 1 || column == null) {
+            return null;
+        }
+        for (JsonNode g : view.get("groups")) {
+            if (g.get("granularity").isNull() && g.get("column").asText().equals(column)) {
+                AttributeReference col = scan.columns().get(g.get("name").asText().toLowerCase(Locale.ROOT));
+                if (col == null || !col.dataType().equals(args.get(0).dataType())) {
+                    return null;
+                }
+                Expression out = AggregateExpression$.MODULE$.apply(new Count(PruneCarbonRelations.seq(List.of(col))),
+                        Complete$.MODULE$, true, Option.empty());
+                return out.dataType().equals(ae.dataType()) ? out : new Cast(out, ae.dataType(), Option.empty());
+            }
+        }
+        return null;
+    }
+
     /** The aggregate over the view's rows giving what {@code ae} gives over the main table's, or null. */
     private static Expression reaggregate(AggregateExpression ae, Shape shape, JsonNode view, ViewScan scan) {
-        if (ae.isDistinct() || ae.filter().isDefined()) {
+        if (ae.filter().isDefined()) {
             return null;
         }
         AggregateFunction f = ae.aggregateFunction();
@@ -683,6 +707,9 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         String column = null;
         if (args.size() == 1 && args.get(0) instanceof AttributeReference a && shape.names().containsKey(a.exprId().id())) {
             column = shape.names().get(a.exprId().id());
+        }
+        if (ae.isDistinct()) {
+            return distinctCount(ae, f, args, column, view, scan);
         }
         Expression out = null;
         if (f instanceof Count) {
