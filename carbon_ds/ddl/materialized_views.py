@@ -6,9 +6,11 @@ Statements (keywords case-insensitive, names may be `back-quoted`):
     SHOW MATERIALIZED VIEWS [ON TABLE [db.]table]
     DROP MATERIALIZED VIEW [IF EXISTS] [db.]name
 
-``view_query`` reads the SELECT: one main table, grouping columns and ``timeseries(col, 'granularity')``,
-the aggregates sum / count / min / max / avg of a column (``count(*)``), a WHERE filter. Anything else is
-refused by name (CarbonOptionError), so a view never stands for a query it does not compute.
+``view_query`` reads the SELECT: one main table, or a fact table inner-joined to dimension tables on
+column equalities (``FROM fact f JOIN dim d ON f.k = d.k``, columns then qualified by the tables' aliases),
+grouping columns and ``timeseries(col, 'granularity')``, the aggregates sum / count / min / max / avg of a
+column (``count(*)``), a WHERE filter (one table only). Anything else is refused by name
+(CarbonOptionError), so a view never stands for a query it does not compute.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions.lexer import FILTER, Token, scan
 
 __all__ = ["AGGREGATES", "GRANULARITIES", "Aggregate", "CreateMaterializedView", "DropMaterializedView",
-           "Grouping", "RefreshMaterializedView", "ShowMaterializedViews", "ViewQuery", "parse_statement",
+           "Grouping", "Join", "RefreshMaterializedView", "ShowMaterializedViews", "ViewQuery", "parse_statement",
            "view_query"]
 
 GRANULARITIES = ("minute", "hour", "day", "week", "month", "year")
@@ -158,24 +160,45 @@ class Aggregate:
 
 
 @dataclass(frozen=True)
+class Join:
+    """A dimension table inner-joined to the fact (main) table on ``keys``: (fact column, dimension column)."""
+
+    table: str  # as written ([db.]name)
+    alias: str
+    keys: tuple[tuple[str, str], ...]
+
+
+@dataclass(frozen=True)
 class ViewQuery:
-    table: str  # the main table as written ([db.]name)
+    table: str  # the main table as written ([db.]name); the fact table of a join
     groups: tuple[Grouping, ...]
     aggregates: tuple[Aggregate, ...]
     where: str | None  # the WHERE text (a carbon-ds filter string)
     select_order: tuple[str, ...]  # the view's columns in SELECT order
     aliased: frozenset[str] = frozenset()  # the columns named with AS (the others are named by default)
+    alias: str | None = None  # the fact table's alias in a join (columns are then written alias.column)
+    joins: tuple[Join, ...] = ()
+
+    def locate(self, column: str) -> tuple[int, str]:
+        """(table index: 0 the main table, i the i-th join's dimension table; column) of a column as written."""
+        if not self.joins:
+            return 0, column
+        alias, _, name = column.partition(".")
+        aliases = [self.alias or "", *(j.alias for j in self.joins)]
+        return [a.lower() for a in aliases].index(alias.lower()), name
 
 
 _CLAUSES = ("SELECT", "FROM", "WHERE", "GROUP", "HAVING", "ORDER", "LIMIT", "UNION", "INTERSECT", "EXCEPT",
-            "WINDOW", "CLUSTER", "DISTRIBUTE", "SORT", "LATERAL", "JOIN", "QUALIFY")
+            "WINDOW", "CLUSTER", "DISTRIBUTE", "SORT", "LATERAL", "QUALIFY")
+_JOIN_KINDS = ("LEFT", "RIGHT", "FULL", "OUTER", "CROSS", "SEMI", "ANTI", "NATURAL")
 
 
 def _refuse(what: str, query: str) -> CarbonOptionError:
     return CarbonOptionError(
         f"CREATE MATERIALIZED VIEW: {what} is not supported in a materialized view's query; supported: SELECT "
         f"grouping columns, timeseries(col, '{'|'.join(GRANULARITIES)}') and {', '.join(AGGREGATES)} of a column "
-        f"(count(*)) FROM one carbondata table [WHERE ...] GROUP BY the grouping columns; found {query[:200]!r}")
+        f"(count(*)) FROM one carbondata table [WHERE ...] (or FROM fact f [INNER] JOIN dim d ON f.k = d.k ...) "
+        f"GROUP BY the grouping columns; found {query[:200]!r}")
 
 
 def _top_level(toks: list[Token], query: str) -> dict[str, int]:
@@ -209,20 +232,21 @@ def _split_commas(toks: list[Token]) -> list[list[Token]]:
     return out
 
 
-def _column(t: Token) -> str | None:
-    return t.text if t.kind in ("word", "ident") and (t.kind == "ident" or "." not in t.text) else None
+def _column(t: Token, dotted: bool = False) -> str | None:
+    """A column name; ``dotted``: also ``alias.column`` (a join view's columns)."""
+    return t.text if t.kind in ("word", "ident") and (t.kind == "ident" or dotted or "." not in t.text) else None
 
 
-def _expression(toks: list[Token], query: str) -> tuple[str, str | None, str | None]:
+def _expression(toks: list[Token], query: str, dotted: bool = False) -> tuple[str, str | None, str | None]:
     """(kind, column, extra) of one expression: ("col", c, None), ("ts", c, granularity), (func, c|None, None)."""
     texts = [t.text for t in toks]
-    if len(toks) == 1 and _column(toks[0]) is not None:
+    if len(toks) == 1 and _column(toks[0], dotted) is not None:
         return "col", toks[0].text, None
     if len(toks) >= 3 and toks[0].kind == "word" and texts[1] == "(" and texts[-1] == ")":
         func = toks[0].text.lower()
         args = _split_commas(toks[2:-1])
         if func == "timeseries":
-            if (len(args) != 2 or len(args[0]) != 1 or _column(args[0][0]) is None or len(args[1]) != 1
+            if (len(args) != 2 or len(args[0]) != 1 or _column(args[0][0], dotted) is None or len(args[1]) != 1
                     or args[1][0].kind != "string"):
                 raise _refuse(f"timeseries with arguments {query[toks[1].end:toks[-1].pos]!r} (expected a column "
                               "and a quoted granularity)", query)
@@ -231,25 +255,26 @@ def _expression(toks: list[Token], query: str) -> tuple[str, str | None, str | N
                 raise _refuse(f"timeseries granularity {gran!r}", query)
             return "ts", args[0][0].text, gran
         if func in AGGREGATES:
-            if len(args) == 1 and len(args[0]) == 1 and _column(args[0][0]) is not None:
+            if len(args) == 1 and len(args[0]) == 1 and _column(args[0][0], dotted) is not None:
                 return func, args[0][0].text, None
             if func == "count" and len(args) == 1 and len(args[0]) == 1 and args[0][0].text in ("*", "1"):
                 return func, None, None
             if args and args[0] and args[0][0].is_kw("DISTINCT"):
-                raise _refuse(f"{func}(DISTINCT ...)", query)
+                raise _refuse(f"{func}(DISTINCT ...) (group the view by the column instead: a query's "
+                              "count(DISTINCT column) is then answered from the view's rows, exactly)", query)
             raise _refuse(f"{func} of {query[toks[1].end:toks[-1].pos].strip()!r} (an aggregate takes one column)",
                           query)
         raise _refuse(f"function {toks[0].text}()", query)
     return "?", None, None
 
 
-def _item(toks: list[Token], query: str) -> tuple[tuple[str, str | None, str | None], str | None]:
+def _item(toks: list[Token], query: str, dotted: bool = False) -> tuple[tuple[str, str | None, str | None], str | None]:
     """An expression of the SELECT list and its alias ([AS] alias)."""
     alias = None
     if len(toks) >= 2 and _column(toks[-1]) is not None and (toks[-2].is_kw("AS") or toks[-2].text == ")"):
         alias = toks[-1].text
         toks = toks[:-2] if toks[-2].is_kw("AS") else toks[:-1]
-    expr = _expression(toks, query)
+    expr = _expression(toks, query, dotted)
     if expr[0] == "?":
         shown = query[toks[0].pos:toks[-1].end] if toks else ""
         raise _refuse(f"the expression {shown!r}", query)
@@ -263,9 +288,9 @@ def view_query(query: str) -> ViewQuery:
         raise _refuse("a query that is not a SELECT", query)
     at = _top_level(toks, query)
     for word in ("HAVING", "ORDER", "LIMIT", "UNION", "INTERSECT", "EXCEPT", "WINDOW", "CLUSTER", "DISTRIBUTE",
-                 "SORT", "LATERAL", "JOIN", "QUALIFY"):
+                 "SORT", "LATERAL", "QUALIFY"):
         if word in at:
-            raise _refuse("JOIN (a view over several tables)" if word == "JOIN" else word, query)
+            raise _refuse(word, query)
     if "FROM" not in at:
         raise _refuse("a SELECT without FROM", query)
     if "GROUP" not in at:
@@ -276,19 +301,28 @@ def view_query(query: str) -> ViewQuery:
     if select and select[0].is_kw("DISTINCT", "ALL"):
         raise _refuse(f"SELECT {select[0].text.upper()}", query)
     source = toks[at["FROM"] + 1:at.get("WHERE", at["GROUP"])]
-    if len(source) != 1 or source[0].kind not in ("word", "ident"):
+    if any(t.is_kw("JOIN") for t in source):
+        table, fact_alias, joins = _joins(source, query)
+    elif len(source) != 1 or source[0].kind not in ("word", "ident"):
         shown = query[source[0].pos:source[-1].end] if source else "nothing"
-        raise _refuse(f"FROM {shown!r} (a view reads one table, no alias, join or subquery)", query)
+        raise _refuse(f"FROM {shown!r} (a view reads one table, or a fact table joined to dimension tables; "
+                      "no alias without a join, no subquery)", query)
+    else:
+        table, fact_alias, joins = source[0].text, None, ()
+    dotted = bool(joins)
     where = None
     if "WHERE" in at:
         w = toks[at["WHERE"] + 1:at["GROUP"]]
         if not w:
             raise _refuse("an empty WHERE", query)
+        if joins:
+            raise _refuse("WHERE in a view over a join (filter the query instead: conditions on the view's "
+                          "grouping columns are applied to its rows)", query)
         where = query[w[0].pos:w[-1].end]
     by = toks[at["GROUP"] + 1:]
     if not by or not by[0].is_kw("BY") or len(by) < 2:
         raise _refuse("GROUP without BY and its columns", query)
-    group_exprs = [_expression(g, query) for g in _split_commas(by[1:])]
+    group_exprs = [_expression(g, query, dotted) for g in _split_commas(by[1:])]
     if any(g[0] not in ("col", "ts") for g in group_exprs):
         raise _refuse("GROUP BY of an aggregate or expression", query)
     groups: list[Grouping] = []
@@ -300,17 +334,18 @@ def view_query(query: str) -> ViewQuery:
             raise _refuse("an empty SELECT item", query)
         if len(part) == 1 and part[0].text == "*":
             raise _refuse("SELECT *", query)
-        (kind, col, extra), alias = _item(part, query)
+        (kind, col, extra), alias = _item(part, query, dotted)
         if alias is not None:
             aliased.add(alias)
         if kind in ("col", "ts"):
             if (kind, col.lower(), extra) not in {(k, c.lower(), e) for k, c, e in group_exprs}:
                 raise _refuse(f"{'column ' + col if kind == 'col' else f'timeseries({col}, {extra!r})'} in the "
                               "SELECT list but not in GROUP BY", query)
-            name = alias or (col if kind == "col" else f"{col}_{extra}")
+            short = col.partition(".")[2] if dotted else col
+            name = alias or (short if kind == "col" else f"{short}_{extra}")
             groups.append(Grouping(name, col, extra))
         else:
-            name = alias or (f"{kind}_{col}" if col else "count")
+            name = alias or (f"{kind}_{col.partition('.')[2] if dotted else col}" if col else "count")
             aggregates.append(Aggregate(name, kind, col))
         order.append(name)
     missing = [f"{c}" if k == "col" else f"timeseries({c}, {e!r})" for k, c, e in group_exprs
@@ -328,4 +363,78 @@ def view_query(query: str) -> ViewQuery:
     if dup:
         raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: the view's column names must differ, found "
                                 f"{', '.join(dup)} more than once; give aliases (AS name)")
-    return ViewQuery(source[0].text, tuple(groups), tuple(aggregates), where, tuple(order), frozenset(aliased))
+    result = ViewQuery(table, tuple(groups), tuple(aggregates), where, tuple(order), frozenset(aliased),
+                       fact_alias, joins)
+    for c in [g.column for g in groups] + [a.column for a in aggregates if a.column]:
+        if dotted and ("." not in c or c.partition(".")[0].lower() not in
+                       {a.lower() for a in [fact_alias or "", *(j.alias for j in joins)]}):
+            raise _refuse(f"column {c!r} (in a view over a join, write each column as alias.column, with the alias "
+                          "of one of its tables)", query)
+    return result
+
+
+def _table_and_alias(part: list[Token], query: str) -> tuple[str, str]:
+    """``table [AS] alias`` (the alias defaults to the table's name)."""
+    if part and part[-1].kind in ("word", "ident") and len(part) in (2, 3) and (len(part) == 2 or part[1].is_kw("AS")):
+        alias = part[-1].text
+        part = part[:1]
+    else:
+        alias = None
+    if len(part) != 1 or part[0].kind not in ("word", "ident") or (alias is not None and "." in alias):
+        shown = query[part[0].pos:part[-1].end] if part else "nothing"
+        raise _refuse(f"the join source {shown!r} (expected a table and an optional alias)", query)
+    return part[0].text, alias or part[0].text.rpartition(".")[2]
+
+
+def _joins(source: list[Token], query: str) -> tuple[str, str, tuple[Join, ...]]:
+    """FROM fact [AS] f [INNER] JOIN dim [AS] d ON f.k = d.k [AND ...] [[INNER] JOIN ...]: each dimension
+    table joined to the fact table on equalities of their columns."""
+    parts: list[list[Token]] = [[]]
+    for t in source:
+        if t.is_kw("JOIN"):
+            kind = parts[-1][-1] if parts[-1] and parts[-1][-1].is_kw("INNER", *_JOIN_KINDS) else None
+            if kind is not None and not kind.is_kw("INNER"):
+                raise _refuse(f"{kind.text.upper()} JOIN (only inner joins)", query)
+            if kind is not None:
+                parts[-1].pop()
+            parts.append([])
+        elif t.kind == "punct" and t.text in ",()":
+            raise _refuse("FROM with a comma, subquery or parentheses (write [INNER] JOIN ... ON ...)", query)
+        else:
+            parts[-1].append(t)
+    fact, fact_alias = _table_and_alias(parts[0], query)
+    aliases = [fact_alias.lower()]
+    joins: list[Join] = []
+    for part in parts[1:]:
+        on = next((i for i, t in enumerate(part) if t.is_kw("ON")), None)
+        if on is None:
+            raise _refuse("JOIN without ON (a view joins on equalities of columns)", query)
+        table, alias = _table_and_alias(part[:on], query)
+        if alias.lower() in aliases:
+            raise _refuse(f"the alias {alias!r} twice (give each table its own alias)", query)
+        aliases.append(alias.lower())
+        keys: list[tuple[str, str]] = []
+        for cond in _split_and(part[on + 1:]):
+            if (len(cond) != 3 or cond[1].text != "=" or _column(cond[0], True) is None
+                    or _column(cond[2], True) is None):
+                shown = query[cond[0].pos:cond[-1].end] if cond else "nothing"
+                raise _refuse(f"the join condition {shown!r} (expected fact.column = dimension.column, "
+                              "joined with AND)", query)
+            sides = {cond[0].text.partition(".")[0].lower(): cond[0].text.partition(".")[2],
+                     cond[2].text.partition(".")[0].lower(): cond[2].text.partition(".")[2]}
+            if set(sides) != {fact_alias.lower(), alias.lower()}:
+                raise _refuse(f"the join condition {query[cond[0].pos:cond[-1].end]!r} (each dimension table "
+                              f"joins the fact table {fact!r} on alias.column of both)", query)
+            keys.append((sides[fact_alias.lower()], sides[alias.lower()]))
+        joins.append(Join(table, alias, tuple(keys)))
+    return fact, fact_alias, tuple(joins)
+
+
+def _split_and(toks: list[Token]) -> list[list[Token]]:
+    out: list[list[Token]] = [[]]
+    for t in toks:
+        if t.is_kw("AND"):
+            out.append([])
+        else:
+            out[-1].append(t)
+    return out

@@ -38,6 +38,8 @@ ANSWERED_SQL = [
     # filters on grouping columns, above the view's rows
     "SELECT brand, sum(speed) FROM tel WHERE brand = 'a' OR brand IS NULL GROUP BY brand",
     "SELECT date_trunc('day', ts), count(*) FROM tel WHERE model IN (1, 3) AND brand <> 'b' GROUP BY 1",
+    # count(DISTINCT) of a plain grouping column: the view's rows hold each value of its groups
+    "SELECT model, count(DISTINCT brand), sum(speed) FROM tel GROUP BY model",
 ]
 
 NEAR_MISSES = [
@@ -49,7 +51,7 @@ NEAR_MISSES = [
     "SELECT date_trunc('minute', ts), count(*) FROM tel GROUP BY 1",  # finer than the view's hours
     "SELECT speed, count(*) FROM tel GROUP BY speed",  # not a grouping column of the view
     "SELECT brand, sum(speed) FILTER (WHERE model = 1) FROM tel GROUP BY brand",
-    "SELECT model, count(DISTINCT brand) FROM tel GROUP BY model",  # distinct values do not roll up by sums
+    "SELECT model, count(DISTINCT date_trunc('hour', ts)) FROM tel GROUP BY model",  # not a plain grouping column
     "SELECT brand, model, sum(speed) FROM tel GROUP BY ROLLUP(brand, model)",  # grouping sets
 ]
 

@@ -8,7 +8,10 @@ VIEWS reports, so a stale view is never offered) and whose WHERE, if it has one,
 conditions that mean the same in carbon-ds's filter and in Spark (``where``: column, operator, values; see
 ``_where``), which the extension compares with the query's conjuncts. For each: its folder, the segment
 whose freshness was checked (the extension reads exactly that segment), its time zone, its Spark schema,
-its grouping columns and its aggregates. The JVM side decides whether the query's shape is one the view
+its grouping columns and its aggregates (columns named ``"i:column"``, i the view's table: 0 the main table,
+i the i-th dimension table of a join), its join keys as pairs of such columns, and ``tables``: for each of the
+view's tables, the index of the query's relation reading it among the request's ``tables`` (their paths),
+or null when none does. The JVM side decides whether the query's shape is one the view
 gives. Any failure answers nothing for that view: the query then reads the main table.
 """
 
@@ -22,6 +25,7 @@ from pyspark.sql.pandas.types import from_arrow_schema
 from carbon_ds.errors import CarbonError
 from carbon_ds.expressions.filter_parser import parse
 from carbon_ds.expressions.tree import And, Compare, Expr, In, IsNull, NotNull
+from carbon_ds.fs import Storage
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops import views
 
@@ -70,7 +74,15 @@ def _where(text: str, schema: pa.Schema) -> list[dict[str, Any]] | None:
     return out
 
 
-def _describe(path: str) -> dict[str, Any] | None:
+def _real(path: str) -> str | None:
+    try:
+        storage, folder = Storage.for_path(path)
+        return storage.uri(storage.real_path(folder))
+    except (CarbonError, OSError, ValueError):
+        return None
+
+
+def _describe(path: str, asked: list[str | None]) -> dict[str, Any] | None:
     defn = views.definition(path)
     vq = defn.parsed
     if defn.view_segment is None:
@@ -83,6 +95,15 @@ def _describe(path: str) -> dict[str, Any] | None:
     if views.view_status(path, defn).status != "enabled":
         return None
     schema = from_arrow_schema(TableHandle.open(path).schema, prefer_timestamp_ntz=False)
+    tables = []
+    for table in [defn.main_path, *(d["path"] for d in defn.dimensions)]:
+        real = _real(table)
+        tables.append(asked.index(real) if real is not None and real in asked else None)
+
+    def key(column: str) -> str:
+        i, name = vq.locate(column)
+        return f"{i}:{name.lower()}"
+
     return {
         "path": path,
         "name": defn.name,
@@ -90,26 +111,30 @@ def _describe(path: str) -> dict[str, Any] | None:
         "where": where,
         "zone": defn.time_zone,
         "schema": schema.jsonValue(),
-        "groups": [{"name": g.name, "column": g.column.lower(), "granularity": g.granularity} for g in vq.groups],
-        "aggregates": [{"name": a.name, "func": a.func, "column": None if a.column is None else a.column.lower(),
+        "tables": tables,
+        "keys": [[f"0:{fk.lower()}", f"{i}:{dk.lower()}"] for i, j in enumerate(vq.joins, 1) for fk, dk in j.keys],
+        "groups": [{"name": g.name, "column": key(g.column), "granularity": g.granularity} for g in vq.groups],
+        "aggregates": [{"name": a.name, "func": a.func, "column": None if a.column is None else key(a.column),
                         **({"sum": a.name + views.AVG_SUM, "count": a.name + views.AVG_COUNT}
                            if a.func == "avg" else {})}
                        for a in vq.aggregates],
     }
 
 
-def fresh_views(main: TableHandle | None) -> list[dict[str, Any]]:
-    """The views of ``main`` a query may read instead of it now (see the module's docstring)."""
+def fresh_views(main: TableHandle | None, request: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+    """The views of ``main`` (as their main table) a query may read instead of it now (see the module's
+    docstring); ``request["tables"]``: the paths of the tables the query reads (default: ``main`` alone)."""
     if main is None:
         return []
     out = []
     try:
-        paths = views.views_of(main)
+        paths = views.views_of(main, as_main=True)
+        asked = [_real(p) if isinstance(p, str) else None for p in (request or {}).get("tables") or [main.uri]]
     except (CarbonError, OSError):
         return []
     for path in paths:
         try:
-            described = _describe(path)
+            described = _describe(path, asked)
         except (CarbonError, OSError, ValueError):
             continue  # a view that cannot be read answers nothing
         if described is not None:

@@ -111,7 +111,7 @@ class CarbonDataSource(DataSource):
             return _answer(PLAN_READS_OPTION, plan_reads(type(self), json.loads(self.options[PLAN_READS_OPTION])))
         if self.options.get(MV_REWRITE_OPTION):
             # the extension's query rewrite: which views of this table are fresh now (carbon_ds.spark.bridge.view_rewrite)
-            return _answer(MV_REWRITE_OPTION, fresh_views(self._table()))
+            return _answer(MV_REWRITE_OPTION, fresh_views(self._table(), json.loads(self.options[MV_REWRITE_OPTION])))
         handle = self._table()
         schema = handle.schema if handle is not None else arrow_schema_of(resolved_path(_path(self.options), self.storage))
         if positions_option(self.options):

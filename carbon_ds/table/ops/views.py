@@ -13,7 +13,12 @@ a crash between the view's commit and its record) is "stale".
 
 Refresh. Incremental when the covered segments are unchanged: only the new segments' rows are aggregated
 and merged into the existing groups (sum + sum, count + count, min of mins, max of maxes, avg from its kept
-sum and count), so the view holds one row per group. Otherwise a full rebuild. Either way the view's rows
+sum and count), so the view holds one row per group. Otherwise a full rebuild.
+
+Joins. A view over a fact (main) table inner-joined to dimension tables records each dimension table's
+fingerprints too (``dimensions``) and is linked from each, so a load into any of them finds it. New fact
+segments are refreshed incrementally (their rows joined with the dimension tables as they are now, then
+merged); any change to a dimension table makes the view stale and its next refresh a full rebuild. Either way the view's rows
 are replaced in one overwrite load, and then the segment it replaced is cleaned as CLEAN FILES (without
 force) cleans it: its files move to the view's ``.Trash/`` (where a read planned before the refresh still
 finds them, for the trash retention), its entry moves to ``tablestatus.history``, expired trash runs go. So
@@ -61,6 +66,9 @@ class ViewDefinition:
     time_zone: str
     view_segment: str | None = None  # the view's readable segment holding the rows covered
     covered: list[list[str]] = field(default_factory=list)  # main-table segment fingerprints
+    # a view over a join: each dimension table's {"table": db.name, "path": folder, "covered": fingerprints},
+    # in the order of the SELECT's joins
+    dimensions: list[dict] = field(default_factory=list)
 
     @property
     def parsed(self) -> ViewQuery:
@@ -118,18 +126,25 @@ def _real(storage: Storage, path: str) -> str:
     return storage.uri(storage.real_path(path))
 
 
-def views_of(main: TableHandle) -> list[str]:
-    """The folders of the views whose main table is ``main``: the linked views that exist and whose definition
-    names this very folder. A copy of a main table's folder carries its link file along; the copy is not the
-    views' main table (they never cover its rows), so its queries, loads and DROP TABLE leave them alone."""
+def _same_folder(path: str, here: str) -> bool:
+    storage, folder = Storage.for_path(path)
+    return _real(storage, folder) == here
+
+
+def views_of(main: TableHandle, as_main: bool = False) -> list[str]:
+    """The folders of the views that read ``main``: the linked views that exist and whose definition names
+    this very folder as their main table or (unless ``as_main``) as one of their dimension tables. A copy of a
+    table's folder carries its link file along; the copy is not the views' table (they never cover its rows),
+    so its queries, loads and DROP TABLE leave them alone."""
     here = _real(main.storage, main.path)
     out = []
     for path in linked_views(main):
         try:
             if not TableHandle.exists(path) or not is_view(path):
                 continue
-            storage, folder = Storage.for_path(definition(path).main_path)
-            if _real(storage, folder) == here:
+            defn = definition(path)
+            dims = [] if as_main else [d["path"] for d in defn.dimensions]
+            if any(_same_folder(p, here) for p in [defn.main_path, *dims]):
                 out.append(path)
         except (CarbonError, OSError):
             continue  # a view that cannot be read is no view of this table's
@@ -170,6 +185,13 @@ def view_status(path: str, defn: ViewDefinition | None = None) -> ViewStatus:
         return ViewStatus("stale", f"main table has streaming segment(s) {', '.join(streams)}, which grow in place")
     if _view_segments(TableHandle.open(path)) != ([defn.view_segment] if defn.view_segment else []):
         return ViewStatus("stale", "the view's rows are not the ones its record covers (refresh interrupted?)")
+    for dim in defn.dimensions:
+        if not TableHandle.exists(dim["path"]):
+            return ViewStatus("stale", f"dimension table {dim['table']} is gone")
+        dim_now, dim_streams = _current(TableHandle.open(dim["path"]))
+        if dim_streams or dim_now != dim["covered"]:
+            return ViewStatus("stale", f"dimension table {dim['table']} changed since the last refresh (a full "
+                                       "rebuild is due)")
     covered = {fp[0]: fp for fp in defn.covered}
     now = {fp[0]: fp for fp in current}
     changed = sorted((s for s in covered if now.get(s) != covered[s]), key=_seg_key)
@@ -187,31 +209,50 @@ def _seg_key(s: str) -> tuple[int, ...]:
 
 
 # ------------------------------------------------------------------------------------------ aggregation
-def _check_columns(vq: ViewQuery, schema: pa.Schema, main_name: str) -> dict[str, str]:
-    """The main table's spelling of each column the view reads (names are case-insensitive)."""
-    by_lower = {n.lower(): n for n in schema.names}
-    names: dict[str, str] = {}
+def _check_columns(vq: ViewQuery, schemas: list[pa.Schema], names: list[str]) -> dict[str, tuple[int, str]]:
+    """(table index, the table's spelling) of each column the view reads, by its lower-case spelling in the
+    SELECT (names are case-insensitive); ``schemas`` and ``names``: the main table's, then each join's."""
+    found: dict[str, tuple[int, str]] = {}
     wanted = [g.column for g in vq.groups] + [a.column for a in vq.aggregates if a.column]
     for c in wanted:
-        if c.lower() not in by_lower:
-            raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: column {c!r} is not a column of {main_name} "
-                                    f"(columns: {', '.join(schema.names)})")
-        names[c.lower()] = by_lower[c.lower()]
+        i, column = vq.locate(c)
+        by_lower = {n.lower(): n for n in schemas[i].names}
+        if column.lower() not in by_lower:
+            raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: column {column!r} is not a column of {names[i]} "
+                                    f"(columns: {', '.join(schemas[i].names)})")
+        found[c.lower()] = (i, by_lower[column.lower()])
+
+    def type_of(c: str) -> pa.DataType:
+        i, column = found[c.lower()]
+        return schemas[i].field(column).type
+
     for g in vq.groups:
-        t = schema.field(names[g.column.lower()]).type
+        t = type_of(g.column)
         if g.granularity and not (pa.types.is_timestamp(t) or pa.types.is_date(t)):
             raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: timeseries needs a timestamp or date column, "
-                                    f"column {g.column!r} of {main_name} is {t}")
+                                    f"column {g.column!r} of {names[found[g.column.lower()][0]]} is {t}")
         if g.granularity in ("minute", "hour") and pa.types.is_date(t):
             raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: timeseries of date column {g.column!r} takes "
                                     f"'day', 'week', 'month' or 'year', found {g.granularity!r}")
     for a in vq.aggregates:
         if a.func in ("sum", "avg"):
-            t = schema.field(names[a.column.lower()]).type
+            t = type_of(a.column)
             if not (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)):
                 raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: {a.func}({a.column}) needs a numeric column, "
-                                        f"column {a.column!r} of {main_name} is {t}")
-    return names
+                                        f"column {a.column!r} of {names[found[a.column.lower()][0]]} is {t}")
+    return found
+
+
+def _key_type(a: pa.DataType, b: pa.DataType, where: str) -> pa.DataType:
+    """The type two join keys are compared in (Spark widens integers alike), or CarbonOptionError."""
+    if a == b:
+        return a
+    if pa.types.is_integer(a) and pa.types.is_integer(b):
+        return pa.int64()
+    if (pa.types.is_string(a) or pa.types.is_large_string(a)) and (pa.types.is_string(b) or pa.types.is_large_string(b)):
+        return pa.large_string()
+    raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: join keys {where} have types {a} and {b}; a view joins on "
+                            "columns of the same type (or two integer or two string columns)")
 
 
 def _truncate(values: pa.ChunkedArray, granularity: str, time_zone: str) -> pa.ChunkedArray:
@@ -237,11 +278,62 @@ def _empty_main(main: TableHandle, names: list[str]) -> pa.Table:
     return pa.schema([main.schema.field(n) for n in names]).empty_table()
 
 
-def _aggregate(main: TableHandle, vq: ViewQuery, time_zone: str, segments: list[str]) -> pa.Table:
+def _read(table: TableHandle, columns: list[str], where: str | None, segments: list[str]) -> pa.Table:
+    return Scan(table, columns, where, segments).to_arrow() if segments else _empty_main(table, columns)
+
+
+Dimensions = list[tuple[TableHandle, list[str]]]  # each join's dimension table and the segments to read
+
+
+def _source_rows(main: TableHandle, vq: ViewQuery, segments: list[str], dims: Dimensions) -> tuple[pa.Table, dict[str, str]]:
+    """The rows the view groups: ``segments`` of ``main`` (filtered by the view's WHERE), inner-joined with the
+    dimension tables' rows; and the column each column of the SELECT (lower case, as written) is among them."""
+    names = [str(vq.table), *(j.table for j in vq.joins)]
+    tables = [main, *(d for d, _ in dims)]
+    found = _check_columns(vq, [t.schema for t in tables], names)
+    if not vq.joins:
+        read = list(dict.fromkeys(c for _, c in found.values()))
+        return _read(main, read, vq.where, segments), {k: c for k, (_, c) in found.items()}
+    reads: list[list[str]] = [[] for _ in tables]
+    for i, c in found.values():
+        reads[i].append(c)
+    for i, join in enumerate(vq.joins, 1):
+        for fk, dk in join.keys:
+            for t, column in ((0, fk), (i, dk)):
+                by_lower = {n.lower(): n for n in tables[t].schema.names}
+                if column.lower() not in by_lower:
+                    raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: join key {column!r} is not a column of "
+                                            f"{names[t]} (columns: {', '.join(tables[t].schema.names)})")
+                reads[t].append(by_lower[column.lower()])
+    parts = []
+    for i, table in enumerate(tables):
+        got = _read(table, list(dict.fromkeys(reads[i])), None, segments if i == 0 else dims[i - 1][1])
+        parts.append(got.rename_columns([f"{i}.{n}" for n in got.schema.names]))
+    joined = parts[0]
+    for i, join in enumerate(vq.joins, 1):
+        dim, left, right = parts[i], [], []
+        for n, (fk, dk) in enumerate(join.keys):
+            f_name = f"0.{_spelled(tables[0], fk)}"
+            d_name = f"{i}.{_spelled(tables[i], dk)}"
+            t = _key_type(joined[f_name].type, dim[d_name].type, f"{vq.alias}.{fk} = {join.alias}.{dk}")
+            left.append(f"__key{i}_{n}")
+            right.append(f"__dkey{i}_{n}")
+            joined = joined.append_column(left[-1], joined[f_name].cast(t))
+            dim = dim.append_column(right[-1], dim[d_name].cast(t))
+        # null keys match nothing, as in Spark's inner equi-join
+        joined = joined.join(dim, keys=left, right_keys=right, join_type="inner", coalesce_keys=False,
+                             use_threads=False)
+    return joined, {k: f"{i}.{c}" for k, (i, c) in found.items()}
+
+
+def _spelled(table: TableHandle, column: str) -> str:
+    return {n.lower(): n for n in table.schema.names}[column.lower()]
+
+
+def _aggregate(main: TableHandle, vq: ViewQuery, time_zone: str, segments: list[str],
+               dims: Dimensions | None = None) -> pa.Table:
     """The view's rows over ``segments`` of ``main`` (groups, aggregates, avg's sum and count)."""
-    cols = _check_columns(vq, main.schema, str(vq.table))
-    read = list(dict.fromkeys(cols.values()))
-    rows = Scan(main, read, vq.where, segments).to_arrow() if segments else _empty_main(main, read)
+    rows, cols = _source_rows(main, vq, segments, dims or [])
     data: dict[str, pa.ChunkedArray | pa.Array] = {}
     for g in vq.groups:
         col = rows[cols[g.column.lower()]]
@@ -266,10 +358,10 @@ def _aggregate(main: TableHandle, vq: ViewQuery, time_zone: str, segments: list[
     table = pa.table(data) if data else pa.table({})
     keys = [g.name for g in vq.groups]
     grouped = table.group_by(keys, use_threads=False).aggregate([(s, f, o) if o else (s, f) for s, f, o in specs])
-    return _shape(vq, grouped, rows.schema, cols)
+    return _shape(vq, grouped)
 
 
-def _shape(vq: ViewQuery, grouped: pa.Table, source: pa.Schema, cols: dict[str, str]) -> pa.Table:
+def _shape(vq: ViewQuery, grouped: pa.Table) -> pa.Table:
     """The grouped result as the view's columns: SELECT order, avg's kept sum and count at the end."""
     out: dict[str, pa.ChunkedArray] = {}
     extra: dict[str, pa.ChunkedArray] = {}
@@ -338,25 +430,48 @@ def _replace_rows(view: TableHandle, rows: pa.Table) -> str:
     return load.committed.name
 
 
+def _dimension_state(statement: str, dims: list[tuple[str, TableHandle]]) -> list[dict]:
+    """Each dimension table's name, folder and readable segments' fingerprints, read once now."""
+    out = []
+    for dim_name, dim in dims:
+        fps, streams = _current(dim)
+        if streams:
+            raise CarbonTableError(f"{statement}: dimension table {dim_name} has streaming segment(s) "
+                                   f"{', '.join(streams)}; a view cannot cover rows that grow in place")
+        out.append({"table": dim_name, "path": dim.uri, "covered": fps})
+    return out
+
+
+def _dimension_reads(state: list[dict]) -> Dimensions:
+    return [(TableHandle.open(d["path"]), [fp[0] for fp in d["covered"]]) for d in state]
+
+
 def create_view(path: str, name: str, main: TableHandle, main_name: str, query: str, refresh_mode: str,
-                time_zone: str) -> ViewDefinition:
-    """A new view at ``path`` (which must not hold a table), built in full from ``main`` now."""
+                time_zone: str, dimensions: list[tuple[str, TableHandle]] | None = None) -> ViewDefinition:
+    """A new view at ``path`` (which must not hold a table), built in full from ``main`` (joined with
+    ``dimensions``, (name, table) for each join of the SELECT in order) now."""
     vq = view_query(query)
+    dimensions = dimensions or []
+    if len(dimensions) != len(vq.joins):
+        raise CarbonOptionError(f"CREATE MATERIALIZED VIEW {name}: the SELECT joins {len(vq.joins)} dimension "
+                                f"table(s), {len(dimensions)} given")
     current, streams = _current(main)
     if streams:
         raise CarbonTableError(f"CREATE MATERIALIZED VIEW {name}: main table {main_name} has streaming segment(s) "
                                f"{', '.join(streams)}; a view cannot cover rows that grow in place (finish the "
                                "stream's segments first)")
-    rows = _aggregate(main, vq, time_zone, [fp[0] for fp in current])
+    dim_state = _dimension_state(f"CREATE MATERIALIZED VIEW {name}", dimensions)
+    rows = _aggregate(main, vq, time_zone, [fp[0] for fp in current], _dimension_reads(dim_state))
     TableHandle.create(path, rows.schema, properties={"comment": f"materialized view {name} over {main_name}"})
     try:
         view = TableHandle.open(path)
         segment = _replace_rows(view, rows)
         defn = ViewDefinition(name, main_name, main.uri, query, refresh_mode,
-                              time_zone, segment, current)
+                              time_zone, segment, current, dim_state)
         _save(path, defn)
-        links = linked_views(main)
-        _set_links(main, [*links, view.uri] if view.uri not in links else links)
+        for table in [main, *(d for _, d in dimensions)]:
+            links = linked_views(table)
+            _set_links(table, [*links, view.uri] if view.uri not in links else links)
     except BaseException:
         storage, folder = Storage.for_path(path)
         storage.delete_dir(folder)
@@ -384,21 +499,31 @@ def refresh_view(path: str, full: bool = False, retention_days: float | str | No
     if streams:
         raise CarbonTableError(f"REFRESH MATERIALIZED VIEW {defn.name}: main table {defn.main_table} has streaming "
                                f"segment(s) {', '.join(streams)}; a view cannot cover rows that grow in place")
+    for dim in defn.dimensions:
+        if not TableHandle.exists(dim["path"]):
+            raise CarbonTableError(f"REFRESH MATERIALIZED VIEW {defn.name}: dimension table {dim['table']} is gone "
+                                   f"(folder {dim['path']}); drop the view")
+    dim_state = _dimension_state(f"REFRESH MATERIALIZED VIEW {defn.name}",
+                                 [(d["table"], TableHandle.open(d["path"])) for d in defn.dimensions])
     covered = {fp[0]: fp for fp in defn.covered}
     now = {fp[0]: fp for fp in current}
+    # a changed dimension table changes rows of any group: only a full rebuild is exact
     intact = (_view_segments(view) == ([defn.view_segment] if defn.view_segment else [])
-              and all(now.get(s) == fp for s, fp in covered.items()))
+              and all(now.get(s) == fp for s, fp in covered.items())
+              and [d["covered"] for d in dim_state] == [d["covered"] for d in defn.dimensions])
     new = [s for s in now if s not in covered]
     if not full and intact and not new:
         return Refreshed("none", [], -1)
+    dims = _dimension_reads(dim_state)
     if not full and intact:
-        partial = _aggregate(main, vq, defn.time_zone, new)
+        partial = _aggregate(main, vq, defn.time_zone, new, dims)
         old = Scan(view, list(partial.schema.names)).to_arrow()
         rows, kind, read = _merge(vq, old, partial), "incremental", new
     else:
-        rows, kind, read = _aggregate(main, vq, defn.time_zone, list(now)), "full", list(now)
+        rows, kind, read = _aggregate(main, vq, defn.time_zone, list(now), dims), "full", list(now)
     defn.view_segment = _replace_rows(view, rows)
     defn.covered = current
+    defn.dimensions = dim_state
     _save(path, defn)
     _clean(view, defn.name, retention_days)
     return Refreshed(kind, read, rows.num_rows)
@@ -419,9 +544,10 @@ def drop_view(path: str) -> ViewDefinition:
     """Unlink the view from its main table (the caller deletes the view's table)."""
     defn = definition(path)
     view_uri = TableHandle.open(path).uri
-    if TableHandle.exists(defn.main_path):
-        main = TableHandle.open(defn.main_path)
-        _set_links(main, [v for v in linked_views(main) if v != view_uri])
+    for table_path in [defn.main_path, *(d["path"] for d in defn.dimensions)]:
+        if TableHandle.exists(table_path):
+            table = TableHandle.open(table_path)
+            _set_links(table, [v for v in linked_views(table) if v != view_uri])
     return defn
 
 

@@ -45,7 +45,9 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.Max;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Min;
 import org.apache.spark.sql.catalyst.expressions.aggregate.Sum;
 import org.apache.spark.sql.catalyst.plans.logical.Aggregate;
+import org.apache.spark.sql.catalyst.plans.Inner$;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
+import org.apache.spark.sql.catalyst.plans.logical.Join;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
@@ -133,10 +135,10 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         }
     }
 
-    /** The carbondata relation {@code agg} reads whole (through a Filter and Projects), or null. */
+    /** The carbondata relation {@code agg} reads whole (through a Filter and Projects, no join), or null. */
     static DataSourceV2Relation wholeRelation(Aggregate agg) {
         Shape shape = shape(agg);
-        return shape == null ? null : shape.rel();
+        return shape == null || shape.rels().size() != 1 ? null : shape.rel();
     }
 
     private LogicalPlan rewrite(LogicalPlan node) throws java.io.IOException {
@@ -157,44 +159,66 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         return changed ? node.withNewChildren(PruneCarbonRelations.seq(out)) : node;
     }
 
-    /** What the query asks of the main table: grouping keys, filter conjuncts and aggregates. */
-    private record Shape(DataSourceV2Relation rel, Map<Long, Expression> projected, List<Expression> conjuncts,
-                         Map<Long, String> names) {
+    /**
+     * What the query asks: the carbondata relations it reads (one, or several joined by inner joins), grouping
+     * keys, filter conjuncts, the join conditions' conjuncts and aggregates. {@code names}: each relation
+     * column's expression id to {@code "i:column"}, i the relation's index in {@code rels} (for one view:
+     * the index of its table in the view, 0 the main table); {@code rel}: the relation whose views are asked.
+     */
+    private record Shape(DataSourceV2Relation rel, List<DataSourceV2Relation> rels, Map<Long, Expression> projected,
+                         List<Expression> conjuncts, List<Expression> joinConjuncts, Map<Long, String> names) {
     }
 
     private static Shape shape(Aggregate agg) {
-        LogicalPlan child = agg.child();
         Map<Long, Expression> projected = new HashMap<>();
         List<Expression> conjuncts = new ArrayList<>();
-        boolean top = true;
-        while (!(child instanceof DataSourceV2Relation)) {
-            if (child instanceof Project project) {
-                for (NamedExpression e : PruneCarbonRelations.list(project.projectList())) {
-                    if (e instanceof Alias alias && top) {
-                        projected.put(alias.exprId().id(), alias.child());
-                    } else if (!(e instanceof Attribute)) {
-                        return null;  // only the projection right under the Aggregate may compute
-                    }
-                }
-                child = project.child();
-                top = false;
-            } else if (child instanceof Filter filter) {
-                top = false;
-                PruneCarbonRelations.split(filter.condition(), conjuncts);
-                child = filter.child();
-            } else {
-                return null;
-            }
-        }
-        DataSourceV2Relation rel = (DataSourceV2Relation) child;
-        if (PruneCarbonRelations.candidate(rel) == null || !readWhole(rel)) {
+        List<Expression> joinConjuncts = new ArrayList<>();
+        List<DataSourceV2Relation> rels = new ArrayList<>();
+        if (!walk(agg.child(), true, projected, conjuncts, joinConjuncts, rels) || rels.isEmpty()) {
             return null;
         }
         Map<Long, String> names = new HashMap<>();
-        for (AttributeReference a : PruneCarbonRelations.list(rel.output())) {
-            names.put(a.exprId().id(), a.name().toLowerCase(Locale.ROOT));
+        for (int i = 0; i < rels.size(); i++) {
+            DataSourceV2Relation rel = rels.get(i);
+            if (PruneCarbonRelations.candidate(rel) == null || !readWhole(rel)) {
+                return null;
+            }
+            for (AttributeReference a : PruneCarbonRelations.list(rel.output())) {
+                names.put(a.exprId().id(), i + ":" + a.name().toLowerCase(Locale.ROOT));
+            }
         }
-        return new Shape(rel, projected, conjuncts, names);
+        return new Shape(rels.get(0), rels, projected, conjuncts, joinConjuncts, names);
+    }
+
+    /** Collects {@code node}'s relations, filters and inner joins; false for any other operator (an outer join,
+     * a computing projection below the top one). */
+    private static boolean walk(LogicalPlan node, boolean top, Map<Long, Expression> projected,
+                                List<Expression> conjuncts, List<Expression> joinConjuncts,
+                                List<DataSourceV2Relation> rels) {
+        if (node instanceof DataSourceV2Relation rel) {
+            rels.add(rel);
+            return true;
+        }
+        if (node instanceof Project project) {
+            for (NamedExpression e : PruneCarbonRelations.list(project.projectList())) {
+                if (e instanceof Alias alias && top) {
+                    projected.put(alias.exprId().id(), alias.child());
+                } else if (!(e instanceof Attribute)) {
+                    return false;  // only the projection right under the Aggregate may compute
+                }
+            }
+            return walk(project.child(), false, projected, conjuncts, joinConjuncts, rels);
+        }
+        if (node instanceof Filter filter) {
+            PruneCarbonRelations.split(filter.condition(), conjuncts);
+            return walk(filter.child(), false, projected, conjuncts, joinConjuncts, rels);
+        }
+        if (node instanceof Join join && join.joinType() == Inner$.MODULE$ && join.condition().isDefined()) {
+            PruneCarbonRelations.split(join.condition().get(), joinConjuncts);
+            return walk(join.left(), false, projected, conjuncts, joinConjuncts, rels)
+                    && walk(join.right(), false, projected, conjuncts, joinConjuncts, rels);
+        }
+        return false;
     }
 
     /** A read of the whole table: by one path (table properties aside), no segment choice, filter, time travel
@@ -217,17 +241,93 @@ final class ViewRewrite extends Rule<LogicalPlan> {
 
     private LogicalPlan answer(Aggregate agg) throws java.io.IOException {
         Shape shape = shape(agg);
-        if (shape == null || !hasViews(shape.rel().options().get("path"))) {
+        if (shape == null) {
             return null;
         }
-        JsonNode views = SchemaCall.ask(shape.rel(), Names.MV_REWRITE_OPTION, SchemaCall.JSON.createObjectNode());
-        for (JsonNode view : views) {
-            LogicalPlan answered = answer(agg, shape, view);
-            if (answered != null) {
-                return answered;
+        com.fasterxml.jackson.databind.node.ObjectNode request = SchemaCall.JSON.createObjectNode();
+        com.fasterxml.jackson.databind.node.ArrayNode tables = request.putArray("tables");
+        for (DataSourceV2Relation rel : shape.rels()) {
+            tables.add(rel.options().get("path"));
+        }
+        // a join's views are kept by its main (fact) table: ask each table that has views
+        for (DataSourceV2Relation rel : shape.rels()) {
+            if (!hasViews(rel.options().get("path"))) {
+                continue;
+            }
+            JsonNode views = SchemaCall.ask(rel, Names.MV_REWRITE_OPTION, request);
+            for (JsonNode view : views) {
+                Shape viewShape = forView(shape, rel, view);
+                LogicalPlan answered = viewShape == null ? null : answer(agg, viewShape, view);
+                if (answered != null) {
+                    return answered;
+                }
             }
         }
         return null;
+    }
+
+    /**
+     * {@code shape} in {@code view}'s terms (its columns named by the view's table index), or null when the
+     * query does not read exactly the view's tables joined on exactly its keys: the view's {@code tables}
+     * gives, for each of its tables, the query relation reading it (null: none does); every query relation
+     * must be one of them, and the inner joins' column equalities must be the view's join keys, each once.
+     */
+    private static Shape forView(Shape shape, DataSourceV2Relation main, JsonNode view) {
+        JsonNode tables = view.get("tables");
+        int n = shape.rels().size();
+        if (tables == null || tables.size() != n) {
+            return null;
+        }
+        int[] viewIndex = new int[n];
+        java.util.Arrays.fill(viewIndex, -1);
+        for (int v = 0; v < n; v++) {
+            JsonNode q = tables.get(v);
+            if (q == null || !q.isInt() || q.asInt() < 0 || q.asInt() >= n || viewIndex[q.asInt()] >= 0) {
+                return null;
+            }
+            viewIndex[q.asInt()] = v;
+        }
+        if (shape.rels().get(tables.get(0).asInt()) != main) {
+            return null;
+        }
+        Map<Long, String> names = new HashMap<>();
+        for (Map.Entry<Long, String> e : shape.names().entrySet()) {
+            String[] parts = e.getValue().split(":", 2);
+            names.put(e.getKey(), viewIndex[Integer.parseInt(parts[0])] + ":" + parts[1]);
+        }
+        Set<String> viewKeys = new HashSet<>();
+        Set<String> keyColumns = new HashSet<>();
+        for (JsonNode k : view.get("keys")) {
+            viewKeys.add(pair(k.get(0).asText(), k.get(1).asText()));
+            keyColumns.add(k.get(0).asText());
+            keyColumns.add(k.get(1).asText());
+        }
+        Set<String> queryKeys = new HashSet<>();
+        List<Expression> conjuncts = new ArrayList<>(shape.conjuncts());
+        for (Expression c : shape.joinConjuncts()) {
+            if (c instanceof EqualTo eq && eq.left() instanceof AttributeReference l
+                    && eq.right() instanceof AttributeReference r && names.containsKey(l.exprId().id())
+                    && names.containsKey(r.exprId().id())) {
+                String a = names.get(l.exprId().id());
+                String b = names.get(r.exprId().id());
+                if (!a.split(":", 2)[0].equals(b.split(":", 2)[0])) {
+                    queryKeys.add(pair(a, b));
+                    continue;
+                }
+            }
+            conjuncts.add(c);  // an inner join's other condition filters its rows like a WHERE
+        }
+        if (!queryKeys.equals(viewKeys)) {
+            return null;
+        }
+        // isnotnull of a join key, which Spark infers from the equality, drops no row the join keeps
+        conjuncts.removeIf(c -> c instanceof IsNotNull nn && nn.child() instanceof AttributeReference a
+                && keyColumns.contains(names.get(a.exprId().id())));
+        return new Shape(main, shape.rels(), shape.projected(), conjuncts, List.of(), names);
+    }
+
+    private static String pair(String a, String b) {
+        return a.compareTo(b) <= 0 ? a + "=" + b : b + "=" + a;
     }
 
     private boolean hasViews(String path) {
@@ -317,10 +417,12 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         }
         // filter conjuncts: on plain grouping columns only, applied to the view's rows
         Map<Long, Expression> onView = new HashMap<>();
-        for (AttributeReference a : PruneCarbonRelations.list(shape.rel().output())) {
-            AttributeReference v = plainGroups.get(shape.names().get(a.exprId().id()));
-            if (v != null && v.dataType().equals(a.dataType())) {
-                onView.put(a.exprId().id(), v);
+        for (DataSourceV2Relation rel : shape.rels()) {
+            for (AttributeReference a : PruneCarbonRelations.list(rel.output())) {
+                AttributeReference v = plainGroups.get(shape.names().get(a.exprId().id()));
+                if (v != null && v.dataType().equals(a.dataType())) {
+                    onView.put(a.exprId().id(), v);
+                }
             }
         }
         // the view's own WHERE: each of its conditions must be one of the query's, since the view's rows are
@@ -341,7 +443,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
                 }
                 viewWhere.add(e);
                 if (!"is null".equals(w.get("op").asText())) {
-                    nonNull.add(w.get("column").asText());
+                    nonNull.add("0:" + w.get("column").asText());
                 }
             }
         }
@@ -571,9 +673,33 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         return aggregate(new Sum(col));
     }
 
+    /**
+     * {@code count(DISTINCT c)} of a plain grouping column {@code c} of the view: every value of c in a group
+     * of the query is the value of c in one or more of the view's rows of that group, so the distinct count
+     * over the view's rows is the same; null for anything else.
+     */
+    private static Expression distinctCount(AggregateExpression ae, AggregateFunction f, List<Expression> args,
+                                            String column, JsonNode view, ViewScan scan) {
+        if (!(f instanceof Count) || args.size() != 1 || column == null) {
+            return null;
+        }
+        for (JsonNode g : view.get("groups")) {
+            if (g.get("granularity").isNull() && g.get("column").asText().equals(column)) {
+                AttributeReference col = scan.columns().get(g.get("name").asText().toLowerCase(Locale.ROOT));
+                if (col == null || !col.dataType().equals(args.get(0).dataType())) {
+                    return null;
+                }
+                Expression out = AggregateExpression$.MODULE$.apply(new Count(PruneCarbonRelations.seq(List.of(col))),
+                        Complete$.MODULE$, true, Option.empty());
+                return out.dataType().equals(ae.dataType()) ? out : new Cast(out, ae.dataType(), Option.empty());
+            }
+        }
+        return null;
+    }
+
     /** The aggregate over the view's rows giving what {@code ae} gives over the main table's, or null. */
     private static Expression reaggregate(AggregateExpression ae, Shape shape, JsonNode view, ViewScan scan) {
-        if (ae.isDistinct() || ae.filter().isDefined()) {
+        if (ae.filter().isDefined()) {
             return null;
         }
         AggregateFunction f = ae.aggregateFunction();
@@ -581,6 +707,9 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         String column = null;
         if (args.size() == 1 && args.get(0) instanceof AttributeReference a && shape.names().containsKey(a.exprId().id())) {
             column = shape.names().get(a.exprId().id());
+        }
+        if (ae.isDistinct()) {
+            return distinctCount(ae, f, args, column, view, scan);
         }
         Expression out = null;
         if (f instanceof Count) {
