@@ -461,9 +461,25 @@ def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int, exact
             f"column {name!r} local dictionary has {len(values)} values but {len(keys)} used keys", path, offset
         )
     size = int(keys[-1]) + 1 if len(keys) else 2
-    index = np.full(max(size, 2), -1, np.int64)
-    index[keys] = np.arange(len(keys))
-    return values.take(pa.array(index, mask=index < 0))
+    # surrogate key -> entry, keys not in use (0 and 1 among them) -> one null entry after the values
+    n = len(values)
+    index = np.full(max(size, 2), n, np.int32)
+    index[keys] = np.arange(n, dtype=np.int32)
+    bufs = values.buffers()
+    offsets = np.empty(n + 2, np.int32)
+    offsets[: n + 1] = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=values.offset * 4)
+    offsets[n + 1] = offsets[n]
+    valid = np.ones(n + 1, np.bool_)
+    if values.null_count:
+        valid[:n] = values.is_valid().to_numpy(zero_copy_only=False)
+    valid[n] = False
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
+    total, nulls = kernels.take_sizes(offsets, valid, index)
+    out_offsets, out_values = pooled(len(index) + 1, np.int32), pooled(max(total, 1), np.uint8)
+    out_valid = np.ones(len(index), np.bool_)
+    kernels.take_bytes(offsets, data, valid, index, out_offsets, out_values, out_valid)
+    return pa.Array.from_buffers(values.type, len(index), [pa.py_buffer(np.packbits(out_valid, bitorder="little")),
+                                 pa.py_buffer(out_offsets), pa.py_buffer(out_values[:total])], null_count=nulls)
 
 
 def take_entries(dictionary: pa.Array, keys: pa.Array) -> pa.Array:
