@@ -482,6 +482,16 @@ def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int, exact
                                  pa.py_buffer(out_offsets), pa.py_buffer(out_values[:total])], null_count=nulls)
 
 
+def _valid_of(arr: pa.Array) -> np.ndarray:
+    """A byte per entry of an array with a validity bitmap, set where it is not null (``is_valid``
+    without a compute call: a small file's local dictionary is looked up once per page)."""
+    bitmap = arr.buffers()[0]
+    if bitmap is None:
+        return arr.is_valid().to_numpy(zero_copy_only=False)
+    bits = np.frombuffer(bitmap, np.uint8)
+    return np.unpackbits(bits, bitorder="little")[arr.offset : arr.offset + len(arr)].view(np.bool_)
+
+
 def take_entries(dictionary: pa.Array, keys: pa.Array) -> pa.Array:
     """``dictionary.take(keys)`` (int32 keys already checked against its size); a string or binary
     dictionary is copied entry by entry in compiled code (kernels.take_bytes), other dictionaries and keys
@@ -494,8 +504,7 @@ def take_entries(dictionary: pa.Array, keys: pa.Array) -> pa.Array:
     bufs = dictionary.buffers()
     offsets = np.frombuffer(bufs[1], np.int32, count=len(dictionary) + 1, offset=dictionary.offset * 4)
     values = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
-    valid = (dictionary.is_valid().to_numpy(zero_copy_only=False) if dictionary.null_count
-             else np.empty(0, np.bool_))
+    valid = _valid_of(dictionary) if dictionary.null_count else np.empty(0, np.bool_)
     total, nulls = kernels.take_sizes(offsets, valid, index)
     if total >= 1 << 31:  # beyond int32 offsets: pyarrow's take says so
         return dictionary.take(keys)
