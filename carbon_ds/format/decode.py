@@ -25,6 +25,7 @@ from carbon_ds.format.arrow_types import TIMESTAMP_TYPE
 from carbon_ds.format.direct_dictionary import DEFAULT as DEFAULT_TIMESTAMP_KEYS
 from carbon_ds.format.direct_dictionary import NULL_KEY, TimestampKeys
 from carbon_ds.format.encoder_meta import STORE_WIDTH, ColumnType, MetaType
+from carbon_ds.format.parse_cache import BytesCache
 from carbon_ds.format.structs import ColumnSchema, DataChunk2, DataType, Encoding
 
 E = Encoding
@@ -448,13 +449,30 @@ def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int, exact
             raise CarbonFormatError(f"column {name!r} local dictionary meta: {e}", path, offset) from None
         if m.column_type == ColumnType.PLAIN_LONG_VALUE or column.data_type in (DataType.VARCHAR, DataType.BINARY):
             width = 4
+    typ = pa.string() if column.data_type != DataType.BINARY else pa.binary()
+    stored, bits = bytes(ld.dictionary_data), bytes(ld.dictionary_values)
+    # the same stored dictionary always decodes to the same array (errors are not kept)
+    kind = (_LOCAL_DICTIONARY, comp, width, typ.id, exact_nulls, len(stored))
+    return _DICTIONARIES.get_or_parse(stored + bits, lambda: _local_dictionary(
+        stored, bits, comp, width, typ, column, path, offset, exact_nulls), kind=kind)
+
+
+# Decoded local dictionaries by their stored bytes: a table of many small files is one dictionary a file,
+# decoded again by every read of it otherwise. Within 8 MiB of stored bytes.
+_DICTIONARIES = BytesCache(budget_bytes=8 << 20, max_item_bytes=256 << 10)
+_LOCAL_DICTIONARY = "local dictionary"
+
+
+def _local_dictionary(stored: bytes, bits: bytes, comp: str, width: int, typ: pa.DataType, column: ColumnSchema,
+                      path: str, offset: int, exact_nulls: bool) -> pa.Array:
+    name = column.column_name
     try:
-        data = compress.decompress(comp, bytes(ld.dictionary_data), MAX_VAR_PAGE)
-        used = compress.decompress(comp, bytes(ld.dictionary_values), 1 << 24)
+        data = compress.decompress(comp, stored, MAX_VAR_PAGE)
+        used = compress.decompress(comp, bits, 1 << 24)
     except CarbonFormatError as e:
         raise CarbonFormatError(f"column {name!r} local dictionary: {e}", path, offset) from None
     fake = Page(column, None, memoryview(b""), 0, path, offset, exact_nulls=exact_nulls)  # type: ignore[arg-type]
-    values = lv_array(fake, data, width, pa.string() if column.data_type != DataType.BINARY else pa.binary(), None)
+    values = lv_array(fake, data, width, typ, None)
     keys = bitset_positions(used)
     if len(keys) != len(values):
         raise CarbonFormatError(
