@@ -69,3 +69,21 @@ def test_files_of_one_table_share_a_view_and_read_as_before(tmp_path):
             f.close()
     assert shared_view(None, opened[0].header.column_schema, None).schema.names == ["id", "s"]
     assert carbon_ds.read_table(path).sort_by("id").column("id").to_pylist() == [0, 1, 2, 10, 11, 12]
+
+
+def test_local_dictionaries_kept_by_their_bytes_read_the_same(tmp_path):
+    from carbon_ds.format import decode
+
+    path = str(tmp_path / "d")
+    words = [f"w{i % 7}" if i % 5 else None for i in range(40)]
+    for k in range(2):
+        carbon_ds.write_table(pa.table({"k": list(range(40)), "s": words[k:] + words[:k]}), path)
+    decode._DICTIONARIES.clear()
+    first = carbon_ds.read_table(path)
+    kept = len(decode._DICTIONARIES)
+    assert kept >= 1
+    again = carbon_ds.read_table(path)
+    assert len(decode._DICTIONARIES) == kept  # answered from the kept dictionaries
+    assert again.equals(first)
+    want = sorted((i, str(w)) for k in range(2) for i, w in enumerate(words[k:] + words[:k]))
+    assert sorted(zip(first.column("k").to_pylist(), map(str, first.column("s").to_pylist()), strict=True)) == want
