@@ -69,7 +69,7 @@ def decode_pages(
     if dtype is None:
         return pa.concat_arrays([decode_page(p, dictionary, global_dictionary) for p in pages])
     values = pooled(total, dtype)
-    address = values.ctypes.data
+    address = None  # where ``values`` lies, found only for a page decoded apart (numpy's ctypes view is slow)
     valid = None
     pos = 0
     for p in pages:
@@ -84,6 +84,8 @@ def decode_pages(
         finally:
             p.out = None
         data = arr.buffers()[1]
+        if address is None:
+            address = values.ctypes.data
         if n and (arr.offset or data.address != address + pos * dtype.itemsize):
             slot[:] = np.frombuffer(data, dtype, count=n, offset=arr.offset * dtype.itemsize)
         if arr.null_count:

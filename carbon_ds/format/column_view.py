@@ -11,6 +11,8 @@ and reads speak the table's names.
 from __future__ import annotations
 
 import copy
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 import pyarrow as pa
@@ -114,3 +116,32 @@ def column_view(file_columns: list[ColumnSchema], table_columns: list[ColumnSche
     nodes = sorted(present + virtual, key=lambda n: order.get(n.name.lower(), len(order)))
     values = {id(n.schema): default_scalar(n.schema, arrow_type(n)) for n in virtual}
     return ColumnView(physical, absent, nodes, values, pa.schema([pa.field(n.name, arrow_type(n)) for n in nodes]))
+
+
+# Views kept by the stored bytes of a file's column list and the very table column list they were made
+# for: a table's files mostly share one column list, and its view takes longer to make than a small file
+# takes to decode. Readers never change a view, so files share it.
+_VIEWS: OrderedDict[tuple[bytes, int], tuple[list[ColumnSchema] | None, ColumnView]] = OrderedDict()
+_VIEWS_LOCK = threading.Lock()
+_VIEWS_MAX = 64
+
+
+def shared_view(file_key: bytes | None, file_columns: list[ColumnSchema],
+                table_columns: list[ColumnSchema] | None) -> ColumnView:
+    """``column_view``, shared with earlier files whose column list had the same bytes (``file_key``; None:
+    not shared) and that were read through the same ``table_columns`` object."""
+    if file_key is None:
+        return column_view(file_columns, table_columns)
+    key = (file_key, id(table_columns))
+    with _VIEWS_LOCK:
+        hit = _VIEWS.get(key)
+        if hit is not None and hit[0] is table_columns:
+            _VIEWS.move_to_end(key)
+            return hit[1]
+    v = column_view(file_columns, table_columns)
+    with _VIEWS_LOCK:
+        _VIEWS[key] = (table_columns, v)
+        _VIEWS.move_to_end(key)
+        while len(_VIEWS) > _VIEWS_MAX:
+            _VIEWS.popitem(last=False)
+    return v

@@ -25,6 +25,7 @@ from carbon_ds.format.arrow_types import TIMESTAMP_TYPE
 from carbon_ds.format.direct_dictionary import DEFAULT as DEFAULT_TIMESTAMP_KEYS
 from carbon_ds.format.direct_dictionary import NULL_KEY, TimestampKeys
 from carbon_ds.format.encoder_meta import STORE_WIDTH, ColumnType, MetaType
+from carbon_ds.format.parse_cache import BytesCache
 from carbon_ds.format.structs import ColumnSchema, DataChunk2, DataType, Encoding
 
 E = Encoding
@@ -448,22 +449,65 @@ def local_dictionary(chunk3, column: ColumnSchema, path: str, offset: int, exact
             raise CarbonFormatError(f"column {name!r} local dictionary meta: {e}", path, offset) from None
         if m.column_type == ColumnType.PLAIN_LONG_VALUE or column.data_type in (DataType.VARCHAR, DataType.BINARY):
             width = 4
+    typ = pa.string() if column.data_type != DataType.BINARY else pa.binary()
+    stored, bits = bytes(ld.dictionary_data), bytes(ld.dictionary_values)
+    # the same stored dictionary always decodes to the same array (errors are not kept)
+    kind = (_LOCAL_DICTIONARY, comp, width, typ.id, exact_nulls, len(stored))
+    return _DICTIONARIES.get_or_parse(stored + bits, lambda: _local_dictionary(
+        stored, bits, comp, width, typ, column, path, offset, exact_nulls), kind=kind)
+
+
+# Decoded local dictionaries by their stored bytes: a table of many small files is one dictionary a file,
+# decoded again by every read of it otherwise. Within 8 MiB of stored bytes.
+_DICTIONARIES = BytesCache(budget_bytes=8 << 20, max_item_bytes=256 << 10)
+_LOCAL_DICTIONARY = "local dictionary"
+
+
+def _local_dictionary(stored: bytes, bits: bytes, comp: str, width: int, typ: pa.DataType, column: ColumnSchema,
+                      path: str, offset: int, exact_nulls: bool) -> pa.Array:
+    name = column.column_name
     try:
-        data = compress.decompress(comp, bytes(ld.dictionary_data), MAX_VAR_PAGE)
-        used = compress.decompress(comp, bytes(ld.dictionary_values), 1 << 24)
+        data = compress.decompress(comp, stored, MAX_VAR_PAGE)
+        used = compress.decompress(comp, bits, 1 << 24)
     except CarbonFormatError as e:
         raise CarbonFormatError(f"column {name!r} local dictionary: {e}", path, offset) from None
     fake = Page(column, None, memoryview(b""), 0, path, offset, exact_nulls=exact_nulls)  # type: ignore[arg-type]
-    values = lv_array(fake, data, width, pa.string() if column.data_type != DataType.BINARY else pa.binary(), None)
+    values = lv_array(fake, data, width, typ, None)
     keys = bitset_positions(used)
     if len(keys) != len(values):
         raise CarbonFormatError(
             f"column {name!r} local dictionary has {len(values)} values but {len(keys)} used keys", path, offset
         )
     size = int(keys[-1]) + 1 if len(keys) else 2
-    index = np.full(max(size, 2), -1, np.int64)
-    index[keys] = np.arange(len(keys))
-    return values.take(pa.array(index, mask=index < 0))
+    # surrogate key -> entry, keys not in use (0 and 1 among them) -> one null entry after the values
+    n = len(values)
+    index = np.full(max(size, 2), n, np.int32)
+    index[keys] = np.arange(n, dtype=np.int32)
+    bufs = values.buffers()
+    offsets = np.empty(n + 2, np.int32)
+    offsets[: n + 1] = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=values.offset * 4)
+    offsets[n + 1] = offsets[n]
+    valid = np.ones(n + 1, np.bool_)
+    if values.null_count:
+        valid[:n] = values.is_valid().to_numpy(zero_copy_only=False)
+    valid[n] = False
+    data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
+    total, nulls = kernels.take_sizes(offsets, valid, index)
+    out_offsets, out_values = pooled(len(index) + 1, np.int32), pooled(max(total, 1), np.uint8)
+    out_valid = np.ones(len(index), np.bool_)
+    kernels.take_bytes(offsets, data, valid, index, out_offsets, out_values, out_valid)
+    return pa.Array.from_buffers(values.type, len(index), [pa.py_buffer(np.packbits(out_valid, bitorder="little")),
+                                 pa.py_buffer(out_offsets), pa.py_buffer(out_values[:total])], null_count=nulls)
+
+
+def _valid_of(arr: pa.Array) -> np.ndarray:
+    """A byte per entry of an array with a validity bitmap, set where it is not null (``is_valid``
+    without a compute call: a small file's local dictionary is looked up once per page)."""
+    bitmap = arr.buffers()[0]
+    if bitmap is None:
+        return arr.is_valid().to_numpy(zero_copy_only=False)
+    bits = np.frombuffer(bitmap, np.uint8)
+    return np.unpackbits(bits, bitorder="little")[arr.offset : arr.offset + len(arr)].view(np.bool_)
 
 
 def take_entries(dictionary: pa.Array, keys: pa.Array) -> pa.Array:
@@ -478,8 +522,7 @@ def take_entries(dictionary: pa.Array, keys: pa.Array) -> pa.Array:
     bufs = dictionary.buffers()
     offsets = np.frombuffer(bufs[1], np.int32, count=len(dictionary) + 1, offset=dictionary.offset * 4)
     values = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
-    valid = (dictionary.is_valid().to_numpy(zero_copy_only=False) if dictionary.null_count
-             else np.empty(0, np.bool_))
+    valid = _valid_of(dictionary) if dictionary.null_count else np.empty(0, np.bool_)
     total, nulls = kernels.take_sizes(offsets, valid, index)
     if total >= 1 << 31:  # beyond int32 offsets: pyarrow's take says so
         return dictionary.take(keys)

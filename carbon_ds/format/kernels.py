@@ -579,3 +579,37 @@ def take_bytes(offsets, values, valid, keys, out_offsets, out_values, out_valid)
             _copy_bytes(out_values, pos, values, a, n)
             pos += n
         out_offsets[i + 1] = pos
+
+
+@njit(cache=True, nogil=True, inline="always")
+def _bytes_less(values, a0, a1, b0, b1):
+    """Whether ``values[a0:a1]`` orders before ``values[b0:b1]`` as unsigned bytes (a prefix first)."""
+    n = min(a1 - a0, b1 - b0)
+    for k in range(n):
+        x, y = values[a0 + k], values[b0 + k]
+        if x != y:
+            return x < y
+    return a1 - a0 < b1 - b0
+
+
+@njit(cache=True, nogil=True)
+def bytes_bounds(offsets, values, valid):
+    """Entries of the least and greatest value of a string/binary array (``offsets``: its int32 Arrow
+    offsets, from its own offset on; ``valid``: a byte per entry, empty when none is null), compared as
+    unsigned bytes, as Arrow's min_max of binary compares them; (-1, -1) when every value is null."""
+    masked = valid.shape[0] > 0
+    lo = -1
+    hi = -1
+    for i in range(offsets.shape[0] - 1):
+        if masked and not valid[i]:
+            continue
+        if lo < 0:
+            lo = i
+            hi = i
+            continue
+        a0, a1 = offsets[i], offsets[i + 1]
+        if _bytes_less(values, a0, a1, offsets[lo], offsets[lo + 1]):
+            lo = i
+        elif _bytes_less(values, offsets[hi], offsets[hi + 1], a0, a1):
+            hi = i
+    return lo, hi

@@ -312,6 +312,28 @@ class CompactReader:
             self._check_wire(wire, None)
             self.read_value(wire, None)
 
+    def field_span(self, field_id: int) -> tuple[int, int] | None:
+        """Where a struct's field ``field_id`` lies: (start, end) of its value's bytes, the fields before it
+        skipped (None when the struct has no such field). Two structs whose field has the same bytes there
+        hold equal values in it (a field given twice has no one span: None)."""
+        last = 0
+        span = None
+        while True:
+            head = self.byte()
+            wire = head & 0x0F
+            if wire == STOP:
+                return span
+            delta = head >> 4
+            last = last + delta if delta else self.zigzag()
+            start = self.pos
+            if wire not in (TRUE, FALSE):
+                self._check_wire(wire, None)
+                self.read_value(wire, None)
+            if last == field_id:
+                if span is not None:
+                    return None
+                span = (start - 1, self.pos) if wire in (TRUE, FALSE) else (start, self.pos)
+
     def _enter(self) -> None:
         self.depth += 1
         if self.depth > _MAX_DEPTH:

@@ -24,7 +24,7 @@ from carbon_ds.format import compress, direct_dictionary, old_versions
 from carbon_ds.format.arrow_types import ColumnNode, arrow_type
 from carbon_ds.format.chunk_decode import decode_pages
 from carbon_ds.format.chunk_header import parse_data_chunk3
-from carbon_ds.format.column_view import column_view
+from carbon_ds.format.column_view import shared_view
 from carbon_ds.format.complex_nulls import COMPLEX_NULLS_KEY, all_fields_null, drop_rows, one_null_element_rows
 from carbon_ds.format.decode import (
     MAX_PAGE_ROWS,
@@ -109,6 +109,17 @@ def _parse_chunk_header(data: bytes, path: str, offset: int) -> DataChunk3:
     """A column chunk's header, from the cache or by the compiled pass (a first read of a column parses
     dozens of page headers)."""
     return _PARSED.get_or_parse(data, lambda: parse_data_chunk3(data, path, offset), kind=DataChunk3)
+
+
+_HEADER_AND_COLUMNS = (FileHeader, "column list bytes")
+
+
+def _parse_header(data: bytes, path: str) -> tuple[FileHeader, bytes | None]:
+    """A file header and the stored bytes of its column list (files whose lists have the same bytes share
+    one view of them: format.column_view.shared_view)."""
+    header = FileHeader.from_bytes(data, path, 0)[0]
+    span = CompactReader(data, path, 0).field_span(2)
+    return header, bytes(data[span[0]:span[1]]) if span is not None else None
 
 
 class CarbonDataFile:
@@ -196,7 +207,9 @@ class CarbonDataFile:
             raise CarbonFormatError(
                 f"first column chunk offset {header_end} is outside the file body", self.path, footer_at
             )
-        self.header = _parse_cached(FileHeader, self._read(0, header_end), self.path, 0)
+        head = self._read(0, header_end)
+        self.header, columns_bytes = _PARSED.get_or_parse(head, lambda: _parse_header(head, self.path),
+                                                          kind=_HEADER_AND_COLUMNS)
         if self.header.version != 3:
             raise CarbonFormatError(f"format version {self.header.version} is not supported (only V3)", self.path, 0)
         self.columns: list[ColumnSchema] = list(self.header.column_schema)
@@ -205,7 +218,7 @@ class CarbonDataFile:
         self.num_blocklets = len(self._blocklets)
         self.compressor = self._compressor_name()
         try:  # in the table's current columns when opened with them
-            v = column_view(self.columns, self._table_columns)
+            v = shared_view(columns_bytes, self.columns, self._table_columns)
         except (CarbonSchemaError, ValueError) as e:
             raise CarbonFormatError(f"file header schema is unusable: {e}", self.path, 0) from None
         self.columns, self.absent, self._nodes, self._virtual, self.schema = (

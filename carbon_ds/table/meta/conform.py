@@ -59,7 +59,10 @@ def conform(data: pa.Table | pa.RecordBatch, target: pa.Schema, where: str = "th
         CarbonSchemaError: a column of ``target`` is missing from ``data`` or cannot be cast (a file whose
             header was altered); the message names ``where`` and the column.
     """
-    by_lower = {n.lower(): i for i, n in enumerate(data.schema.names)}
+    have = data.schema
+    if have.metadata is None and have.names == target.names and have.equals(target, check_metadata=False):
+        return data  # already exactly the target (a file read in the table's columns): nothing to rebuild
+    by_lower = {n.lower(): i for i, n in enumerate(have.names)}
     missing = [f.name for f in target if f.name.lower() not in by_lower]
     if missing:
         raise CarbonSchemaError(

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from collections import deque
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -10,7 +13,7 @@ import pyarrow as pa
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError, see
 from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.fs import Storage, basename
-from carbon_ds.readers.carbon_file import CarbonDataFile
+from carbon_ds.readers.carbon_file import READ_THREADS, CarbonDataFile
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import column_map, validity
 from carbon_ds.table.meta.committed_cache import CommittedCache, entry_identity, segment_key
@@ -217,16 +220,51 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
     # has moved it since the snapshot was taken
     pieces = pruning.file_pieces(table.storage, source.data_files, cols, source.deletes,
                                  committed=source.committed)
-    tables = []
-    for piece, o in TaskReader(table.storage, cols, table.path).tasks(pieces):
-        if o is None:  # deletes of an external file are applied by its reader (units, not pages)
-            tables.append(read_external(table.storage, piece.path, piece.external, names, target,  # type: ignore[arg-type]
-                                        table_columns=cols, deletes=piece.deletes))
-        else:
-            tables.append(whole_rows(o, target))
+    reader = TaskReader(table.storage, cols, table.path)
+
+    def one(piece: pruning.Piece) -> pa.Table | None:
+        if piece.external is not None:  # deletes of an external file are applied by its reader (units, not pages)
+            if piece.deletes is not None and piece.deletes.marked:
+                return None
+            return read_external(table.storage, piece.path, piece.external, names, target, table_columns=cols,
+                                 deletes=piece.deletes)
+        o = reader.open(piece)
+        if o is None:  # a delete marked the file whole
+            return None
+        try:
+            return whole_rows(o, target)
+        finally:
+            o.file.close()
+
+    tables = [t for t in in_order(one, pieces) if t is not None]
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables)
+
+
+def in_order(read_one, pieces: list, threads: int | None = None) -> Iterator:
+    """``read_one(piece)`` of each piece, in the pieces' order. Files are read ``threads`` at a time: a small
+    file's fixed cost (opening, checks, the local dictionary) is Python, but its reads, decompression and
+    kernels release the GIL, so another file's Python runs meanwhile. At most ``2 * threads`` results wait
+    to be taken, so a large table's files are never all open (or decoded ahead) at once."""
+    threads = READ_THREADS if threads is None else threads
+    if threads < 2 or len(pieces) < 2:
+        for piece in pieces:
+            yield read_one(piece)
+        return
+    pending: deque[Future] = deque()
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="carbon-table-read")
+    try:
+        for piece in pieces:
+            pending.append(pool.submit(read_one, piece))
+            if len(pending) >= 2 * threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=True)
 
 
 def plan(source: Snapshot, expr: Expr, with_deletes: bool = True) -> pruning.Plan:
