@@ -165,11 +165,6 @@ class Page:
         with urllib.request.urlopen(req) as r:
             return json.load(r)["webSocketDebuggerUrl"]
 
-    @staticmethod
-    def websocket_url(devtools: str) -> str:
-        with urllib.request.urlopen(f"{devtools}/json/list") as r:
-            return next(t for t in json.load(r) if t["type"] == "page")["webSocketDebuggerUrl"]
-
 
 def problems_of_load(events: list[dict], loader: str | None = None) -> list[str]:
     """Console errors, exceptions and failed requests among a page load's DevTools events; requests of
@@ -270,9 +265,11 @@ def check(site: Path, binary: str, tabs: int = TABS) -> tuple[dict[str, list[str
 
     errors: list[BaseException] = []
 
-    def work(devtools: str, base: str, first: bool) -> None:
+    def work(devtools: str, base: str) -> None:
         try:
-            url = Page.websocket_url(devtools) if first else Page.new_tab(devtools)
+            # a tab of its own for each worker: the first tab found in /json/list may be one another
+            # worker has just opened, and two workers driving one tab read each other's events
+            url = Page.new_tab(devtools)
             with connect(url, max_size=None, open_timeout=10) as ws:
                 tab = Page(ws)
                 while True:
@@ -291,7 +288,7 @@ def check(site: Path, binary: str, tabs: int = TABS) -> tuple[dict[str, list[str
                 errors.append(e)
 
     with serve(site) as base, chromium(binary) as devtools:
-        workers = [threading.Thread(target=work, args=(devtools, base, i == 0)) for i in range(tabs)]
+        workers = [threading.Thread(target=work, args=(devtools, base)) for _ in range(tabs)]
         for w in workers:
             w.start()
         for w in workers:
