@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import os
-from collections import deque
-from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 import pyarrow as pa
@@ -26,7 +23,7 @@ from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.hive_pruning import prune_files
 from carbon_ds.table.read.id_pruning import prune_by_id
-from carbon_ds.table.read.task_reader import TaskReader, read_external, read_pieces, whole_rows
+from carbon_ds.table.read.task_reader import OpenPiece, TaskReader, read_external, read_pieces, whole_rows
 
 
 @dataclass
@@ -222,49 +219,16 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
                                  committed=source.committed)
     reader = TaskReader(table.storage, cols, table.path)
 
-    def one(piece: pruning.Piece) -> pa.Table | None:
-        if piece.external is not None:  # deletes of an external file are applied by its reader (units, not pages)
-            if piece.deletes is not None and piece.deletes.marked:
-                return None
+    def one(piece: pruning.Piece, o: OpenPiece | None) -> pa.Table:
+        if o is None:  # deletes of an external file are applied by its reader (units, not pages)
             return read_external(table.storage, piece.path, piece.external, names, target, table_columns=cols,
                                  deletes=piece.deletes)
-        o = reader.open(piece)
-        if o is None:  # a delete marked the file whole
-            return None
-        try:
-            return whole_rows(o, target)
-        finally:
-            o.file.close()
+        return whole_rows(o, target)
 
-    tables = [t for t in in_order(one, pieces) if t is not None]
+    tables = list(reader.each(pieces, one, threads=READ_THREADS))
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables)
-
-
-def in_order(read_one, pieces: list, threads: int | None = None) -> Iterator:
-    """``read_one(piece)`` of each piece, in the pieces' order. Files are read ``threads`` at a time: a small
-    file's fixed cost (opening, checks, the local dictionary) is Python, but its reads, decompression and
-    kernels release the GIL, so another file's Python runs meanwhile. At most ``2 * threads`` results wait
-    to be taken, so a large table's files are never all open (or decoded ahead) at once."""
-    threads = READ_THREADS if threads is None else threads
-    if threads < 2 or len(pieces) < 2:
-        for piece in pieces:
-            yield read_one(piece)
-        return
-    pending: deque[Future] = deque()
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="carbon-table-read")
-    try:
-        for piece in pieces:
-            pending.append(pool.submit(read_one, piece))
-            if len(pending) >= 2 * threads:
-                yield pending.popleft().result()
-        while pending:
-            yield pending.popleft().result()
-    finally:
-        for fut in pending:
-            fut.cancel()
-        pool.shutdown(wait=True)
 
 
 def plan(source: Snapshot, expr: Expr, with_deletes: bool = True) -> pruning.Plan:

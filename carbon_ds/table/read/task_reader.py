@@ -16,8 +16,12 @@ filters the survivors exactly.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+import contextlib
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from typing import TypeVar
 
 import numpy as np
 import pyarrow as pa
@@ -37,7 +41,12 @@ from carbon_ds.table.meta.deltas import FileDeletes, unit_keep_mask
 from carbon_ds.table.meta.trash import find_in_trash
 from carbon_ds.table.read.pruning import Counts, IndexClaim, Piece
 
-__all__ = ["OpenPiece", "Reading", "TaskReader", "check_claim", "check_index_claim", "read_pieces"]
+__all__ = [
+    "OpenPiece", "Reading", "TaskReader", "check_claim", "check_index_claim", "in_order", "read_pieces",
+]
+
+T = TypeVar("T")
+_SKIPPED = object()  # a piece ``each`` had no work for: its file deleted whole
 
 
 @dataclass
@@ -97,6 +106,18 @@ class TaskReader:
                 yield piece, o
             finally:
                 o.file.close()
+
+    def each(self, pieces: list[Piece], work: Callable[[Piece, OpenPiece | None], T],
+             threads: int = 1) -> Iterator[T]:
+        """``work(piece, open)`` for each (piece, open) ``tasks`` yields, in the pieces' order, with files
+        read ``threads`` at a time (``in_order``): the loop of ``tasks``, run for one piece in a worker."""
+        def one(piece: Piece):
+            with contextlib.closing(self.tasks([piece])) as task:
+                for p, o in task:
+                    return work(p, o)
+            return _SKIPPED
+
+        return (r for r in in_order(one, pieces, threads) if r is not _SKIPPED)
 
     def read(self, pieces: list[Piece], how: Reading, counts: Counts | None = None) -> Iterator[pa.Table]:
         """Tables of ``how``'s columns, one per surviving blocklet (external files: one per piece)."""
@@ -398,3 +419,27 @@ def _with_positions(t: pa.Table, columns: list[str], path: str, blocklets, pages
                                           pa.array(np.asarray(rows, dtype=np.int32))), strict=True):
         t = t.append_column(fld, arr)
     return t
+
+
+def in_order(read_one: Callable, pieces: list, threads: int = 1) -> Iterator:
+    """``read_one(piece)`` of each piece, in the pieces' order. Files are read ``threads`` at a time: a small
+    file's fixed cost (opening, checks, the local dictionary) is Python, but its reads, decompression and
+    kernels release the GIL, so another file's Python runs meanwhile. At most ``2 * threads`` results wait
+    to be taken, so a large table's files are never all open (or decoded ahead) at once."""
+    if threads < 2 or len(pieces) < 2:
+        for piece in pieces:
+            yield read_one(piece)
+        return
+    pending: deque[Future] = deque()
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="carbon-table-read")
+    try:
+        for piece in pieces:
+            pending.append(pool.submit(read_one, piece))
+            if len(pending) >= 2 * threads:
+                yield pending.popleft().result()
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for fut in pending:
+            fut.cancel()
+        pool.shutdown(wait=True)
