@@ -12,7 +12,7 @@ import pytest
 
 import carbon_ds
 from carbon_ds.ddl.statement_parser import table_name
-from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.errors import CarbonOptionError, CarbonSchemaError, CarbonTableError
 from carbon_ds.names import CONF_MV_REWRITE
 from carbon_ds.spark.statements import catalog
 from carbon_ds.table.ops import views
@@ -181,6 +181,8 @@ def test_on_commit_show_and_drop_of_a_dimension_table(star):
     (VIEW.replace("JOIN items i ON f.item = i.item", "JOIN stores i ON f.item = i.region"), CarbonTableError,
      "joined twice"),
     (VIEW.replace("GROUP BY", "WHERE f.qty > 0 GROUP BY"), CarbonOptionError, "WHERE in a view over a join"),
+    (VIEW.replace("f.store = s.store", "f.store = s.shop"), CarbonSchemaError,
+     "'shop' not in stores (a join key of the materialized view)"),
 ])
 def test_refused_join_views(star, query, error, message):
     with pytest.raises(error, match=message.replace("(", r"\(").replace(")", r"\)")):

@@ -40,7 +40,7 @@ from carbon_ds.ddl.materialized_views import ViewQuery, view_query
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta.data_files import is_stream
-from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.read.scanner import Scan
@@ -297,14 +297,15 @@ def _source_rows(main: TableHandle, vq: ViewQuery, segments: list[str], dims: Di
     reads: list[list[str]] = [[] for _ in tables]
     for i, c in found.values():
         reads[i].append(c)
+    keys: list[list[tuple[str, str]]] = []  # each join's (fact, dimension) key pairs, as the tables spell them
     for i, join in enumerate(vq.joins, 1):
+        keys.append([])
         for fk, dk in join.keys:
-            for t, column in ((0, fk), (i, dk)):
-                by_lower = {n.lower(): n for n in tables[t].schema.names}
-                if column.lower() not in by_lower:
-                    raise CarbonOptionError(f"CREATE MATERIALIZED VIEW: join key {column!r} is not a column of "
-                                            f"{names[t]} (columns: {', '.join(tables[t].schema.names)})")
-                reads[t].append(by_lower[column.lower()])
+            fact_key, dim_key = (resolve_columns(tables[t].schema, [column], f"{names[t]} (a join key of the "
+                                                 f"materialized view)")[0] for t, column in ((0, fk), (i, dk)))
+            reads[0].append(fact_key)
+            reads[i].append(dim_key)
+            keys[-1].append((fact_key, dim_key))
     parts = []
     for i, table in enumerate(tables):
         got = _read(table, list(dict.fromkeys(reads[i])), None, segments if i == 0 else dims[i - 1][1])
@@ -312,9 +313,8 @@ def _source_rows(main: TableHandle, vq: ViewQuery, segments: list[str], dims: Di
     joined = parts[0]
     for i, join in enumerate(vq.joins, 1):
         dim, left, right = parts[i], [], []
-        for n, (fk, dk) in enumerate(join.keys):
-            f_name = f"0.{_spelled(tables[0], fk)}"
-            d_name = f"{i}.{_spelled(tables[i], dk)}"
+        for n, ((fk, dk), (fact_key, dim_key)) in enumerate(zip(join.keys, keys[i - 1], strict=True)):
+            f_name, d_name = f"0.{fact_key}", f"{i}.{dim_key}"
             t = _key_type(joined[f_name].type, dim[d_name].type, f"{vq.alias}.{fk} = {join.alias}.{dk}")
             left.append(f"__key{i}_{n}")
             right.append(f"__dkey{i}_{n}")
@@ -324,10 +324,6 @@ def _source_rows(main: TableHandle, vq: ViewQuery, segments: list[str], dims: Di
         joined = joined.join(dim, keys=left, right_keys=right, join_type="inner", coalesce_keys=False,
                              use_threads=False)
     return joined, {k: f"{i}.{c}" for k, (i, c) in found.items()}
-
-
-def _spelled(table: TableHandle, column: str) -> str:
-    return {n.lower(): n for n in table.schema.names}[column.lower()]
 
 
 def _aggregate(main: TableHandle, vq: ViewQuery, time_zone: str, segments: list[str],
