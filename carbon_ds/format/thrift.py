@@ -18,6 +18,7 @@ elements is read.
 from __future__ import annotations
 
 import struct as _struct
+from collections.abc import Iterator
 from typing import Any, ClassVar, NamedTuple
 
 from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
@@ -275,64 +276,55 @@ class CompactReader:
         elif wire != expect and not (expect == LIST and wire == SET):
             raise self._fail(f"expected wire type {expect}, found {wire}")
 
-    def skip_struct(self) -> None:
-        self._enter()
+    def _fields(self) -> Iterator[tuple[int, int]]:
+        """The field headers of the struct being read, as (field id, wire type); the caller reads or skips
+        (``_skip``) each value before asking for the next header. The struct's STOP ends the iteration."""
         last = 0
         while True:
             head = self.byte()
             wire = head & 0x0F
             if wire == STOP:
-                break
+                return
             delta = head >> 4
             last = last + delta if delta else self.zigzag()
-            if wire in (TRUE, FALSE):
-                continue
+            yield last, wire
+
+    def _skip(self, wire: int) -> None:
+        if wire not in (TRUE, FALSE):  # a bool field's value is its wire type
             self._check_wire(wire, None)
             self.read_value(wire, None)
+
+    def skip_struct(self) -> None:
+        self._enter()
+        for _, wire in self._fields():
+            self._skip(wire)
         self.depth -= 1
 
     def declared_length(self, field_id: int) -> int | None:
         """The element count a struct's list field ``field_id`` declares, read from its header alone: the
         fields before it are skipped, the list is not read (None when the struct has no such list). Lets a
         caller refuse a list by its size before a single element becomes an object."""
-        last = 0
-        while True:
-            head = self.byte()
-            wire = head & 0x0F
-            if wire == STOP:
-                return None
-            delta = head >> 4
-            last = last + delta if delta else self.zigzag()
-            if wire in (TRUE, FALSE):
-                continue
-            if last == field_id and wire == LIST:
-                list_head = self.byte()
-                n = list_head >> 4
+        for fid, wire in self._fields():
+            if fid == field_id and wire == LIST:
+                n = self.byte() >> 4
                 return self.varint() if n == 15 else n
-            self._check_wire(wire, None)
-            self.read_value(wire, None)
+            self._skip(wire)
+        return None
 
     def field_span(self, field_id: int) -> tuple[int, int] | None:
         """Where a struct's field ``field_id`` lies: (start, end) of its value's bytes, the fields before it
         skipped (None when the struct has no such field). Two structs whose field has the same bytes there
         hold equal values in it (a field given twice has no one span: None)."""
-        last = 0
         span = None
-        while True:
-            head = self.byte()
-            wire = head & 0x0F
-            if wire == STOP:
-                return span
-            delta = head >> 4
-            last = last + delta if delta else self.zigzag()
+        for fid, wire in self._fields():
             start = self.pos
-            if wire not in (TRUE, FALSE):
-                self._check_wire(wire, None)
-                self.read_value(wire, None)
-            if last == field_id:
+            self._skip(wire)
+            if fid == field_id:
                 if span is not None:
                     return None
+                # a bool's value is in its header byte
                 span = (start - 1, self.pos) if wire in (TRUE, FALSE) else (start, self.pos)
+        return span
 
     def _enter(self) -> None:
         self.depth += 1
