@@ -489,7 +489,7 @@ def _local_dictionary(stored: bytes, bits: bytes, comp: str, width: int, typ: pa
     offsets[n + 1] = offsets[n]
     valid = np.ones(n + 1, np.bool_)
     if values.null_count:
-        valid[:n] = values.is_valid().to_numpy(zero_copy_only=False)
+        valid[:n] = _valid_of(values)
     valid[n] = False
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
     total, nulls = kernels.take_sizes(offsets, valid, index)

@@ -19,11 +19,9 @@ CarbonData; a new process, or ``clear()``, reads them again.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-from collections.abc import Hashable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from carbon_ds.table.meta.lru import Lru
 from carbon_ds.table.meta.naming import COLUMNAR
 from carbon_ds.table.meta.segment_file import segment_dir
 from carbon_ds.table.meta.tablestatus import LoadDetail
@@ -32,36 +30,13 @@ if TYPE_CHECKING:
     from carbon_ds.table.meta.handle import TableHandle
 
 
-class CommittedCache:
-    """A thread-safe LRU of values kept under a committed segment's key (``segment_key``)."""
+class CommittedCache(Lru):
+    """A thread-safe LRU of values kept under a committed segment's key (``segment_key``); ``clear_all``
+    empties every one of them."""
 
     def __init__(self, max_entries: int):
-        self.max_entries = max_entries
-        self._items: OrderedDict[Hashable, Any] = OrderedDict()
-        self._lock = threading.Lock()
+        super().__init__(max_entries)
         _ALL.append(self)
-
-    def get(self, key: Hashable) -> Any:
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
-                self._items.move_to_end(key)
-            return hit
-
-    def put(self, key: Hashable, value: Any) -> None:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
-
-    def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
 
 
 _ALL: list[CommittedCache] = []

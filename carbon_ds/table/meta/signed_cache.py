@@ -11,12 +11,11 @@ each makes the entry miss. Stores without signatures (object stores) are never c
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Hashable, Iterable
 from typing import Any
 
 from carbon_ds.fs import Storage
+from carbon_ds.table.meta.lru import Lru
 
 Signed = tuple[tuple[str, tuple[int, int, int]], ...]  # (path, signature) of every file the value came from
 
@@ -25,26 +24,19 @@ class SignedCache:
     """A thread-safe LRU of values, each valid while the files it was made from keep their signatures."""
 
     def __init__(self, max_entries: int):
-        self.max_entries = max_entries
-        self._items: OrderedDict[Hashable, tuple[Signed, Any]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._items = Lru(max_entries)  # key -> (Signed, value)
 
     def get(self, storage: Storage, key: Hashable) -> Any:
         """The value kept for ``key`` if every file it came from is unchanged, else None."""
         if not storage.is_local:
             return None
-        with self._lock:
-            hit = self._items.get(key)
-            if hit is not None:
-                self._items.move_to_end(key)
+        hit = self._items.get(key)
         if hit is None:
             return None
         signed, value = hit
         for path, sig in signed:
             if storage.signature(path) != sig:
-                with self._lock:
-                    if self._items.get(key) is hit:
-                        del self._items[key]
+                self._items.drop(key, hit)
                 return None
         return value
 
@@ -57,19 +49,13 @@ class SignedCache:
             self.put_signed(key, signed, value)
 
     def put_signed(self, key: Hashable, signed: Signed, value: Any) -> None:
-        with self._lock:
-            self._items[key] = (signed, value)
-            self._items.move_to_end(key)
-            while len(self._items) > self.max_entries:
-                self._items.popitem(last=False)
+        self._items.put(key, (signed, value))
 
     def clear(self) -> None:
-        with self._lock:
-            self._items.clear()
+        self._items.clear()
 
     def __len__(self) -> int:
-        with self._lock:
-            return len(self._items)
+        return len(self._items)
 
 
 def sign(storage: Storage, sources: Iterable[str]) -> Signed | None:
