@@ -55,27 +55,34 @@ final class CustomSessionCatalogTables extends Rule<LogicalPlan> {
             return plan;
         }
         return plan.transformDownWithSubqueries(new AbstractPartialFunction<LogicalPlan, LogicalPlan>() {
+            // a name is looked up in the catalog once, here: isDefinedAt only picks the node kinds
             @Override
             public boolean isDefinedAt(LogicalPlan node) {
-                return node instanceof UnresolvedRelation u && catalogTable(u) != null
-                        || node instanceof InsertIntoStatement i && i.table() instanceof UnresolvedRelation t
-                        && catalogTable(t) != null;
+                return node instanceof UnresolvedRelation
+                        || node instanceof InsertIntoStatement i && i.table() instanceof UnresolvedRelation;
             }
 
             @Override
             public LogicalPlan apply(LogicalPlan node) {
                 if (node instanceof InsertIntoStatement i) {  // the target is no child, and stays unaliased
                     UnresolvedRelation target = (UnresolvedRelation) i.table();
+                    CatalogTable meta = catalogTable(target);
+                    if (meta == null) {
+                        return node;
+                    }
                     Object[] args = PruneCarbonRelations.args(i);  // its fields differ between Spark releases
                     for (int k = 0; k < args.length; k++) {
                         if (args[k] == target) {
-                            args[k] = relation(target, catalogTable(target));
+                            args[k] = relation(target, meta);
                         }
                     }
                     return (LogicalPlan) i.makeCopy(args);
                 }
                 UnresolvedRelation u = (UnresolvedRelation) node;
                 CatalogTable meta = catalogTable(u);
+                if (meta == null) {
+                    return node;
+                }
                 TableIdentifier id = meta.identifier();
                 List<String> qualified = List.of(SESSION_CATALOG, id.database().get(), id.table());
                 return SubqueryAlias$.MODULE$.apply(PruneCarbonRelations.seq(qualified), relation(u, meta));
