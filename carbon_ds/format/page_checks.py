@@ -146,16 +146,20 @@ def check_possible(page: Any, arr: pa.Array, known: tuple[Any, Any] | None = Non
                               f"{typ.scale})")
 
 
-def bytes_min_max(arr: pa.Array) -> tuple[bytes | None, bytes | None]:
-    """Min and max of a binary array as bytes, as pyarrow's min_max gives them, in one compiled pass (its
-    min_max of a page of strings costs more than decoding the page)."""
+def bytes_min_max(arr: pa.Array, only: np.ndarray | None = None) -> tuple[bytes | None, bytes | None]:
+    """Min and max of a binary or string array as bytes, as pyarrow's min_max gives them, in one compiled
+    pass (its min_max of a page of strings costs more than decoding the page); ``only``: a byte per entry,
+    set for the entries to compare (the others count as null)."""
     bufs = arr.buffers()
     n = len(arr)
     if not n or bufs[1] is None:
         return None, None
     offsets = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=arr.offset * 4)
     values = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
-    lo, hi = kernels.bytes_bounds(offsets, values, _valid_bytes(arr))
+    valid = _valid_bytes(arr)
+    if only is not None:
+        valid = only & valid if valid.size else only
+    lo, hi = kernels.bytes_bounds(offsets, values, valid)
     if lo < 0:
         return None, None
     return bytes(values[offsets[lo]:offsets[lo + 1]]), bytes(values[offsets[hi]:offsets[hi + 1]])
@@ -284,6 +288,27 @@ def check_measure_bounds(page: Any, vmin: float | None, vmax: float | None) -> N
     bounds = None if stored is None or vmin is None else _value_bounds(page, *stored)
     if bounds is not None:
         _within(page, vmin, vmax, *bounds, "")
+
+
+def check_dictionary_stats(page: Any, keys: pa.Array, dictionary: pa.Array) -> None:
+    """``check_stats`` for a STRING page decoded to local dictionary ``keys``: the least and greatest of the
+    entries the page uses lie within its stored min/max (a page uses at most its dictionary's entries, so
+    this costs less than a pass over its decoded values)."""
+    if not page.check_stats or not len(keys) or page.column.data_type != DataType.STRING:
+        return
+    if not (pa.types.is_string(dictionary.type) or pa.types.is_binary(dictionary.type)):
+        return
+    stored = _stored(page)
+    if stored is None:
+        return
+    index = np.frombuffer(keys.buffers()[1], np.int32, count=len(keys), offset=keys.offset * 4)
+    if keys.null_count:
+        index = index[_valid_bytes(keys)]
+    used = np.zeros(len(dictionary), np.bool_)
+    used[index] = True
+    vmin, vmax = bytes_min_max(dictionary, used)
+    if vmin is not None:
+        _within(page, vmin, vmax, *stored, "")
 
 
 def _prefix_key(value: bytes) -> int:
