@@ -17,9 +17,11 @@ filters the survivors exactly.
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -421,20 +423,54 @@ def _with_positions(t: pa.Table, columns: list[str], path: str, blocklets, pages
     return t
 
 
+# Threads that read files for ``in_order``, one pool per thread count for the process: a read of a table of
+# many small files is over in a few milliseconds, and starting and joining a pool's threads per read cost about
+# 1 ms of it (more on a busy machine).
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+_WORKER = threading.local()  # set in a thread that runs ``read_one``: a read within one gets a pool of its own
+
+
+def _shared_pool(threads: int) -> ThreadPoolExecutor:
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="carbon-table-read")
+        return pool
+
+
+def _forget_pools_after_fork() -> None:
+    """A forked child has none of its parent's threads: it starts its own pools when it reads."""
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools_after_fork)
+
+
 def in_order(read_one: Callable, pieces: list, threads: int = 1) -> Iterator:
     """``read_one(piece)`` of each piece, in the pieces' order. Files are read ``threads`` at a time: a small
     file's fixed cost (opening, checks, the local dictionary) is Python, but its reads, decompression and
     kernels release the GIL, so another file's Python runs meanwhile. At most ``2 * threads`` results wait
-    to be taken, so a large table's files are never all open (or decoded ahead) at once."""
+    to be taken, so a large table's files are never all open (or decoded ahead) at once. The threads are the
+    process's (``_shared_pool``), except for a read made within another's ``read_one``, which could otherwise
+    wait for threads that wait for it."""
     if threads < 2 or len(pieces) < 2:
         for piece in pieces:
             yield read_one(piece)
         return
+
+    def run(piece):
+        _WORKER.active = True
+        return read_one(piece)
+
+    own = getattr(_WORKER, "active", False)
+    pool = ThreadPoolExecutor(threads, thread_name_prefix="carbon-table-read") if own else _shared_pool(threads)
     pending: deque[Future] = deque()
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="carbon-table-read")
     try:
         for piece in pieces:
-            pending.append(pool.submit(read_one, piece))
+            pending.append(pool.submit(run, piece))
             if len(pending) >= 2 * threads:
                 yield pending.popleft().result()
         while pending:
@@ -442,4 +478,7 @@ def in_order(read_one: Callable, pieces: list, threads: int = 1) -> Iterator:
     finally:
         for fut in pending:
             fut.cancel()
-        pool.shutdown(wait=True)
+        if own:
+            pool.shutdown(wait=True)
+        else:
+            wait(pending)  # none of this read's pieces is still being read when the caller goes on
