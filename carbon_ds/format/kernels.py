@@ -546,6 +546,14 @@ def decimal_compare(pairs, op, value, out):
 
 
 @njit(cache=True, nogil=True)
+def mark_keys(keys, used):
+    """Set ``used[k]`` for every key ``k`` (checked against ``used``'s size by the caller): numpy's
+    ``used[keys] = True`` costs ten times this pass on a page of keys."""
+    for i in range(keys.shape[0]):
+        used[keys[i]] = True
+
+
+@njit(cache=True, nogil=True)
 def take_sizes(offsets, valid, keys):
     """Bytes that ``take_bytes`` writes for ``keys`` into a string/binary dictionary (``offsets``: its
     int32 Arrow offsets; ``valid``: a byte per entry, empty when none is null), and how many keys name a

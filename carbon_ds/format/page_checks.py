@@ -305,7 +305,7 @@ def check_dictionary_stats(page: Any, keys: pa.Array, dictionary: pa.Array) -> N
     if keys.null_count:
         index = index[_valid_bytes(keys)]
     used = np.zeros(len(dictionary), np.bool_)
-    used[index] = True
+    kernels.mark_keys(index, used)
     vmin, vmax = bytes_min_max(dictionary, used)
     if vmin is not None:
         _within(page, vmin, vmax, *stored, "")
