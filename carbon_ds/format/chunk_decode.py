@@ -62,8 +62,7 @@ def decode_pages(
         # dictionary entries it uses (a small file's one page costs a pass over its values otherwise)
         keys = [decode_page(p, KeysOnly(dictionary), global_dictionary) for p in pages]  # type: ignore[arg-type]
         if all(k.type == pa.int32() for k in keys):
-            for p, k in zip(pages, keys, strict=True):
-                page_checks.check_dictionary_stats(p, k, dictionary)
+            page_checks.check_dictionary_stats(pages, keys, dictionary)
             return take_entries(dictionary, keys[0] if len(keys) == 1 else pa.concat_arrays(keys))
         return pa.concat_arrays([decode_page(p, dictionary, global_dictionary) for p in pages])
     total = sum(p.rows for p in pages)

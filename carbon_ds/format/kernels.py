@@ -546,11 +546,15 @@ def decimal_compare(pairs, op, value, out):
 
 
 @njit(cache=True, nogil=True)
-def mark_keys(keys, used):
-    """Set ``used[k]`` for every key ``k`` (checked against ``used``'s size by the caller): numpy's
-    ``used[keys] = True`` costs ten times this pass on a page of keys."""
+def mark_keys(keys, valid, used):
+    """Set ``used[k]`` for every key ``k`` (checked against ``used``'s size by the caller) whose entry is
+    not null (``valid``: a byte per entry, empty when none is null): numpy's ``used[keys] = True`` costs
+    ten times this pass on a page of keys."""
+    masked = valid.shape[0] > 0
     for i in range(keys.shape[0]):
-        used[keys[i]] = True
+        k = keys[i]
+        if not masked or valid[k]:
+            used[k] = True
 
 
 @njit(cache=True, nogil=True)

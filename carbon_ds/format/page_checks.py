@@ -146,20 +146,16 @@ def check_possible(page: Any, arr: pa.Array, known: tuple[Any, Any] | None = Non
                               f"{typ.scale})")
 
 
-def bytes_min_max(arr: pa.Array, only: np.ndarray | None = None) -> tuple[bytes | None, bytes | None]:
-    """Min and max of a binary or string array as bytes, as pyarrow's min_max gives them, in one compiled
-    pass (its min_max of a page of strings costs more than decoding the page); ``only``: a byte per entry,
-    set for the entries to compare (the others count as null)."""
+def bytes_min_max(arr: pa.Array) -> tuple[bytes | None, bytes | None]:
+    """Min and max of a binary array as bytes, as pyarrow's min_max gives them, in one compiled pass (its
+    min_max of a page of strings costs more than decoding the page)."""
     bufs = arr.buffers()
     n = len(arr)
     if not n or bufs[1] is None:
         return None, None
     offsets = np.frombuffer(bufs[1], np.int32, count=n + 1, offset=arr.offset * 4)
     values = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
-    valid = _valid_bytes(arr)
-    if only is not None:
-        valid = only & valid if valid.size else only
-    lo, hi = kernels.bytes_bounds(offsets, values, valid)
+    lo, hi = kernels.bytes_bounds(offsets, values, _valid_bytes(arr))
     if lo < 0:
         return None, None
     return bytes(values[offsets[lo]:offsets[lo + 1]]), bytes(values[offsets[hi]:offsets[hi + 1]])
@@ -290,25 +286,31 @@ def check_measure_bounds(page: Any, vmin: float | None, vmax: float | None) -> N
         _within(page, vmin, vmax, *bounds, "")
 
 
-def check_dictionary_stats(page: Any, keys: pa.Array, dictionary: pa.Array) -> None:
-    """``check_stats`` for a STRING page decoded to local dictionary ``keys``: the least and greatest of the
-    entries the page uses lie within its stored min/max (a page uses at most its dictionary's entries, so
-    this costs less than a pass over its decoded values)."""
-    if not page.check_stats or not len(keys) or page.column.data_type != DataType.STRING:
+def check_dictionary_stats(pages: list[Any], keys: list[pa.Array], dictionary: pa.Array) -> None:
+    """``check_stats`` for the STRING pages of a chunk decoded to local dictionary ``keys`` (one array a
+    page): the least and greatest of the entries each page uses lie within its stored min/max (a page uses
+    at most its dictionary's entries, so this costs less than a pass over its decoded values)."""
+    if not pages or not pages[0].check_stats or pages[0].column.data_type != DataType.STRING:
         return
-    if not (pa.types.is_string(dictionary.type) or pa.types.is_binary(dictionary.type)):
+    if not (pa.types.is_string(dictionary.type) or pa.types.is_binary(dictionary.type)) or not len(dictionary):
         return
-    stored = _stored(page)
-    if stored is None:
-        return
-    index = np.frombuffer(keys.buffers()[1], np.int32, count=len(keys), offset=keys.offset * 4)
-    if keys.null_count:
-        index = index[_valid_bytes(keys)]
-    used = np.zeros(len(dictionary), np.bool_)
-    kernels.mark_keys(index, used)
-    vmin, vmax = bytes_min_max(dictionary, used)
-    if vmin is not None:
-        _within(page, vmin, vmax, *stored, "")
+    bufs = dictionary.buffers()
+    offsets = np.frombuffer(bufs[1], np.int32, count=len(dictionary) + 1, offset=dictionary.offset * 4)
+    values = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
+    valid = _valid_bytes(dictionary)
+    for page, k in zip(pages, keys, strict=True):
+        stored = _stored(page)
+        if stored is None or not len(k):
+            continue
+        index = np.frombuffer(k.buffers()[1], np.int32, count=len(k), offset=k.offset * 4)
+        if k.null_count:
+            index = index[_valid_bytes(k)]
+        used = np.zeros(len(dictionary), np.bool_)  # entries the page uses, null entries left out
+        kernels.mark_keys(index, valid, used)
+        lo, hi = kernels.bytes_bounds(offsets, values, used)
+        if lo >= 0:
+            _within(page, bytes(values[offsets[lo]:offsets[lo + 1]]), bytes(values[offsets[hi]:offsets[hi + 1]]),
+                    *stored, "")
 
 
 def _prefix_key(value: bytes) -> int:
