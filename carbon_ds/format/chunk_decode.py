@@ -55,12 +55,15 @@ def decode_pages(
     typ = arrow_type_of(pages[0].column)
     plain = global_dictionary is None and (pa.types.is_integer(typ) or pa.types.is_float64(typ)
                                            or pa.types.is_date32(typ) or pa.types.is_decimal128(typ))
-    if len(pages) == 1 and (dictionary is not None or not plain):
+    if len(pages) == 1 and dictionary is None and not plain:
         return decode_page(pages[0], dictionary, global_dictionary)
     if dictionary is not None:
+        # one page or many: keys first, then one lookup; each page's statistics are checked against the
+        # dictionary entries it uses (a small file's one page costs a pass over its values otherwise)
         keys = [decode_page(p, KeysOnly(dictionary), global_dictionary) for p in pages]  # type: ignore[arg-type]
         if all(k.type == pa.int32() for k in keys):
-            return take_entries(dictionary, pa.concat_arrays(keys))
+            page_checks.check_dictionary_stats(pages, keys, dictionary)
+            return take_entries(dictionary, keys[0] if len(keys) == 1 else pa.concat_arrays(keys))
         return pa.concat_arrays([decode_page(p, dictionary, global_dictionary) for p in pages])
     total = sum(p.rows for p in pages)
     if pa.types.is_string(typ) or pa.types.is_binary(typ):

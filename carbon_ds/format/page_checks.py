@@ -286,6 +286,33 @@ def check_measure_bounds(page: Any, vmin: float | None, vmax: float | None) -> N
         _within(page, vmin, vmax, *bounds, "")
 
 
+def check_dictionary_stats(pages: list[Any], keys: list[pa.Array], dictionary: pa.Array) -> None:
+    """``check_stats`` for the STRING pages of a chunk decoded to local dictionary ``keys`` (one array a
+    page): the least and greatest of the entries each page uses lie within its stored min/max (a page uses
+    at most its dictionary's entries, so this costs less than a pass over its decoded values)."""
+    if not pages or not pages[0].check_stats or pages[0].column.data_type != DataType.STRING:
+        return
+    if not (pa.types.is_string(dictionary.type) or pa.types.is_binary(dictionary.type)) or not len(dictionary):
+        return
+    bufs = dictionary.buffers()
+    offsets = np.frombuffer(bufs[1], np.int32, count=len(dictionary) + 1, offset=dictionary.offset * 4)
+    values = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
+    valid = _valid_bytes(dictionary)
+    for page, k in zip(pages, keys, strict=True):
+        stored = _stored(page)
+        if stored is None or not len(k):
+            continue
+        index = np.frombuffer(k.buffers()[1], np.int32, count=len(k), offset=k.offset * 4)
+        if k.null_count:
+            index = index[_valid_bytes(k)]
+        used = np.zeros(len(dictionary), np.bool_)  # entries the page uses, null entries left out
+        kernels.mark_keys(index, valid, used)
+        lo, hi = kernels.bytes_bounds(offsets, values, used)
+        if lo >= 0:
+            _within(page, bytes(values[offsets[lo]:offsets[lo + 1]]), bytes(values[offsets[hi]:offsets[hi + 1]]),
+                    *stored, "")
+
+
 def _prefix_key(value: bytes) -> int:
     """A byte string's first 8 bytes as a big-endian integer, zero-padded (kernels.lv_decode's key)."""
     return int.from_bytes(value[:8].ljust(8, b"\0"), "big")

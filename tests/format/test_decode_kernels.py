@@ -129,3 +129,16 @@ def test_lv_decode_splits_values_and_bounds_their_prefixes(values, width):
         assert (int(kmin), int(kmax)) == (min(keys), max(keys))
     joined = b"".join(kept)
     assert hi == (int(np.bitwise_or.reduce(np.frombuffer(joined, np.uint8))) if joined else 0)
+
+
+def test_mark_keys_sets_exactly_the_entries_numpy_indexing_sets():
+    rng = np.random.default_rng(7)
+    keys = rng.integers(0, 50, 1000).astype(np.int32)
+    valid = rng.random(60) > 0.2  # entries that are not null
+    for entries in (np.empty(0, np.bool_), valid):
+        used = np.zeros(60, np.bool_)
+        kernels.mark_keys(keys, entries, used)
+        want = np.zeros(60, np.bool_)
+        want[keys] = True
+        want &= entries if entries.size else True
+        assert used.tolist() == want.tolist() and not used[50:].any()

@@ -512,3 +512,20 @@ def test_plain_double_pages_read_alone_or_in_a_chunk_under_every_compressor(code
     assert decode_pages([double_page(values, (values[0], float("inf")), codec)]).to_pylist() == values
     both = decode_pages([double_page(values, (values[0], float("inf")), codec), double_page([2.5], (2.5, 2.5), codec)])
     assert both.to_pylist() == values + [2.5]
+
+
+@pytest.mark.parametrize("rows", [100, 70_000])  # one page; three pages
+def test_local_dictionary_string_pages_outside_their_statistics_are_refused(tmp_path, rows):
+    # every page's keys are looked up at once; each page is still checked against its stored min/max
+    values = pa.array([f"robot{i % 10}" for i in range(rows)])
+    path = tmp_path / "t"
+    write_table(pa.table({"s": values}), str(path))
+    [src] = path.rglob("*.carbondata")
+    with CarbonDataFile(str(src)) as f:
+        assert f.read(["s"]).column("s").combine_chunks().equals(values)
+    data = src.read_bytes()
+    old = b"\x18\x06robot9"  # a one-element min or max list: each page's max, and the blocklet's
+    assert data.count(old) >= 2
+    src.write_bytes(data.replace(old, b"\x18\x06robot8"))
+    with CarbonDataFile(str(src)) as f, pytest.raises(CarbonFormatError, match="outside the page's stored"):
+        f.read(["s"])

@@ -13,7 +13,7 @@ import itertools
 import os
 from collections import deque
 from collections.abc import Callable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, wait
 from dataclasses import replace
 from importlib import import_module
 from typing import Any
@@ -27,7 +27,7 @@ from carbon_ds.readers.external import open_reader
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.read import pruning, scan
 from carbon_ds.table.read.pruning import Counts, Piece
-from carbon_ds.table.read.task_reader import Reading, TaskReader
+from carbon_ds.table.read.task_reader import Reading, TaskReader, reading_pool
 
 THREADS = os.cpu_count() or 1
 _SPLIT = ("parquet", "orc")  # external formats read one statistics unit (row group, stripe) at a time
@@ -180,7 +180,7 @@ class Scan:
                     f.close()
             return
         pending: deque[tuple[Future, CarbonDataFile | None]] = deque()
-        pool = ThreadPoolExecutor(threads, thread_name_prefix="carbon-scan")
+        pool, own = reading_pool(threads)
         try:
             for run, last_of in tasks:
                 pending.append((pool.submit(run), last_of))
@@ -191,7 +191,10 @@ class Scan:
         finally:
             for fut, _ in pending:
                 fut.cancel()
-            pool.shutdown(wait=True)  # no unit in flight any more: files may close
+            if own:  # no unit in flight any more: files may close
+                pool.shutdown(wait=True)
+            else:
+                wait([fut for fut, _ in pending])
             gen.close()
             for f in opened:
                 f.close()

@@ -17,9 +17,11 @@ filters the survivors exactly.
 from __future__ import annotations
 
 import contextlib
+import os
+import threading
 from collections import deque
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from typing import TypeVar
 
@@ -43,6 +45,7 @@ from carbon_ds.table.read.pruning import Counts, IndexClaim, Piece
 
 __all__ = [
     "OpenPiece", "Reading", "TaskReader", "check_claim", "check_index_claim", "in_order", "read_pieces",
+    "reading_pool",
 ]
 
 T = TypeVar("T")
@@ -421,17 +424,54 @@ def _with_positions(t: pa.Table, columns: list[str], path: str, blocklets, pages
     return t
 
 
+# Threads that read files (``in_order``, a scan's units), one pool per thread count for the process: a read
+# of a table of many small files, or a pruned read of two units, is over in a few milliseconds, and starting
+# and joining a pool's threads per read cost about 1 ms of it (more on a busy machine).
+_POOLS: dict[int, ThreadPoolExecutor] = {}
+_POOLS_LOCK = threading.Lock()
+_WORKER = threading.local()  # set in a reading thread: a read made within one gets a pool of its own
+
+
+def _mark_worker() -> None:
+    _WORKER.active = True
+
+
+def reading_pool(threads: int) -> tuple[ThreadPoolExecutor, bool]:
+    """(a pool of ``threads`` reading threads, whether it is the caller's own to shut down). The process's
+    pool, except in a reading thread: a read within a read could otherwise wait for threads that wait for
+    it. A caller of the shared pool waits for its own futures instead of shutting it down."""
+    if getattr(_WORKER, "active", False):
+        return ThreadPoolExecutor(threads, thread_name_prefix="carbon-table-read", initializer=_mark_worker), True
+    with _POOLS_LOCK:
+        pool = _POOLS.get(threads)
+        if pool is None:
+            pool = _POOLS[threads] = ThreadPoolExecutor(threads, thread_name_prefix="carbon-table-read",
+                                                        initializer=_mark_worker)
+        return pool, False
+
+
+def _forget_pools_after_fork() -> None:
+    """A forked child has none of its parent's threads: it starts its own pools when it reads."""
+    global _POOLS_LOCK
+    _POOLS.clear()
+    _POOLS_LOCK = threading.Lock()
+
+
+os.register_at_fork(after_in_child=_forget_pools_after_fork)
+
+
 def in_order(read_one: Callable, pieces: list, threads: int = 1) -> Iterator:
-    """``read_one(piece)`` of each piece, in the pieces' order. Files are read ``threads`` at a time: a small
-    file's fixed cost (opening, checks, the local dictionary) is Python, but its reads, decompression and
-    kernels release the GIL, so another file's Python runs meanwhile. At most ``2 * threads`` results wait
-    to be taken, so a large table's files are never all open (or decoded ahead) at once."""
+    """``read_one(piece)`` of each piece, in the pieces' order. Files are read ``threads`` at a time
+    (``reading_pool``): a small file's fixed cost (opening, checks, the local dictionary) is Python, but its
+    reads, decompression and kernels release the GIL, so another file's Python runs meanwhile. At most
+    ``2 * threads`` results wait to be taken, so a large table's files are never all open (or decoded ahead)
+    at once."""
     if threads < 2 or len(pieces) < 2:
         for piece in pieces:
             yield read_one(piece)
         return
+    pool, own = reading_pool(threads)
     pending: deque[Future] = deque()
-    pool = ThreadPoolExecutor(threads, thread_name_prefix="carbon-table-read")
     try:
         for piece in pieces:
             pending.append(pool.submit(read_one, piece))
@@ -442,4 +482,7 @@ def in_order(read_one: Callable, pieces: list, threads: int = 1) -> Iterator:
     finally:
         for fut in pending:
             fut.cancel()
-        pool.shutdown(wait=True)
+        if own:
+            pool.shutdown(wait=True)
+        else:
+            wait(pending)  # none of this read's pieces is still being read when the caller goes on
