@@ -89,8 +89,9 @@ import scala.Option;
  * count of the column). The Aggregate is then rebuilt over the view's rows of the segment whose freshness
  * was checked: sums and counts are summed, min of mins, max of maxes, avg is the summed sum over the summed
  * count. Its outputs keep their expression ids, so nothing above changes. A small view's rows come in the
- * answer that says it is fresh, and its relation holds them ({@link ViewRows}): no Python task reads it. Anything else, or any failure,
- * leaves the plan as it is. The conf {@value Names#CONF_MV_REWRITE} turns it off. A mixed table (with
+ * answer that says it is fresh, and its relation holds them ({@link ViewRows}): no Python task reads it; a
+ * query grouping by exactly its groups gets its answer's rows at planning ({@link ViewGroups}). Anything
+ * else, or any failure, leaves the plan as it is. The conf {@value Names#CONF_MV_REWRITE} turns it off. A mixed table (with
  * external segments) is asked about earlier, by {@link NativeUnion} before it expands the table's relation
  * into a union of scans: the view covers those segments too.
  */
