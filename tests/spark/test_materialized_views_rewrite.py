@@ -14,7 +14,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from carbon_ds.ddl.statement_parser import table_name
-from carbon_ds.names import CONF_MV_REWRITE
+from carbon_ds.names import CONF_LOCAL_BYTES, CONF_MV_REWRITE
 from carbon_ds.spark.statements import catalog
 from carbon_ds.table.ops import views
 
@@ -40,6 +40,9 @@ ANSWERED_SQL = [
     "SELECT date_trunc('day', ts), count(*) FROM tel WHERE model IN (1, 3) AND brand <> 'b' GROUP BY 1",
     # count(DISTINCT) of a plain grouping column: the view's rows hold each value of its groups
     "SELECT model, count(DISTINCT brand), sum(speed) FROM tel GROUP BY model",
+    # exactly the view's groups: one view row per group (answered with the rows at planning when small)
+    "SELECT brand, model, date_trunc('hour', ts), max(speed) + 1, min(speed), count(speed), count(DISTINCT brand), "
+    "sum(speed) * 2 FROM tel GROUP BY brand, model, date_trunc('hour', ts)",
 ]
 
 NEAR_MISSES = [
@@ -80,6 +83,14 @@ def _paths(df) -> set[str]:
         if leaf.getClass().getSimpleName() == "DataSourceV2ScanRelation":  # after Spark's scan push-down
             out.add(catalog.real_path(leaf.relation().options().get("path")))
     return out
+
+
+def _view_scans(df) -> list[str]:
+    """The scan kinds of the optimized plan's reads of a view's folder: ``ViewRows`` where the view's rows
+    came with its freshness answer (no Python task), a Python data source scan otherwise."""
+    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+    return [leaves.apply(i).scan().getClass().getSimpleName() for i in range(leaves.size())
+            if leaves.apply(i).getClass().getSimpleName() == "DataSourceV2ScanRelation"]
 
 
 def _insert(spark, day: int, n: int) -> None:
@@ -140,6 +151,28 @@ def test_rewritten_queries_equal_the_main_tables_answers(tel):
     _check_all(spark, answered=False)
     spark.sql("REFRESH MATERIALIZED VIEW mv_tel")
     _check(spark, lambda: spark.sql(ANSWERED_SQL[1]), answered=True)
+
+
+def test_a_small_view_is_answered_with_its_rows_a_larger_one_by_a_python_scan(tel):
+    spark = tel
+    exact, rollup, filtered = ANSWERED_SQL[0], ANSWERED_SQL[1], ANSWERED_SQL[6]
+    for text in (exact, rollup, filtered):
+        _check(spark, lambda t=text: spark.sql(t), answered=True)
+        assert _view_scans(spark.sql(text)) == ["ViewRows"], text
+    # exactly the view's groups: the answer's rows themselves, no job at all (the plan is the scan alone)
+    plan = spark.sql(exact)._jdf.queryExecution().executedPlan().toString()
+    assert "LocalTableScan" in plan and "Aggregate" not in plan, plan
+    assert "default.mv_tel" in spark.sql(exact)._jdf.queryExecution().optimizedPlan().toString()
+    # past the session's bytes read at planning: Spark's Python tasks read the view, the same answers
+    spark.conf.set(CONF_LOCAL_BYTES, "1")
+    try:
+        for text in (exact, rollup, filtered):
+            _check(spark, lambda t=text: spark.sql(t), answered=True)
+            scans = _view_scans(spark.sql(text))
+            assert len(scans) == 1 and scans != ["ViewRows"], (text, scans)
+        assert "Aggregate" in spark.sql(exact)._jdf.queryExecution().executedPlan().toString()
+    finally:
+        spark.conf.unset(CONF_LOCAL_BYTES)
 
 
 def test_near_misses_read_the_main_table(tel):

@@ -35,11 +35,12 @@ def _writer_arguments(settings: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in wanted.items() if k in accepted}
 
 
-def _ipc(table: pa.Table) -> bytes:
+def ipc_base64(table: pa.Table) -> str:
+    """``table`` as an Arrow IPC stream in base64: how rows travel in a schema call's JSON answer."""
     sink = pa.BufferOutputStream()
     with pa.ipc.new_stream(sink, table.schema) as out:
         out.write_table(table)
-    return sink.getvalue().to_pybytes()
+    return base64.b64encode(sink.getvalue().to_pybytes()).decode("ascii")
 
 
 def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request: dict[str, Any]
@@ -87,7 +88,7 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
             elif rows is not None:
                 answer = {"rows": int(rows)}
             elif table is not None:
-                answer = {"arrow": base64.b64encode(_ipc(table)).decode("ascii")}
+                answer = {"arrow": ipc_base64(table)}
             else:
                 if pushes and not settings.get("filterPushdown", False):
                     answers.append(None)  # Spark's worker refuses such a reader with its own message

@@ -13,6 +13,12 @@ i the i-th dimension table of a join), its join keys as pairs of such columns, a
 view's tables, the index of the query's relation reading it among the request's ``tables`` (their paths),
 or null when none does. The JVM side decides whether the query's shape is one the view
 gives. Any failure answers nothing for that view: the query then reads the main table.
+
+A small view (at most LOCAL_MAX_ROWS rows and the request's ``localBytes`` stored bytes, the session's
+``carbon_ds.sql.localRelationBytes``) also comes with its rows (``arrow``: the segment just checked, read
+here, so the rows are exactly those whose freshness was checked): the JVM plans them as a local scan
+(jvm/src ViewRows), so a query it answers runs no Python task. A larger view is read by Spark's Python
+tasks, as any carbondata relation.
 """
 
 from __future__ import annotations
@@ -21,13 +27,19 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.pandas.types import from_arrow_schema
+from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonError
 from carbon_ds.expressions.filter_parser import parse
 from carbon_ds.expressions.tree import And, Compare, Expr, In, IsNull, NotNull
 from carbon_ds.fs import Storage
+from carbon_ds.spark.arrow_schema import arrow_schema
+from carbon_ds.spark.bridge.read_plans import ipc_base64
+from carbon_ds.spark.local import LOCAL_MAX_ROWS
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops import views
+from carbon_ds.table.read.scan import scan_estimate
+from carbon_ds.table.read.scanner import Scan
 
 __all__ = ["fresh_views"]
 
@@ -82,7 +94,23 @@ def _real(path: str) -> str | None:
         return None
 
 
-def _describe(path: str, asked: list[str | None]) -> dict[str, Any] | None:
+def _rows(path: str, segment: str, schema: StructType, limit: int) -> str | None:
+    """The view's rows of ``segment`` as Spark reads ``schema`` (Arrow IPC, base64), or None when the view
+    is over LOCAL_MAX_ROWS rows (past which Spark's shipping of local rows inside its tasks costs more than a
+    Python task: carbon_ds.spark.local) or ``limit`` stored bytes, or ``limit`` is 0 (off)."""
+    if limit <= 0:
+        return None
+    stored, rows = scan_estimate(path, None, segment)
+    if rows is None or rows > LOCAL_MAX_ROWS or stored > limit:
+        return None
+    table = Scan(path, columns=schema.names, segments=segment).to_arrow()
+    try:
+        return ipc_base64(table.cast(arrow_schema(schema)))
+    except pa.ArrowException:
+        return None  # a type Spark's Arrow conversion does not take here: Spark's tasks read the view
+
+
+def _describe(path: str, asked: list[str | None], local_bytes: int = 0) -> dict[str, Any] | None:
     defn = views.definition(path)
     vq = defn.parsed
     if defn.view_segment is None:
@@ -104,7 +132,9 @@ def _describe(path: str, asked: list[str | None]) -> dict[str, Any] | None:
         i, name = vq.locate(column)
         return f"{i}:{name.lower()}"
 
+    arrow = _rows(path, defn.view_segment, schema, local_bytes)
     return {
+        **({"arrow": arrow} if arrow is not None else {}),
         "path": path,
         "name": defn.name,
         "segment": defn.view_segment,
@@ -123,18 +153,20 @@ def _describe(path: str, asked: list[str | None]) -> dict[str, Any] | None:
 
 def fresh_views(main: TableHandle | None, request: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """The views of ``main`` (as their main table) a query may read instead of it now (see the module's
-    docstring); ``request["tables"]``: the paths of the tables the query reads (default: ``main`` alone)."""
+    docstring); ``request["tables"]``: the paths of the tables the query reads (default: ``main`` alone),
+    ``request["localBytes"]``: the largest view (stored bytes) answered with its rows (default 0: none)."""
     if main is None:
         return []
     out = []
     try:
         paths = views.views_of(main, as_main=True)
         asked = [_real(p) if isinstance(p, str) else None for p in (request or {}).get("tables") or [main.uri]]
-    except (CarbonError, OSError):
+        local_bytes = int((request or {}).get("localBytes") or 0)
+    except (CarbonError, OSError, ValueError, TypeError):
         return []
     for path in paths:
         try:
-            described = _describe(path, asked)
+            described = _describe(path, asked, local_bytes)
         except (CarbonError, OSError, ValueError):
             continue  # a view that cannot be read answers nothing
         if described is not None:

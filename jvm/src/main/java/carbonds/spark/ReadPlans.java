@@ -18,7 +18,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
-import org.apache.spark.sql.catalyst.expressions.AttributeReference;
+import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.execution.arrow.ArrowConverters$;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceReadInfo;
@@ -130,7 +130,8 @@ final class ReadPlans {
                     made.get(i).source().setReadInfo(
                             PythonDataSourceReadInfo.receive(new DataInputStream(new ByteArrayInputStream(stream))));
                 } else if (answer != null && answer.path("arrow").isTextual()) {
-                    List<InternalRow> rows = localRows(answer.get("arrow").asText(), made.get(i).relation());
+                    List<InternalRow> rows = arrowRows(answer.get("arrow").asText(),
+                            PruneCarbonRelations.list(made.get(i).relation().output()));
                     if (rows != null) {
                         ObjectNode local = JSON.createObjectNode();
                         local.set(LOCAL, JSON.getNodeFactory().pojoNode(rows));
@@ -176,11 +177,11 @@ final class ReadPlans {
 
     /**
      * The rows of a small read the Python side read at planning (an Arrow IPC stream), as Spark's rows, or
-     * null when their types are not exactly the relation's (then the relation's tasks read it). Spark's
-     * reader of such a stream is found by name: its parameters differ between releases.
+     * null when their types are not exactly those of {@code output} (then the relation's tasks read it).
+     * Spark's reader of such a stream is found by name: its parameters differ between releases.
      */
     @SuppressWarnings("unchecked")
-    private static List<InternalRow> localRows(String base64, DataSourceV2Relation rel) throws Exception {
+    static List<InternalRow> arrowRows(String base64, List<? extends Attribute> output) throws Exception {
         Method reader = IPC_READER;
         if (reader == null) {
             return null;
@@ -192,7 +193,6 @@ final class ReadPlans {
         scala.collection.Iterator<InternalRow> it = read._1();
         try {
             StructField[] fields = read._2().fields();
-            List<AttributeReference> output = PruneCarbonRelations.list(rel.output());
             if (fields.length != output.size()) {
                 return null;
             }
@@ -228,7 +228,7 @@ final class ReadPlans {
     }
 
     /** The session's limit for rows read at planning (carbon_ds.spark.local): 0 when off or not a number. */
-    private static long localBytes(SQLConf conf) {
+    static long localBytes(SQLConf conf) {
         try {
             return Math.max(0L, Long.parseLong(conf.getConfString(Names.CONF_LOCAL_BYTES, String.valueOf(4L << 20)).trim()));
         } catch (NumberFormatException e) {

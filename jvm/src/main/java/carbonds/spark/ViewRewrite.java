@@ -52,6 +52,7 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.connector.catalog.Table;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
@@ -87,8 +88,10 @@ import scala.Option;
  * when each aggregate is one it keeps (sum, count, count(*), min, max, avg, the last also from a sum and a
  * count of the column). The Aggregate is then rebuilt over the view's rows of the segment whose freshness
  * was checked: sums and counts are summed, min of mins, max of maxes, avg is the summed sum over the summed
- * count. Its outputs keep their expression ids, so nothing above changes. Anything else, or any failure,
- * leaves the plan as it is. The conf {@value Names#CONF_MV_REWRITE} turns it off. A mixed table (with
+ * count. Its outputs keep their expression ids, so nothing above changes. A small view's rows come in the
+ * answer that says it is fresh, and its relation holds them ({@link ViewRows}): no Python task reads it; a
+ * query grouping by exactly its groups gets its answer's rows at planning ({@link ViewGroups}). Anything
+ * else, or any failure, leaves the plan as it is. The conf {@value Names#CONF_MV_REWRITE} turns it off. A mixed table (with
  * external segments) is asked about earlier, by {@link NativeUnion} before it expands the table's relation
  * into a union of scans: the view covers those segments too.
  */
@@ -141,7 +144,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         return shape == null || shape.rels().size() != 1 ? null : shape.rel();
     }
 
-    private LogicalPlan rewrite(LogicalPlan node) throws java.io.IOException {
+    private LogicalPlan rewrite(LogicalPlan node) throws Exception {
         if (node instanceof Aggregate agg) {
             LogicalPlan answered = answer(agg);
             if (answered != null) {
@@ -239,7 +242,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         return true;
     }
 
-    private LogicalPlan answer(Aggregate agg) throws java.io.IOException {
+    private LogicalPlan answer(Aggregate agg) throws Exception {
         Shape shape = shape(agg);
         if (shape == null) {
             return null;
@@ -249,6 +252,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         for (DataSourceV2Relation rel : shape.rels()) {
             tables.add(rel.options().get("path"));
         }
+        request.put("localBytes", ReadPlans.localBytes(SQLConf.get()));  // a view this small comes with its rows
         // a join's views are kept by its main (fact) table: ask each table that has views
         for (DataSourceV2Relation rel : shape.rels()) {
             if (!hasViews(rel.options().get("path"))) {
@@ -343,7 +347,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
     private record ViewScan(DataSourceV2Relation rel, Map<String, AttributeReference> columns) {
     }
 
-    private ViewScan scan(DataSourceV2Relation main, JsonNode view) {
+    private ViewScan scan(DataSourceV2Relation main, JsonNode view) throws Exception {
         StructType schema = (StructType) DataType.fromJson(view.get("schema").toString());
         List<AttributeReference> output = new ArrayList<>();
         Map<String, AttributeReference> columns = new HashMap<>();
@@ -353,14 +357,17 @@ final class ViewRewrite extends Rule<LogicalPlan> {
             output.add(a);
             columns.put(f.name().toLowerCase(Locale.ROOT), a);
         }
-        PythonDataSourceV2 source = new PythonDataSourceV2();
-        String shortName = ((PythonTable) main.table()).name();
-        source.setShortName(shortName);
-        PythonTable table = new PythonTable(source, shortName, schema);
+        String[] name = view.get("name").asText().split("\\.", 2);
+        Table table = view.path("arrow").isTextual() ? localRows(view, schema, output) : null;
+        if (table == null) {  // read by Spark's Python tasks, as any carbondata relation
+            PythonDataSourceV2 source = new PythonDataSourceV2();
+            String shortName = ((PythonTable) main.table()).name();
+            source.setShortName(shortName);
+            table = new PythonTable(source, shortName, schema);
+        }
         Map<String, String> options = new LinkedHashMap<>();
         options.put("path", view.get("path").asText());
         options.put(Names.SEGMENTS_OPTION, view.get("segment").asText());  // the rows whose freshness was checked
-        String[] name = view.get("name").asText().split("\\.", 2);
         Object[] args = PruneCarbonRelations.args(main);  // (table, output, catalog, identifier, options, ...)
         args[0] = table;
         args[1] = PruneCarbonRelations.seq(output);
@@ -371,16 +378,26 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         return new ViewScan((DataSourceV2Relation) main.makeCopy(args), columns);
     }
 
-    private LogicalPlan answer(Aggregate agg, Shape shape, JsonNode view) {
+    /** The small view's rows the Python side sent with its freshness ({@link ViewRows}), or null when their
+     * types are not the view schema's. */
+    private static Table localRows(JsonNode view, StructType schema, List<AttributeReference> output)
+            throws Exception {
+        List<org.apache.spark.sql.catalyst.InternalRow> rows = ReadPlans.arrowRows(view.get("arrow").asText(), output);
+        return rows == null ? null : new ViewRows(view.get("name").asText(), schema, rows);
+    }
+
+    private LogicalPlan answer(Aggregate agg, Shape shape, JsonNode view) throws Exception {
         ViewScan scan = scan(shape.rel(), view);
         String zone = view.get("zone").asText();
         Map<String, AttributeReference> plainGroups = new HashMap<>();  // main column -> view column
         Map<String, String[]> timeGroups = new HashMap<>();  // main column -> (view column, granularity)
+        Set<AttributeReference> viewGroups = new HashSet<>();
         for (JsonNode g : view.get("groups")) {
             AttributeReference a = scan.columns().get(g.get("name").asText().toLowerCase(Locale.ROOT));
             if (a == null) {
                 return null;
             }
+            viewGroups.add(a);
             if (g.get("granularity").isNull()) {
                 plainGroups.put(g.get("column").asText(), a);
             } else {
@@ -487,6 +504,11 @@ final class ViewRewrite extends Rule<LogicalPlan> {
                     PruneCarbonRelations.seq(List.of())));
         }
         LogicalPlan child = scan.rel();
+        LogicalPlan answered = newConjuncts.isEmpty()
+                ? ViewGroups.answer(agg, scan.rel(), newGroups, outputs, viewGroups) : null;
+        if (answered != null) {
+            return answered;  // one view row per group: the answer's rows, at planning
+        }
         if (!newConjuncts.isEmpty()) {
             Expression cond = newConjuncts.get(0);
             for (int i = 1; i < newConjuncts.size(); i++) {
