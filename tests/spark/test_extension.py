@@ -685,6 +685,48 @@ def test_scan_rows_reach_their_consumer_without_a_second_copy(spark, emp, tmp_pa
     assert sorted(r.k for r in renamed.collect()) == sorted(data["id"].to_pylist())
 
 
+def _run_scans(df, fmt: str) -> tuple[int, int]:
+    """(scans of ``fmt`` run, exchanges reused) in ``df``'s executed plan, after it ran."""
+    nodes = _physical_nodes(df)
+    scans = sum(fmt in str(n.simpleString(200)).lower() and n.getClass().getSimpleName() in
+                ("BatchScanExec", "FileSourceScanExec") for n in nodes)
+    return scans, sum(n.getClass().getSimpleName() == "ReusedExchangeExec" for n in nodes)
+
+
+def test_a_table_read_twice_alike_runs_one_exchange_as_parquet_does(spark, emp, tmp_path):
+    """A CTE referenced twice reads its table twice alike: Spark reuses one exchange for both over Parquet
+    (its file scans are equal) and now over carbondata too (SizedScan's batches are equal by what they read),
+    where every such read ran again (TPC-DS Q47, Q57 read store_sales three times). Two tables of the same
+    columns and an identical plan above are not one read: each is read, and the rows stay right."""
+    path, data = emp
+    pq.write_table(data, str(tmp_path / "emp.parquet"))
+    spark.read.parquet(str(tmp_path / "emp.parquet")).createOrReplaceTempView("ext_emp_pq")
+    other = str(tmp_path / "emp2")
+    carbon_ds.write_table(data.filter(pc.less(data["id"], 500)), other)
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ext_emp2 USING carbondata OPTIONS (path '{other}')")
+    twice = ("WITH d AS (SELECT dept, sum(id) AS s FROM {t} WHERE id > 100 GROUP BY dept) "
+             "SELECT a.dept, a.s, b.s AS s2 FROM d a JOIN d b ON a.dept = b.dept")
+    try:
+        pq_df = spark.sql(twice.format(t="ext_emp_pq"))
+        want = sorted(pq_df.collect(), key=repr)
+        pq_scans, pq_reused = _run_scans(pq_df, "parquet")
+        assert pq_reused >= 1 and pq_scans == 1, (pq_scans, pq_reused)
+        df = spark.sql(twice.format(t="ext_emp"))
+        got = sorted(df.collect(), key=repr)
+        assert got == want
+        assert _run_scans(df, "carbondata") == (pq_scans, pq_reused)
+        # the same plan over two tables: both read, nothing reused
+        union = ("SELECT dept, count(*) AS n FROM ext_emp GROUP BY dept "
+                 "UNION ALL SELECT dept, count(*) AS n FROM ext_emp2 GROUP BY dept")
+        df = spark.sql(union)
+        got = sorted(df.collect(), key=repr)
+        assert _run_scans(df, "carbondata") == (2, 0)
+        assert got == _same(spark, lambda: spark.sql(union))
+    finally:
+        spark.catalog.dropTempView("ext_emp_pq")
+        spark.catalog.dropTempView("ext_emp2")
+
+
 def _scan_reads(df) -> list[str]:
     """How each carbondata scan of ``df``'s executed plan hands its rows on: "batches" (Arrow batches into a
     ColumnarToRow conversion) or "rows"."""

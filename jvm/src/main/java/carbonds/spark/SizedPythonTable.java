@@ -1,5 +1,7 @@
 package carbonds.spark;
 
+import java.util.TreeMap;
+
 import org.apache.spark.sql.connector.read.ScanBuilder;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
@@ -50,6 +52,9 @@ final class SizedPythonTable extends PythonTable {
     @Override
     public ScanBuilder newScanBuilder(CaseInsensitiveStringMap options) {
         ScanBuilder builder = super.newScanBuilder(options);
-        return () -> new SizedScan(builder.build(), sizeInBytes);
+        // what the read delivers: two relations of one query with the same options (path, filter, decimals)
+        // and columns read the same rows, so Spark may run one exchange for both (as for a Parquet scan)
+        String read = name() + "\n" + new TreeMap<>(options.asCaseSensitiveMap()) + "\n" + schema().json();
+        return () -> new SizedScan(builder.build(), sizeInBytes, read);
     }
 }

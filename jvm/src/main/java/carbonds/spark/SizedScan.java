@@ -1,5 +1,6 @@
 package carbonds.spark;
 
+import java.util.Objects;
 import java.util.OptionalLong;
 
 import org.apache.spark.sql.connector.metric.CustomMetric;
@@ -21,6 +22,11 @@ import org.apache.spark.sql.types.StructType;
  * else is the wrapped scan's: the rows cannot change, only the join strategy Spark picks. Its batch reads
  * hand Spark the Python worker's Arrow batches as they are ({@link ArrowBatchReads}). A size below zero is
  * unknown.
+ *
+ * <p>Its batches are equal when they read the same thing ({@code read}: the source, the relation's options and
+ * columns), as Parquet's file scans are: Spark's BatchScanExec is equal by its batch, and only equal scans let
+ * Spark reuse one exchange or broadcast for a table read twice alike (a CTE referenced twice, a self-join). A
+ * PySpark batch is equal to itself only, so every such read ran again.
  */
 final class SizedScan implements Scan, SupportsReportStatistics {
     private final Scan scan;
@@ -28,22 +34,24 @@ final class SizedScan implements Scan, SupportsReportStatistics {
     private final boolean columnar;
     // PySpark's batch of this scan (its partitions are planned once, in Python), shared with rows()
     private final Batch[] python;
+    private final String read;
     private Batch batch;
 
-    SizedScan(Scan scan, long sizeInBytes) {
-        this(scan, sizeInBytes, ArrowBatchReads.available(), new Batch[1]);
+    SizedScan(Scan scan, long sizeInBytes, String read) {
+        this(scan, sizeInBytes, ArrowBatchReads.available(), new Batch[1], read);
     }
 
-    private SizedScan(Scan scan, long sizeInBytes, boolean columnar, Batch[] python) {
+    private SizedScan(Scan scan, long sizeInBytes, boolean columnar, Batch[] python, String read) {
         this.scan = scan;
         this.sizeInBytes = sizeInBytes;
         this.columnar = columnar;
         this.python = python;
+        this.read = read;
     }
 
     /** The same scan read row by row, its partitions planned once for both. */
     SizedScan rows() {
-        return new SizedScan(scan, sizeInBytes, false, python);
+        return new SizedScan(scan, sizeInBytes, false, python, read);
     }
 
     boolean columnar() {
@@ -91,19 +99,35 @@ final class SizedScan implements Scan, SupportsReportStatistics {
             }
             rows = python[0];
         }
-        batch = !columnar ? rows : new Batch() {
-            @Override
-            public InputPartition[] planInputPartitions() {
-                return rows.planInputPartitions();
-            }
-
-            @Override
-            public PartitionReaderFactory createReaderFactory() {
-                PartitionReaderFactory factory = rows.createReaderFactory();
-                return factory instanceof PythonPartitionReaderFactory reads ? new ArrowBatchReads(reads) : factory;
-            }
-        };
+        batch = new SameReads(rows, columnar, read);
         return batch;
+    }
+
+    /** PySpark's batch, read as Arrow batches when {@code columnar}; equal to a batch of the same read. */
+    private record SameReads(Batch rows, boolean columnar, String read) implements Batch {
+        @Override
+        public InputPartition[] planInputPartitions() {
+            return rows.planInputPartitions();
+        }
+
+        @Override
+        public PartitionReaderFactory createReaderFactory() {
+            PartitionReaderFactory factory = rows.createReaderFactory();
+            return columnar && factory instanceof PythonPartitionReaderFactory reads
+                    ? new ArrowBatchReads(reads) : factory;
+        }
+
+        @Override
+        public boolean equals(Object other) {
+            // without a read (no key), only itself: two unknown reads may differ
+            return other == this || read != null && other instanceof SameReads o
+                    && columnar == o.columnar && read.equals(o.read);
+        }
+
+        @Override
+        public int hashCode() {
+            return read == null ? System.identityHashCode(this) : Objects.hash(read, columnar);
+        }
     }
 
     @Override
