@@ -268,6 +268,10 @@ def test_bad_write_modes_and_options_are_refused(spark, tmp_path):
              .option("checkpointLocation", str(tmp_path / "ck3")).start(str(tmp_path / "t3")))
     with pytest.raises(StreamingQueryException, match="stream option auto_load_merge must be true or false"):
         merge.awaitTermination(WAIT)
+    levels = (rate.writeStream.format("carbondata").option("merge_levels", "3")
+              .option("checkpointLocation", str(tmp_path / "ck4")).start(str(tmp_path / "t4")))
+    with pytest.raises(StreamingQueryException, match="stream option 'merge_levels' must be one of all, 2, found '3'"):
+        levels.awaitTermination(WAIT)
 
 
 def test_stream_read_needs_a_table(spark, tmp_path):

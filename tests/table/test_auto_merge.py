@@ -144,3 +144,23 @@ def test_stream_hooks_merge_in_the_background(tmp_path):
     compaction.wait_for_merges(60)
     assert "0.1" not in {e.name for e in off.load_details()}
     assert pc.sum(carbon_ds.read_table(off.path)["id"]).as_py() == sum(range(40))
+
+
+def test_a_long_stream_keeps_few_live_segments_with_deep_merges(tmp_path):
+    """60 batches through the sink's hooks: CarbonData's two MINOR levels leave one live segment per 12
+    batches (5), the deep merge folds the level-2 results again (0.3 of 36 batches, 36.2, 48.2); every row
+    once either way (oracle: the ids written)."""
+    live = {}
+    for deep in (False, True):
+        path = str(tmp_path / f"deep{deep}")
+        t = CarbonTable.create(path, SCHEMA)
+        for i in range(60):
+            with start_load(t, post_commit=PostCommit(stream_merge="always", compact=False, deep=deep)) as load:
+                load.write([_batch(i * 10, 10, "a")])
+            compaction.wait_for_merges(60)  # each commit's merge settles before the next, as a slow trigger's
+        live[deep] = sorted(e.name for e in t.load_details() if e.readable)
+        assert _ids(path) == list(range(600)), deep
+    assert live[False] == ["0.2", "12.2", "24.2", "36.2", "48.2"]
+    assert live[True] == ["0.3", "36.2", "48.2"]
+    assert PostCommit(stream_merge="default").names() == ("merge_default_deep",)
+    assert PostCommit(stream_merge="default", deep=False).names() == ("merge_default",)

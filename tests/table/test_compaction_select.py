@@ -54,6 +54,27 @@ def test_level_thresholds_use_two_counts_and_a_second_count_of_one_is_off(tmp_pa
         select(t, entries, "minor")
 
 
+def test_deep_minor_merges_merged_segments_level_by_level_under_the_major_size(tmp_path):
+    """The streaming sink's merge: MINOR as CarbonData selects, then every level-2 count of one level (2 and
+    up) into the next, oldest first, never a group of major_compaction_size or more."""
+    t = _table(tmp_path, major_compaction_size="10")
+    entries = [_seg("0.2"), _seg("12.2"), _seg("24.2"), _seg("36.1"), _seg("40")]
+    assert select(t, entries, "minor") == []  # CarbonData's MINOR: level 2 is final
+    assert _names(select(t, entries, "minor", deep=True)) == ["0.2", "12.2", "24.2"]
+    # levels are counted apart; level-0 and level-1 groups keep CarbonData's counts
+    entries = [_seg("0.3"), _seg("36.3"), _seg("72.2"), _seg("84.2"), _seg("96.3")]
+    assert _names(select(t, entries, "minor", deep=True)) == ["0.3", "36.3", "96.3"]
+    # too big together: the oldest is passed over and the next three merge
+    entries = [_seg("0.2", 6), _seg("12.2", 3), _seg("24.2", 2), _seg("36.2", 1), _seg("48", 1)]
+    assert _names(select(t, entries, "minor", deep=True)) == ["12.2", "24.2", "36.2"]
+    assert select(t, entries[:3], "minor", deep=True) == []
+    # MAJOR results and a level-2 count of 0 stay out
+    entries = [_seg("0.2", major_compacted="true"), _seg("12.2"), _seg("24.2")]
+    assert select(t, entries, "minor", deep=True) == []
+    off = _table(tmp_path / "off", compaction_level_threshold="4,0")
+    assert select(off, [_seg("0.2"), _seg("12.2"), _seg("24.2")], "minor", deep=True) == []
+
+
 def test_minor_compaction_size_skips_large_segments(tmp_path):
     t = _table(tmp_path, minor_compaction_size="2", compaction_level_threshold="3,0")
     entries = [_seg("0", 1), _seg("1", 5), _seg("2", 1), _seg("3", 1.5)]

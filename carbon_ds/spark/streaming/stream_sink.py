@@ -47,9 +47,13 @@ RUN_ID_PROPERTY = "spark.jobGroup.id"
 # Write options with no meaning for an append-only stream.
 REFUSED = ("partition", "partition_overwrite_mode")
 # Stream options that are not write options: ``auto_load_merge`` (true / false) says whether the sink merges
-# its small segments after commits (unset: yes, unless the table property auto_load_merge is false).
+# its small segments after commits (unset: yes, unless the table property auto_load_merge is false);
+# ``merge_levels``: ``all`` (default) merges merged segments again level by level, ``2`` stops at MINOR's two
+# levels as CarbonData's auto load merge does (then a stream keeps one live segment per 12 batches).
 AUTO_MERGE_OPTION = "auto_load_merge"
-STREAM_WRITE_OPTIONS = ("checkpointlocation", AUTO_MERGE_OPTION)
+MERGE_LEVELS_OPTION = "merge_levels"
+MERGE_LEVELS = ("all", "2")
+STREAM_WRITE_OPTIONS = ("checkpointlocation", AUTO_MERGE_OPTION, MERGE_LEVELS_OPTION)
 
 
 @dataclass
@@ -85,10 +89,14 @@ class CarbonStreamWriter(DataSourceStreamArrowWriter):
                 raise CarbonOptionError(f"option {key!r} is not supported by streaming writes (append only); "
                                         f"stream options: {', '.join(sorted(set(WRITE_OPTIONS) - set(REFUSED)))}")
         merge = lowered.get(AUTO_MERGE_OPTION)
+        levels = str(lowered.get(MERGE_LEVELS_OPTION, "all")).strip().lower()
+        if levels not in MERGE_LEVELS:
+            raise CarbonOptionError(f"stream option {MERGE_LEVELS_OPTION!r} must be one of {', '.join(MERGE_LEVELS)}, "
+                                    f"found {lowered[MERGE_LEVELS_OPTION]!r}")
         # the off switch, or a merge whatever the table says; unset: merge unless the table says false
         self.post_commit = PostCommit(stream_merge="default" if merge is None else
                                       "always" if parse_bool(merge, f"stream option {AUTO_MERGE_OPTION}") else None,
-                                      compact=False)
+                                      compact=False, deep=levels == "all")
         write_options = {k: v for k, v in lowered.items() if k not in STREAM_WRITE_OPTIONS}
         table, self.load_options = prepare_table(path, arrow_schema(schema), write_options)
         self.table_path = path

@@ -41,10 +41,10 @@ READ_OPTIONS = (SEGMENTS_OPTION, FILTER_OPTION, ROW_POSITIONS_OPTION, UNSCALED_O
 # when Spark infers its schema at CREATE TABLE ... USING carbondata LOCATION '<existing table>'.
 SPARK_OPTIONS = ("path", "paths", "owner", "provider", "location", "comment", "collation", "external",
                  "is_managed_location")
-# Structured Streaming: the sink's checkpoint (Spark passes it on) and automatic merge switch, the source's
-# start, limits and policy
-STREAM_OPTIONS = ("checkpointlocation", "auto_load_merge", "starting_segment", "max_files_per_trigger",
-                  "max_rows_per_trigger", "ignore_changes")
+# Structured Streaming: the sink's checkpoint (Spark passes it on) and automatic merge switch and depth, the
+# source's start, limits and policy
+STREAM_OPTIONS = ("checkpointlocation", "auto_load_merge", "merge_levels", "starting_segment",
+                  "max_files_per_trigger", "max_rows_per_trigger", "ignore_changes")
 VALID = (*READ_OPTIONS, *WRITE_OPTIONS, *STREAM_OPTIONS)
 
 

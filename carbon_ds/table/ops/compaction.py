@@ -92,10 +92,12 @@ class CompactionYielded(CarbonTableError):
 
 def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: float = 0.0,
             runner: Runner | None = None, settings: Mapping[str, str] | None = None,
-            include_external: bool = False, yield_to_writers: bool = False) -> list[Merged]:
+            include_external: bool = False, yield_to_writers: bool = False, deep: bool = False) -> list[Merged]:
     """Run a compaction; returns the merged segments ([] when nothing qualified).
 
     Args:
+        deep: MINOR also merges level-2 and later results again (the streaming sink's merge;
+            carbon_ds.table.ops.compaction_select, "Deep MINOR").
         yield_to_writers: (automatic merges) take no update lock, so UPDATE, DELETE, MERGE and overwrites are
             not refused because of the merge; a group whose commit would meet one of them running (its
             update lock held), or their changes to its sources committed meanwhile, is dropped instead
@@ -141,7 +143,7 @@ def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: 
         upto = max((id_order(e) for e in entries if mergeable(e)), default=None) if kind == MAJOR else None
         done: list[Merged] = []
         while not (yield_to_writers and writer_running(table)):
-            group = select(table, table.load_details(), kind, segments, settings, upto, include_external)
+            group = select(table, table.load_details(), kind, segments, settings, upto, include_external, deep)
             if not group:
                 break
             try:
@@ -248,17 +250,17 @@ def _check_sources(table: TableHandle, entries: list[LoadDetail], ids: list[str]
 
 
 def auto_compact(table: TableHandle, settings: Mapping[str, str] | None = None, default: bool | None = None,
-                 force: bool = False) -> list[Merged]:
+                 force: bool = False, deep: bool = False) -> list[Merged]:
     """MINOR compaction after a load when ``auto_load_merge`` is true (table property, else the setting
     ``carbon.enable.auto.load.merge``, else ``default``: off, CarbonData's default, unless the caller says;
     ``force``: regardless). It gives way to every writer (``yield_to_writers``): appends go on beside it, and
     an UPDATE, DELETE, MERGE or overwrite is never refused because of it. Never raises: the load is committed
     either way, so a failure is reported as a warning, as CarbonData logs it; another merge running is not a
-    failure (it takes these segments too)."""
+    failure (it takes these segments too). ``deep``: merge level-2 and later results again (``compact``)."""
     try:
         if not force and not Settings(table, settings).auto_load_merge(default):
             return []
-        return compact(table, MINOR, settings=settings, yield_to_writers=True)
+        return compact(table, MINOR, settings=settings, yield_to_writers=True, deep=deep)
     except CompactionBusy:
         return []
     except Exception as e:  # noqa: BLE001 - a committed load must not fail afterwards
@@ -271,7 +273,7 @@ _RUNNING: dict[str, threading.Thread] = {}
 _RUNNING_LOCK = threading.Lock()
 
 
-def merge_in_background(table: TableHandle, default: bool | None = None, force: bool = False
+def merge_in_background(table: TableHandle, default: bool | None = None, force: bool = False, deep: bool = False
                         ) -> threading.Thread | None:
     """``auto_compact`` in a thread of its own, so the writer that committed goes on at once (the streaming
     sink's next batch). At most one per table in this process: while one runs, a new commit starts none (the
@@ -282,8 +284,8 @@ def merge_in_background(table: TableHandle, default: bool | None = None, force: 
         running = _RUNNING.get(table.uri)
         if running is not None and running.is_alive():
             return None
-        thread = threading.Thread(target=auto_compact, args=(table,), kwargs={"default": default, "force": force},
-                                  name=f"carbon-ds merge {table.uri}")
+        thread = threading.Thread(target=auto_compact, args=(table,), name=f"carbon-ds merge {table.uri}",
+                                  kwargs={"default": default, "force": force, "deep": deep})
         _RUNNING[table.uri] = thread
         thread.start()
     return thread

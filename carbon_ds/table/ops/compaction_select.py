@@ -11,6 +11,11 @@ else CarbonData's default.
 - MINOR: walking the candidates, plain loads (level 0) and level-1 segments are counted apart; the first
   count to reach its threshold (``compaction_level_threshold``, "4,3") is merged. Level-2 and MAJOR results
   are never taken; with ``minor_compaction_size`` set, segments of that many MB or more are skipped.
+- Deep MINOR (the streaming sink's merge, not a CarbonData kind): as MINOR, and then results of level 2 and
+  above merge again, every level-2 count of one level into the next (``0.2``, ``12.2``, ``24.2`` ->
+  ``0.3``), while the group's data stays under ``major_compaction_size``. A stream's live segments then grow
+  with the logarithm of its batches instead of one per 12 batches; CarbonData reads the result as any
+  merged segment.
 - MAJOR: the oldest segments whose data sizes add up to less than ``major_compaction_size`` MB (1024); a
   segment alone above it is skipped.
 - CUSTOM: the ids given; each must exist, be readable and in carbondata format.
@@ -179,16 +184,17 @@ def _same_days(pool: list[LoadDetail], days: int) -> list[LoadDetail]:
 
 def select(table: TableHandle, entries: list[LoadDetail], kind: str, segments=None,
            settings: Mapping[str, str] | None = None, upto: tuple | None = None,
-           include_external: bool = False) -> list[LoadDetail]:
+           include_external: bool = False, deep: bool = False) -> list[LoadDetail]:
     """The next group to merge ([] when there is none); external segments only in CUSTOM with
-    ``include_external``."""
+    ``include_external``; ``deep``: MINOR merges level-2 and later results again (the module's "Deep MINOR")."""
     if kind == CUSTOM:
         return _custom(table, entries, segments, include_external)
     s = Settings(table, settings)
     pool = candidates(s, entries, upto)
+    major = (s.whole(MAJOR_SIZE, 0, unit="MB") or 0) * MB
     if kind == MAJOR:
-        return _by_size(pool, (s.whole(MAJOR_SIZE, 0, unit="MB") or 0) * MB)
-    return _by_count(pool, s.levels(), s.whole(MINOR_SIZE, 1, unit="MB"))
+        return _by_size(pool, major)
+    return _by_count(pool, s.levels(), s.whole(MINOR_SIZE, 1, unit="MB"), major if deep else None)
 
 
 def _by_size(pool: list[LoadDetail], limit: int) -> list[LoadDetail]:
@@ -211,17 +217,25 @@ def _by_size(pool: list[LoadDetail], limit: int) -> list[LoadDetail]:
     return group if len(group) > 1 else []
 
 
-def _by_count(pool: list[LoadDetail], levels: tuple[int, int], minor_mb: int | None) -> list[LoadDetail]:
-    counted: dict[int, list[LoadDetail]] = {0: [], 1: []}
+def _by_count(pool: list[LoadDetail], levels: tuple[int, int], minor_mb: int | None,
+              deep_limit: int | None = None) -> list[LoadDetail]:
+    """MINOR's group; with ``deep_limit`` (bytes), levels 2 and up count too, with the level-2 count, and a
+    group of them at or over the limit is passed over (its segments stay as they are)."""
+    counted: dict[int, list[LoadDetail]] = {}
     for e in pool:
         if minor_mb and size_of(e) // MB >= minor_mb:
             continue
         level = level_of(e.name)
-        if level >= 2 or (e.major_compacted or "").lower() == "true" or e.status not in (ts.SUCCESS, ts.PARTIAL_SUCCESS):
+        skipped = level >= 2 and deep_limit is None
+        if skipped or (e.major_compacted or "").lower() == "true" or e.status not in (ts.SUCCESS, ts.PARTIAL_SUCCESS):
             continue
-        counted[level].append(e)
-        if len(counted[level]) == levels[level] and levels[level] > 1:
-            return counted[level]
+        group = counted.setdefault(level, [])
+        group.append(e)
+        need = levels[min(level, 1)]
+        if len(group) == need and need > 1:
+            if level < 2 or sum(map(size_of, group)) < (deep_limit or 0):
+                return group
+            group.pop(0)  # too big together: the oldest stays as it is, the next ones may still merge
     return []
 
 

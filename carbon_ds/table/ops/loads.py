@@ -31,14 +31,17 @@ class PostCommit:
     """What runs after a load commits. ``compact``: automatic MINOR compaction when the table asks for it
     (``auto_load_merge``; off by default, as in CarbonData), in the committing thread. ``stream_merge``: the
     streaming sink's merge, in the background: ``"default"`` merges unless the table (or the setting) says
-    ``auto_load_merge`` false, ``"always"`` merges regardless, None: see ``compact``."""
+    ``auto_load_merge`` false, ``"always"`` merges regardless, None: see ``compact``. ``deep``: the stream's
+    merge also merges level-2 and later results again (compaction_select, "Deep MINOR"); False keeps
+    CarbonData's two MINOR levels."""
 
     compact: bool = True
     stream_merge: str | None = None
+    deep: bool = True
 
     def names(self) -> tuple[str, ...]:
         if self.stream_merge is not None:
-            return (f"merge_{self.stream_merge}",)
+            return (f"merge_{self.stream_merge}" + ("_deep" if self.deep else ""),)
         return ("compact",) if self.compact else ()
 
 
@@ -46,6 +49,8 @@ _HOOKS: dict[str, Callable[[TableHandle], object]] = {
     "compact": auto_compact,
     "merge_default": lambda t: merge_in_background(t, default=True),
     "merge_always": lambda t: merge_in_background(t, force=True),
+    "merge_default_deep": lambda t: merge_in_background(t, default=True, deep=True),
+    "merge_always_deep": lambda t: merge_in_background(t, force=True, deep=True),
 }
 
 
