@@ -4,7 +4,8 @@ read as fast as the same rows written in one load?
 A ``rate`` source at ``--rate`` rows/s (``value`` 0, 1, 2, ... plus a timestamp, a string and a double) writes
 into a carbondata table with a ``--trigger`` processing-time trigger (default 1 second) for ``--minutes``
 (default 30). The sink merges its batch segments in the background (``auto_load_merge``, on by default for
-the stream; ``--no-merge`` turns it off). Then:
+the stream; ``--no-merge`` turns it off; ``--merge-levels 2`` stops at CarbonData's two MINOR levels instead of
+merging merged segments again). Then:
 
 - exactly once: the ids in the table against the ids the source produced in the batches Spark committed
   (the rate source's offset log in the checkpoint: batch ``b`` covers values ``rate * start`` .. ``rate * end
@@ -55,6 +56,7 @@ def run_stream(spark, args, target: str, checkpoint: str) -> dict:
          .option("checkpointLocation", checkpoint).trigger(processingTime=args.trigger))
     if args.no_merge:
         w = w.option("auto_load_merge", "false")
+    w = w.option("merge_levels", args.merge_levels)
     q = w.start(target)
     started = None
     seconds = args.minutes * 60
@@ -196,6 +198,7 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=2)
     ap.add_argument("--trigger", default="1 second")
     ap.add_argument("--no-merge", action="store_true", help="the stream option auto_load_merge = false")
+    ap.add_argument("--merge-levels", choices=("all", "2"), default="all", help="the stream option merge_levels")
     ap.add_argument("--major", action="store_true", help="also read the streamed table after a MAJOR compaction")
     args = ap.parse_args()
     load_start = os.getloadavg()
@@ -206,7 +209,7 @@ def main() -> None:
     base = tempfile.mkdtemp(prefix="carbon_stream_soak_")
     streamed, single, ck = (os.path.join(base, n) for n in ("streamed", "single", "ck"))
     results: dict = {"minutes": args.minutes, "rate": args.rate, "trigger": args.trigger,
-                     "merge": not args.no_merge, "load_at_start": load_start}
+                     "merge": not args.no_merge, "merge_levels": args.merge_levels, "load_at_start": load_start}
     try:
         print(f"streaming {args.rate} rows/s for {args.minutes} min into {streamed}", flush=True)
         results["stream"] = run_stream(spark, args, streamed, ck)
