@@ -26,6 +26,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Iterable, Iterator, MutableSequence
 from dataclasses import dataclass
+from functools import cached_property
 from itertools import accumulate
 from typing import overload
 
@@ -49,12 +50,25 @@ class Doc:
     statuses: list[str]
     details: list[SharedLoadDetail]
     max_id: int  # the largest integral segment id, -1 when none
+    exact: bool = True  # ``texts`` are slices of ``data`` in order (False: entries rendered again)
+
+    @cached_property
+    def compact(self) -> bool:
+        """Whether ``data`` is ``text_of(texts)`` in ASCII, so that text offsets are byte offsets."""
+        return (self.exact and self.data.isascii()
+                and len(self.data) == 2 + sum(map(len, self.texts)) + max(len(self.texts) - 1, 0))
 
     def ends(self) -> list[int] | None:
         """Byte offset just past each entry's text, for files written compactly in ASCII (else None)."""
-        if not self.data.isascii() or len(self.data) != 2 + sum(map(len, self.texts)) + max(len(self.texts) - 1, 0):
+        if not self.compact:
             return None
         return [1 + n + i for i, n in enumerate(accumulate(map(len, self.texts)))]
+
+    def end_of(self, k: int) -> int:
+        """Byte offset just past the ``k``-th entry's text (``k`` >= 1) of a compact doc, counted from the
+        end: commits change the last entries."""
+        tail = self.texts[k:]
+        return len(self.data) - 1 - sum(map(len, tail)) - len(tail)
 
 
 EMPTY = Doc(b"", [], [], [], [], -1)
@@ -114,6 +128,7 @@ def parse_doc(data: bytes, where: str, base: Doc | None) -> Doc:
         return base
     keep = _unchanged_prefix(base, data) if base is not None else 0
     text = ts.decode_text(data, where)
+    exact = True
     try:
         if keep:
             ends = base.ends()  # type: ignore[union-attr]  # not None: _unchanged_prefix checked
@@ -125,6 +140,7 @@ def parse_doc(data: bytes, where: str, base: Doc | None) -> Doc:
         keep = 0
         details = [SharedLoadDetail.seal(e) for e in ts.parse(text, where)]  # its errors, or a lenient parse
         texts = [e.text() for e in details]
+        exact = False
     if keep:
         assert base is not None
         texts = base.texts[:keep] + texts
@@ -140,7 +156,7 @@ def parse_doc(data: bytes, where: str, base: Doc | None) -> Doc:
     if len(set(names)) != len(names):
         twice = sorted({n for n in names if names.count(n) > 1})
         raise CarbonFormatError(f"tablestatus lists segment {twice[0]!r} more than once", where)
-    return Doc(data, texts, names, statuses, details, top)
+    return Doc(data, texts, names, statuses, details, top, exact)
 
 
 def _unchanged_prefix(base: Doc, data: bytes) -> int:
@@ -352,6 +368,21 @@ class EntryList(MutableSequence[LoadDetail]):
             if item is not None and (src is None or item != src):
                 out[i] = item.text()
         return out  # type: ignore[return-value]
+
+    def data(self, texts: list[str]) -> bytes:
+        """The file's bytes for ``texts`` (what ``texts()`` gave): ``text_of(texts)`` in UTF-8. The entries
+        before the first changed one are taken as bytes from the file as read, not joined and encoded again
+        (a load's two writes change only the last entry or add one)."""
+        base = self._base
+        if self._moved or not base.compact:  # entries moved: no prefix is known unchanged without comparing
+            return text_of(texts).encode("utf-8")
+        known = len(base.texts)
+        keep = min((i for i in self._touched if i >= known or texts[i] is not base.texts[i]), default=known)
+        if keep == 0:
+            return text_of(texts).encode("utf-8")
+        rest = texts[keep:]
+        tail = (("," if rest else "") + ",".join(rest) + "]").encode("utf-8")
+        return b"".join((memoryview(base.data)[:base.end_of(keep)], tail))
 
     def written(self, data: bytes, texts: list[str]) -> Doc:
         """The doc of what was just written (``data``, made of ``texts``); this list continues from it."""

@@ -71,7 +71,7 @@ class StatusEdit:
             return
         assert self.live is not None, "the edit is not entered"
         texts = entries.texts()
-        data = status_doc.text_of(texts).encode("utf-8")
+        data = entries.data(texts)
         reserved_before = self._reserved() if self.live.versioned else set()
         if self.live.versioned:
             self._commit_version(data)
