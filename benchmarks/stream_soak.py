@@ -197,6 +197,7 @@ def main() -> None:
     ap.add_argument("--trigger", default="1 second")
     ap.add_argument("--no-merge", action="store_true", help="the stream option auto_load_merge = false")
     ap.add_argument("--major", action="store_true", help="also read the streamed table after a MAJOR compaction")
+    ap.add_argument("--keep", help="copy the streamed and single-load tables here (to measure their reads again)")
     args = ap.parse_args()
     load_start = os.getloadavg()
     spark = spark_session(extension=True, conf={"spark.sql.streaming.numRecentProgressUpdates": "10000",
@@ -220,6 +221,9 @@ def main() -> None:
         carbon_ds.write_table(rows, single)
         n = rows.num_rows
         lo = n // 2
+        if args.keep:
+            for name, src in (("streamed", streamed), ("single", single)):
+                shutil.copytree(src, os.path.join(args.keep, name))
         results["reads"] = compare_reads(spark, streamed, single, lo, lo + max(n // 100, 1), args.repeat)
         if args.major:
             carbon_ds.CarbonTable.open(streamed).compact("major")

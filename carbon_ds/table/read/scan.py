@@ -10,7 +10,7 @@ import pyarrow as pa
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError, see
 from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.fs import Storage, basename
-from carbon_ds.readers.carbon_file import READ_THREADS, CarbonDataFile
+from carbon_ds.readers.carbon_file import PARALLEL_MIN_VALUES, READ_THREADS, CarbonDataFile
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import column_map, validity
 from carbon_ds.table.meta.committed_cache import CommittedCache, entry_identity, segment_key
@@ -23,7 +23,7 @@ from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.hive_pruning import prune_files
 from carbon_ds.table.read.id_pruning import prune_by_id
-from carbon_ds.table.read.task_reader import OpenPiece, TaskReader, read_external, read_pieces, whole_rows
+from carbon_ds.table.read.task_reader import OpenPiece, TaskReader, read_external, read_pieces, whole_rows_of
 
 
 @dataclass
@@ -219,16 +219,59 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
                                  committed=source.committed)
     reader = TaskReader(table.storage, cols, table.path)
 
-    def one(piece: pruning.Piece, o: OpenPiece | None) -> pa.Table:
-        if o is None:  # deletes of an external file are applied by its reader (units, not pages)
-            return read_external(table.storage, piece.path, piece.external, names, target, table_columns=cols,
-                                 deletes=piece.deletes)
-        return whole_rows(o, target)
+    def one(group: list[tuple[pruning.Piece, OpenPiece | None]]) -> pa.Table:
+        parts, run = [], []
+        for piece, o in group:
+            if o is not None:
+                run.append(o)
+                continue
+            if run:
+                parts.append(whole_rows_of(run, target))
+                run = []
+            # deletes of an external file are applied by its reader (units, not pages)
+            parts.append(read_external(table.storage, piece.path, piece.external, names, target, table_columns=cols,
+                                       deletes=piece.deletes))
+        if run:
+            parts.append(whole_rows_of(run, target))
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
-    tables = list(reader.each(pieces, one, threads=READ_THREADS))
+    tables = list(reader.each_group(small_groups(pieces, len(target)), one, threads=READ_THREADS))
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables)
+
+
+# A whole-table read hands a worker consecutive small files together (``small_groups``) while their values
+# (rows by the index x columns read) stay under PARALLEL_MIN_VALUES, the size from which one file's read
+# decodes its chunks on threads, and at most GROUP_FILES files: a file of a few hundred rows costs more in
+# fixed per-file steps than in values, and a group pays the decode's steps once (readers.carbon_file.read_files).
+GROUP_FILES = 128
+
+
+def small_groups(pieces: list[pruning.Piece], columns: int) -> list[list[pruning.Piece]]:
+    """``pieces`` in order, cut into groups: runs of carbondata files whose index gives their rows and whose
+    values fit the bound above share a group; any other piece is a group of its own."""
+    groups: list[list[pruning.Piece]] = []
+    run: list[pruning.Piece] = []
+    held = 0
+    width = max(columns, 1)
+    for piece in pieces:
+        claim = piece.claim
+        values = sum(claim.rows) * width if piece.external is None and claim is not None else None
+        if values is None or values >= PARALLEL_MIN_VALUES:
+            if run:
+                groups.append(run)
+                run, held = [], 0
+            groups.append([piece])
+            continue
+        if run and (held + values > PARALLEL_MIN_VALUES or len(run) >= GROUP_FILES):
+            groups.append(run)
+            run, held = [], 0
+        run.append(piece)
+        held += values
+    if run:
+        groups.append(run)
+    return groups
 
 
 def plan(source: Snapshot, expr: Expr, with_deletes: bool = True) -> pruning.Plan:
