@@ -150,6 +150,7 @@ def open_source(path: str | os.PathLike | TableHandle | Snapshot, segments=None)
 _SNAPSHOTS = CommittedCache(max_entries=64)
 _WHOLE_PLANS = CommittedCache(max_entries=64)
 _RESOLVED = CommittedCache(max_entries=64)  # a snapshot's index entries by segment (pruning.resolve)
+_WHOLE_PIECES = CommittedCache(max_entries=64)  # a snapshot's whole-file pieces, when it has no deletes
 
 
 def _table_files(table: TableHandle, segments, details: list[LoadDetail]
@@ -215,8 +216,7 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
     cols = table.columns
     # every file whole: each footer checked against its index entry, read from the trash when CLEAN FILES
     # has moved it since the snapshot was taken
-    pieces = pruning.file_pieces(table.storage, source.data_files, cols, source.deletes,
-                                 committed=source.committed)
+    pieces = _whole_pieces(source)
     reader = TaskReader(table.storage, cols, table.path)
 
     def one(group: list[tuple[pruning.Piece, OpenPiece | None]]) -> pa.Table:
@@ -239,6 +239,23 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables)
+
+
+def _whole_pieces(source: Snapshot) -> list[pruning.Piece]:
+    """A whole-file piece of each file of ``source`` (each carrying its index claim and deletes); kept by the
+    snapshot's key when nothing is deleted, so a read of an unchanged table makes none of them again."""
+    table = source.table
+    key = None
+    if source.snapshot_key is not None and source.deletes is None:
+        key = (source.snapshot_key, column_map.table_key(source.columns))
+        hit = _WHOLE_PIECES.get(key)
+        if hit is not None:
+            return list(hit)
+    pieces = pruning.file_pieces(table.storage, source.data_files, source.columns, source.deletes,
+                                 committed=source.committed)
+    if key is not None:
+        _WHOLE_PIECES.put(key, tuple(pieces))
+    return pieces
 
 
 # A whole-table read hands a worker consecutive small files together (``small_groups``) while their values
