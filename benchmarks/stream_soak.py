@@ -17,7 +17,7 @@ the stream; ``--no-merge`` turns it off). Then:
   (a 1% ``value`` range) through ``carbon_ds.read_table`` and through Spark (``spark.read.format("carbondata")``
   into the ``noop`` sink); then the ratio streamed / single load.
 
-    python benchmarks/stream_soak.py [--minutes 30] [--rate 1000] [--trigger "1 second"] [--repeat 3]
+    python benchmarks/stream_soak.py [--minutes 30] [--rate 1000] [--trigger "1 second"] [--repeat 3] [--keep DIR]
 """
 
 from __future__ import annotations

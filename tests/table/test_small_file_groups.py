@@ -111,8 +111,8 @@ def test_groups_keep_order_and_bounds():
     """Runs of small files in order, cut at the value bound and the file cap; large or external pieces alone."""
     from carbon_ds.table.read.pruning import IndexClaim, Piece
 
-    def piece(i, rows, external=False):
-        claim = IndexClaim("idx", (rows,), (None,))
+    def piece(i, rows, external=False, size=None):
+        claim = IndexClaim("idx", (rows,), (None,), file_size=size)
         return Piece(f"f{i}", None, str(i), None, object() if external else None, claim)  # type: ignore[arg-type]
 
     small = [piece(i, 100) for i in range(300)]
@@ -125,3 +125,5 @@ def test_groups_keep_order_and_bounds():
     assert scan.small_groups(mixed, 1) == [small[:3], [big], small[3:5], [ext], small[5:6]]
     wide = [piece(i, 40_000) for i in range(5)]  # 120,000 values each at 3 columns: two fit under the bound
     assert [len(g) for g in scan.small_groups(wide, 3)] == [2, 2, 1]
+    heavy = [piece(i, 10, size=scan.GROUP_BYTES // 3) for i in range(7)]  # few rows, many bytes
+    assert [len(g) for g in scan.small_groups(heavy, 3)] == [3, 3, 1]

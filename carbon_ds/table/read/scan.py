@@ -260,32 +260,37 @@ def _whole_pieces(source: Snapshot) -> list[pruning.Piece]:
 
 # A whole-table read hands a worker consecutive small files together (``small_groups``) while their values
 # (rows by the index x columns read) stay under PARALLEL_MIN_VALUES, the size from which one file's read
-# decodes its chunks on threads, and at most GROUP_FILES files: a file of a few hundred rows costs more in
-# fixed per-file steps than in values, and a group pays the decode's steps once (readers.carbon_file.read_files).
+# decodes its chunks on threads, and at most GROUP_FILES files of GROUP_BYTES stored bytes (a group's files are
+# open, and small ones held whole, while it is read): a file of a few hundred rows costs more in fixed
+# per-file steps than in values, and a group pays the decode's steps once (readers.carbon_file.read_files).
 GROUP_FILES = 128
+GROUP_BYTES = 32 << 20
 
 
 def small_groups(pieces: list[pruning.Piece], columns: int) -> list[list[pruning.Piece]]:
     """``pieces`` in order, cut into groups: runs of carbondata files whose index gives their rows and whose
-    values fit the bound above share a group; any other piece is a group of its own."""
+    values and bytes fit the bounds above share a group; any other piece is a group of its own."""
     groups: list[list[pruning.Piece]] = []
     run: list[pruning.Piece] = []
-    held = 0
+    held = held_bytes = 0
     width = max(columns, 1)
     for piece in pieces:
         claim = piece.claim
         values = sum(claim.rows) * width if piece.external is None and claim is not None else None
+        size = (claim.file_size or 0) if claim is not None else 0
         if values is None or values >= PARALLEL_MIN_VALUES:
             if run:
                 groups.append(run)
-                run, held = [], 0
+                run, held, held_bytes = [], 0, 0
             groups.append([piece])
             continue
-        if run and (held + values > PARALLEL_MIN_VALUES or len(run) >= GROUP_FILES):
+        if run and (held + values > PARALLEL_MIN_VALUES or len(run) >= GROUP_FILES
+                    or held_bytes + size > GROUP_BYTES):
             groups.append(run)
-            run, held = [], 0
+            run, held, held_bytes = [], 0, 0
         run.append(piece)
         held += values
+        held_bytes += size
     if run:
         groups.append(run)
     return groups
