@@ -18,7 +18,7 @@ merging merged segments again). Then:
   (a 1% ``value`` range) through ``carbon_ds.read_table`` and through Spark (``spark.read.format("carbondata")``
   into the ``noop`` sink); then the ratio streamed / single load.
 
-    python benchmarks/stream_soak.py [--minutes 30] [--rate 1000] [--trigger "1 second"] [--repeat 3]
+    python benchmarks/stream_soak.py [--minutes 30] [--rate 1000] [--trigger "1 second"] [--repeat 3] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -200,6 +200,7 @@ def main() -> None:
     ap.add_argument("--no-merge", action="store_true", help="the stream option auto_load_merge = false")
     ap.add_argument("--merge-levels", choices=("all", "2"), default="all", help="the stream option merge_levels")
     ap.add_argument("--major", action="store_true", help="also read the streamed table after a MAJOR compaction")
+    ap.add_argument("--keep", help="copy the streamed and single-load tables here (to measure their reads again)")
     args = ap.parse_args()
     load_start = os.getloadavg()
     spark = spark_session(extension=True, conf={"spark.sql.streaming.numRecentProgressUpdates": "10000",
@@ -223,6 +224,9 @@ def main() -> None:
         carbon_ds.write_table(rows, single)
         n = rows.num_rows
         lo = n // 2
+        if args.keep:
+            for name, src in (("streamed", streamed), ("single", single)):
+                shutil.copytree(src, os.path.join(args.keep, name))
         results["reads"] = compare_reads(spark, streamed, single, lo, lo + max(n // 100, 1), args.repeat)
         if args.major:
             carbon_ds.CarbonTable.open(streamed).compact("major")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format import encoder_meta, kernels, page_checks
@@ -98,6 +99,39 @@ def decode_pages(
         pos += n
     validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if valid is not None else None
     return pa.Array.from_buffers(typ, total, [validity, pa.py_buffer(values)])
+
+
+def decode_dictionary_chunks(chunks: list[tuple[pa.Array, list[Page]]]) -> pa.Array:
+    """The pages of several chunks of one column, each chunk with its own local dictionary, as one array:
+    the same values as concatenating ``decode_pages(pages, dictionary)`` of each, but with one lookup in the
+    dictionaries laid end to end (each chunk's keys moved past the dictionaries before it). Many small
+    files' string columns then pay the lookup's fixed cost once, not once a file. Each page's statistics
+    are checked as ``decode_pages`` checks them."""
+    keys: list[pa.Array] = []
+    dictionaries: list[pa.Array] = []
+    base = 0
+    for dictionary, pages in chunks:
+        if not pages:
+            continue
+        ks = [decode_page(p, KeysOnly(dictionary)) for p in pages]  # type: ignore[arg-type]
+        if not all(k.type == pa.int32() for k in ks) or base + len(dictionary) >= 1 << 31:
+            return pa.concat_arrays([decode_pages(ps, d) for d, ps in chunks if ps])
+        page_checks.check_dictionary_stats(pages, ks, dictionary)
+        keys.extend(ks if not base else [_moved(k, base) for k in ks])
+        dictionaries.append(dictionary)
+        base += len(dictionary)
+    if not keys:
+        raise ValueError("decode_dictionary_chunks needs at least one page")
+    whole = dictionaries[0] if len(dictionaries) == 1 else pa.concat_arrays(dictionaries)
+    return take_entries(whole, keys[0] if len(keys) == 1 else pa.concat_arrays(keys))
+
+
+def _moved(keys: pa.Array, base: int) -> pa.Array:
+    """int32 ``keys`` plus ``base`` (nulls stay null)."""
+    if keys.null_count:
+        return pc.add(keys, pa.scalar(base, pa.int32()))
+    moved = np.frombuffer(keys.buffers()[1], np.int32, count=len(keys), offset=keys.offset * 4) + np.int32(base)
+    return pa.Array.from_buffers(pa.int32(), len(keys), [None, pa.py_buffer(moved)])
 
 
 _INTEGRAL_ONLY = ([E.ADAPTIVE_INTEGRAL], [E.ADAPTIVE_DELTA_INTEGRAL])

@@ -22,7 +22,7 @@ import pyarrow.compute as pc
 from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format import compress, direct_dictionary, old_versions
 from carbon_ds.format.arrow_types import ColumnNode, arrow_type
-from carbon_ds.format.chunk_decode import decode_pages
+from carbon_ds.format.chunk_decode import decode_dictionary_chunks, decode_pages
 from carbon_ds.format.chunk_header import parse_data_chunk3
 from carbon_ds.format.column_view import shared_view
 from carbon_ds.format.complex_nulls import COMPLEX_NULLS_KEY, all_fields_null, drop_rows, one_null_element_rows
@@ -68,6 +68,10 @@ READ_THREADS = os.cpu_count() or 1  # threads one ``read`` of a whole file may u
 # Below this many values (rows x columns) a whole-file read decodes in the caller's thread: handing pieces to
 # threads costs more than decoding them (a table of many small segments read one file after another)
 PARALLEL_MIN_VALUES = 1 << 18
+# A file up to this size is read in one call when opened, and its footer, header and chunks are sliced from
+# those bytes: a small file otherwise costs seven reads (tail, footer, header, a chunk per column), each a
+# system call and Python around it, more than reading the rest of its bytes.
+WHOLE_FILE_BYTES = 1 << 20
 _pool: ThreadPoolExecutor | None = None
 _pool_lock = threading.Lock()
 
@@ -152,6 +156,7 @@ class CarbonDataFile:
         # ``read_column_chunk(hold=True)`` (page pruning reads the filter columns' headers first) for the
         # decode that follows
         self._held: dict[tuple[int, int], tuple[memoryview | None, int, int, int, DataChunk3]] = {}
+        self._whole: bytes | None = None  # every byte of a small file (WHOLE_FILE_BYTES), read on opening
         try:
             self._file = storage.open(inner)
         except FileNotFoundError as e:  # also a FileNotFoundError: callers may look for a moved copy
@@ -170,7 +175,8 @@ class CarbonDataFile:
             raise CarbonFormatError(
                 f"range {offset}+{length} lies outside the file of {self.size} bytes", self.path, offset
             )
-        data = self._file.read_at(length, offset)
+        whole = self._whole
+        data = whole[offset : offset + length] if whole is not None else self._file.read_at(length, offset)
         if len(data) != length:
             raise CarbonFormatError(f"short read: {len(data)} of {length} bytes", self.path, offset)
         return data
@@ -179,6 +185,8 @@ class CarbonDataFile:
         self.size = self._file.size()
         if self.size < 16:
             raise CarbonFormatError(f"file of {self.size} bytes is too short for CarbonData V3", self.path, 0)
+        if self.size <= WHOLE_FILE_BYTES:
+            self._whole = self._read(0, self.size)
         (footer_at,) = struct.unpack(">q", self._read(self.size - 8, 8))
         if 0 <= footer_at < self.size - 8:  # a V1/V2 file of no rows has its footer at 0
             old_versions.check_footer(self._read(footer_at, min(8, self.size - 8 - footer_at)), self.path, footer_at)
@@ -312,6 +320,7 @@ class CarbonDataFile:
 
     # ------------------------------------------------------------------ lifecycle
     def close(self) -> None:
+        self._whole = None
         self._file.close()
 
     def __enter__(self) -> CarbonDataFile:
@@ -660,6 +669,69 @@ class CarbonDataFile:
         return pa.Table.from_batches(batches, schema=schema)
 
 
+def shares_view(a: CarbonDataFile, b: CarbonDataFile) -> bool:
+    """Whether two open files present the same columns alike (one shared column view: their stored column
+    lists had the same bytes and they were opened in the same table columns), so ``read_files`` may decode
+    them together."""
+    return a._nodes is b._nodes
+
+
+_FLAT = frozenset(set(DataType) - {DataType.ARRAY, DataType.MAP, DataType.STRUCT})
+
+
+def read_files(files: list[CarbonDataFile], columns: list[str] | None = None) -> pa.Table:
+    """Every row of ``files`` (which must all ``shares_view`` the first), file after file, as one table: the
+    rows and types of concatenating each file's ``read(columns)``, but each column's pages of all the files
+    decode in one call (local dictionaries: one lookup in them laid end to end). A file of a few hundred
+    rows costs its decode's fixed steps more than its values; many such files then pay them once.
+    Columns of nested types or a global dictionary, and any file whose pages disagree with its footer's row
+    counts, are read file by file (which names the problem)."""
+    first = files[0]
+    nodes = first._resolve(columns)
+    schema = pa.schema([first.schema.field(n.name) for n in nodes])
+    if len(files) == 1 or any(not shares_view(first, f) for f in files):
+        return pa.concat_tables([f.read(columns) for f in files]) if len(files) > 1 else first.read(columns)
+    total = sum(f.num_rows for f in files)
+    arrays = []
+    for node in nodes:
+        arr = _column_of_files(files, node, total)
+        if arr is None:
+            arr = pa.concat_arrays([f.read([node.name]).column(0).combine_chunks() for f in files])
+        arrays.append(arr)
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def _column_of_files(files: list[CarbonDataFile], node: ColumnNode, total: int) -> pa.Array | None:
+    """One column of ``files`` decoded together (``read_files``); None when it must be read file by file."""
+    first = files[0]
+    if not total:
+        return None
+    value = first._virtual.get(id(node.schema))
+    if value is not None:  # a table column added after these files were written
+        return pa.repeat(value, total)
+    if node.data_type not in _FLAT or is_global_dictionary(node.schema):
+        return None
+    chunks: list[tuple[pa.Array | None, list[Page]]] = []
+    for f in files:
+        c = f._index[id(node.schema)]
+        for b in range(f.num_blocklets):
+            chunk, pages = f._pages(b, c, None)
+            dictionary = None
+            if chunk.local_dictionary is not None:
+                dictionary = local_dictionary(chunk, node.schema, f.path, f._blocklet(b).column_data_chunks_offsets[c],
+                                              f._exact_nulls)
+            chunks.append((dictionary, pages))  # type: ignore[arg-type]
+    with_dictionary = sum(d is not None for d, _ in chunks)
+    if with_dictionary == len(chunks):
+        arr = decode_dictionary_chunks(chunks)  # type: ignore[arg-type]
+    elif not with_dictionary:
+        every = [p for _d, pages in chunks for p in pages]
+        arr = decode_pages(every) if every else pa.array([], arrow_type(node))  # type: ignore[arg-type]
+    else:
+        arr = pa.concat_arrays([decode_pages(pages, d) for d, pages in chunks if pages])  # type: ignore[arg-type]
+    return arr if len(arr) == total else None
+
+
 def _declared_pages(head: bytes) -> int | None:
     """How many page headers a DataChunk3 declares, from its first field's list header (Thrift compact:
     field 1 a list of structs); None when it does not start that way (the parser then says what is wrong)."""
@@ -717,4 +789,4 @@ def _describe(schema: pa.Schema) -> str:
     return ", ".join(f"{f.name}: {f.type}" for f in schema)
 
 
-__all__ = ["CarbonDataFile", "read_folder"]
+__all__ = ["CarbonDataFile", "read_files", "read_folder", "shares_view"]

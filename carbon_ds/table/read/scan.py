@@ -10,7 +10,7 @@ import pyarrow as pa
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError, see
 from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.fs import Storage, basename
-from carbon_ds.readers.carbon_file import READ_THREADS, CarbonDataFile
+from carbon_ds.readers.carbon_file import PARALLEL_MIN_VALUES, READ_THREADS, CarbonDataFile
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import column_map, validity
 from carbon_ds.table.meta.committed_cache import CommittedCache, entry_identity, segment_key
@@ -23,7 +23,7 @@ from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.read import pruning
 from carbon_ds.table.read.hive_pruning import prune_files
 from carbon_ds.table.read.id_pruning import prune_by_id
-from carbon_ds.table.read.task_reader import OpenPiece, TaskReader, read_external, read_pieces, whole_rows
+from carbon_ds.table.read.task_reader import OpenPiece, TaskReader, read_external, read_pieces, whole_rows_of
 
 
 @dataclass
@@ -150,6 +150,7 @@ def open_source(path: str | os.PathLike | TableHandle | Snapshot, segments=None)
 _SNAPSHOTS = CommittedCache(max_entries=64)
 _WHOLE_PLANS = CommittedCache(max_entries=64)
 _RESOLVED = CommittedCache(max_entries=64)  # a snapshot's index entries by segment (pruning.resolve)
+_WHOLE_PIECES = CommittedCache(max_entries=64)  # a snapshot's whole-file pieces, when it has no deletes
 
 
 def _table_files(table: TableHandle, segments, details: list[LoadDetail]
@@ -215,20 +216,84 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
     cols = table.columns
     # every file whole: each footer checked against its index entry, read from the trash when CLEAN FILES
     # has moved it since the snapshot was taken
-    pieces = pruning.file_pieces(table.storage, source.data_files, cols, source.deletes,
-                                 committed=source.committed)
+    pieces = _whole_pieces(source)
     reader = TaskReader(table.storage, cols, table.path)
 
-    def one(piece: pruning.Piece, o: OpenPiece | None) -> pa.Table:
-        if o is None:  # deletes of an external file are applied by its reader (units, not pages)
-            return read_external(table.storage, piece.path, piece.external, names, target, table_columns=cols,
-                                 deletes=piece.deletes)
-        return whole_rows(o, target)
+    def one(group: list[tuple[pruning.Piece, OpenPiece | None]]) -> pa.Table:
+        parts, run = [], []
+        for piece, o in group:
+            if o is not None:
+                run.append(o)
+                continue
+            if run:
+                parts.append(whole_rows_of(run, target))
+                run = []
+            # deletes of an external file are applied by its reader (units, not pages)
+            parts.append(read_external(table.storage, piece.path, piece.external, names, target, table_columns=cols,
+                                       deletes=piece.deletes))
+        if run:
+            parts.append(whole_rows_of(run, target))
+        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
 
-    tables = list(reader.each(pieces, one, threads=READ_THREADS))
+    tables = list(reader.each_group(small_groups(pieces, len(target)), one, threads=READ_THREADS))
     if not tables:
         return target.empty_table()
     return pa.concat_tables(tables)
+
+
+def _whole_pieces(source: Snapshot) -> list[pruning.Piece]:
+    """A whole-file piece of each file of ``source`` (each carrying its index claim and deletes); kept by the
+    snapshot's key when nothing is deleted, so a read of an unchanged table makes none of them again."""
+    table = source.table
+    key = None
+    if source.snapshot_key is not None and source.deletes is None:
+        key = (source.snapshot_key, column_map.table_key(source.columns))
+        hit = _WHOLE_PIECES.get(key)
+        if hit is not None:
+            return list(hit)
+    pieces = pruning.file_pieces(table.storage, source.data_files, source.columns, source.deletes,
+                                 committed=source.committed)
+    if key is not None:
+        _WHOLE_PIECES.put(key, tuple(pieces))
+    return pieces
+
+
+# A whole-table read hands a worker consecutive small files together (``small_groups``) while their values
+# (rows by the index x columns read) stay under PARALLEL_MIN_VALUES, the size from which one file's read
+# decodes its chunks on threads, and at most GROUP_FILES files of GROUP_BYTES stored bytes (a group's files are
+# open, and small ones held whole, while it is read): a file of a few hundred rows costs more in fixed
+# per-file steps than in values, and a group pays the decode's steps once (readers.carbon_file.read_files).
+GROUP_FILES = 128
+GROUP_BYTES = 32 << 20
+
+
+def small_groups(pieces: list[pruning.Piece], columns: int) -> list[list[pruning.Piece]]:
+    """``pieces`` in order, cut into groups: runs of carbondata files whose index gives their rows and whose
+    values and bytes fit the bounds above share a group; any other piece is a group of its own."""
+    groups: list[list[pruning.Piece]] = []
+    run: list[pruning.Piece] = []
+    held = held_bytes = 0
+    width = max(columns, 1)
+    for piece in pieces:
+        claim = piece.claim
+        values = sum(claim.rows) * width if piece.external is None and claim is not None else None
+        size = (claim.file_size or 0) if claim is not None else 0
+        if values is None or values >= PARALLEL_MIN_VALUES:
+            if run:
+                groups.append(run)
+                run, held, held_bytes = [], 0, 0
+            groups.append([piece])
+            continue
+        if run and (held + values > PARALLEL_MIN_VALUES or len(run) >= GROUP_FILES
+                    or held_bytes + size > GROUP_BYTES):
+            groups.append(run)
+            run, held, held_bytes = [], 0, 0
+        run.append(piece)
+        held += values
+        held_bytes += size
+    if run:
+        groups.append(run)
+    return groups
 
 
 def plan(source: Snapshot, expr: Expr, with_deletes: bool = True) -> pruning.Plan:

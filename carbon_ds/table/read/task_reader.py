@@ -33,7 +33,7 @@ from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, Expr, filter_table
 from carbon_ds.format.structs import ColumnSchema
 from carbon_ds.fs import Storage
-from carbon_ds.readers.carbon_file import CarbonDataFile
+from carbon_ds.readers.carbon_file import CarbonDataFile, read_files, shares_view
 from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar, to_table_schema
 from carbon_ds.readers.pages import BlockletRows, read_pruned, surviving_pages
@@ -45,7 +45,7 @@ from carbon_ds.table.read.pruning import Counts, IndexClaim, Piece
 
 __all__ = [
     "OpenPiece", "Reading", "TaskReader", "check_claim", "check_index_claim", "in_order", "read_pieces",
-    "reading_pool",
+    "reading_pool", "whole_rows", "whole_rows_of",
 ]
 
 T = TypeVar("T")
@@ -122,6 +122,23 @@ class TaskReader:
 
         return (r for r in in_order(one, pieces, threads) if r is not _SKIPPED)
 
+    def each_group(self, groups: list[list[Piece]],
+                   work: Callable[[list[tuple[Piece, OpenPiece | None]]], T], threads: int = 1) -> Iterator[T]:
+        """``work`` of each group's (piece, open) pairs as ``tasks`` yields them (files a delete marked whole
+        left out), in the groups' order, a group per worker (``in_order``): many small files then cost one
+        task, not one each. Every file of a group is open while its work runs, and closed after."""
+        def one(group: list[Piece]):
+            opened: list[tuple[Piece, OpenPiece | None]] = []
+            try:
+                opened.extend(self.tasks(group, keep_open=True))
+                return work(opened) if opened else _SKIPPED
+            finally:
+                for _p, o in opened:
+                    if o is not None:
+                        o.file.close()
+
+        return (r for r in in_order(one, groups, threads) if r is not _SKIPPED)
+
     def read(self, pieces: list[Piece], how: Reading, counts: Counts | None = None) -> Iterator[pa.Table]:
         """Tables of ``how``'s columns, one per surviving blocklet (external files: one per piece)."""
         for piece, o in self.tasks(pieces):
@@ -196,14 +213,41 @@ def whole_rows(o: OpenPiece, target: pa.Schema) -> pa.Table:
     file decodes its (blocklet, column) chunks in parallel)."""
     f = o.file
     t = conform(f.read(columns=target.names), target, f.path)
+    keep = _live_rows(o)
+    return t if keep is None else t.filter(pa.array(keep))
+
+
+def whole_rows_of(opens: list[OpenPiece], target: pa.Schema) -> pa.Table:
+    """``whole_rows`` of each of ``opens``, one after another, as one table: runs of files that share a column
+    view decode together (``read_files``), their deleted rows dropped in one filter."""
+    parts = []
+    start = 0
+    for i in range(1, len(opens) + 1):
+        if i < len(opens) and shares_view(opens[start].file, opens[i].file):
+            continue
+        run = opens[start:i]
+        first = run[0].file
+        t = conform(read_files([o.file for o in run], target.names), target, first.path)
+        keeps = [_live_rows(o) for o in run]
+        if any(k is not None for k in keeps):
+            t = t.filter(pa.array(np.concatenate([np.ones(o.file.num_rows, dtype=bool) if k is None else k
+                                                  for o, k in zip(run, keeps, strict=True)])))
+        parts.append(t)
+        start = i
+    return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+
+
+def _live_rows(o: OpenPiece) -> np.ndarray | None:
+    """Which rows of an open file its committed deletes leave, in file order (None: all of them)."""
     if o.deletes is None or not o.deletes.rows:
-        return t
+        return None
+    f = o.file
     parts = []
     for b in range(f.num_blocklets):
         sizes = f.page_rows(b)
         m = o.deletes.keep_mask(b, list(range(len(sizes))), sizes)
-        parts.append(np.ones(sum(sizes), dtype=bool) if m is None else m)
-    return t.filter(pa.array(np.concatenate(parts) if parts else np.zeros(0, dtype=bool)))
+        parts.append(np.ones(sum(sizes), dtype=bool) if m is None else np.asarray(m, dtype=bool))
+    return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
 
 
 def check_claim(piece: Piece, f: CarbonDataFile) -> None:
