@@ -20,7 +20,7 @@ import pytest
 import carbon_ds
 from carbon_ds.cli import main
 from carbon_ds.cli.inspect_files import _columns
-from carbon_ds.errors import CarbonTableError
+from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.format.structs import BucketingInfo, ColumnSchema, DataType, Encoding
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta import schema_file
@@ -143,6 +143,19 @@ def test_file_of_the_committed_update_counts(table: Path):
     updated(table)
     leftover(table, UPDATE_START)
     assert ids(table) == sorted(list(range(1, 9)) + [10] + list(range(1, 11)))
+
+
+@pytest.mark.parametrize("start, end", [(UPDATE_START, 0), (UPDATE_START, FACT - 1), (UPDATE_END, UPDATE_START)])
+def test_an_update_range_carbondata_cannot_write_is_refused(table: Path, start: int, end: int):
+    # read by isInvalidTableBlock, an end before the load (or a range ending before it starts) would skip
+    # every data file of the segment: 0 rows from a damaged number, so it is refused naming the file
+    updated(table)
+    entries = status(table)
+    entries[0].update(updateDeltaStartTimestamp=str(start), updateDeltaEndTimestamp=str(end))
+    (table / "Metadata" / "tablestatus").write_text(json.dumps(entries))
+    with pytest.raises(CarbonFormatError, match=r"tablestatus entry '0' has updateDeltaStartTimestamp .* expected an "
+                       r"update range .*Metadata/tablestatus"):
+        ids(table)
 
 
 def test_without_update_status_names_are_not_checked(table: Path):

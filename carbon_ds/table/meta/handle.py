@@ -456,6 +456,7 @@ class TableHandle:
             files = segment_files(self, detail, DataFile)
             listed += files
             if updated:
+                validity.check_update_range(detail, self.tablestatus_path)
                 files = [f for f in files if not validity.stale_by_name(self.path, detail, f.path)]
             out.extend(files)
         _check_listed_once(out)

@@ -11,6 +11,10 @@ with the range ``SegmentUpdateStatusManager.getInvalidTimestampRange(segment)``:
   (``CarbonTablePath.DataFileUtil.getTimeStampFromFileName``);
 * invalid when ``fact < ts < start``, when ``ts > end``, or (no start) when ``ts > fact``.
 
+A range that ends before its segment's load started, or starts after it ends, is refused
+(``check_update_range``): CarbonData never writes one (an update follows its load), and read by the rule
+above it would drop every file of the segment without a word.
+
 Files outside ``Fact/Part0/Segment_<id>`` (added segments, partition folders, SDK output) have no segment id
 in their path and are never checked, as in Java (``getSegmentIdFromFilePath`` gives "null").
 """
@@ -19,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from carbon_ds.errors import CarbonFormatError
 from carbon_ds.fs import basename
 from carbon_ds.table.meta.segment_file import segment_dir
 from carbon_ds.table.meta.tablestatus import LoadDetail, parse_time
@@ -31,6 +36,22 @@ def name_timestamp(path: str) -> int | None:
     end = name.find(".", start)
     text = name[start:end] if end > start else ""
     return int(text) if text.isdigit() else None
+
+
+def check_update_range(detail: LoadDetail, where: str) -> None:
+    """Refuse an update range CarbonData could not have written (see the module's docstring)."""
+    if not (detail.update_delta_start and detail.update_delta_end and (detail.load_start_time or "").isdigit()):
+        return
+    start, end = parse_time(detail.update_delta_start), parse_time(detail.update_delta_end)
+    fact = detail.load_start_ms
+    if start is None or end is None or fact is None:
+        return
+    if end < fact or start > end:
+        raise CarbonFormatError(
+            f"tablestatus entry {detail.name!r} has updateDeltaStartTimestamp {detail.update_delta_start} and "
+            f"updateDeltaEndTimestamp {detail.update_delta_end}, loadStartTime {detail.load_start_time}: expected "
+            "an update range that starts no later than it ends and ends after the segment was loaded; the "
+            "file is damaged (read by CarbonData's rule, every data file of the segment would be skipped)", where)
 
 
 def stale_by_name(table_path: str, detail: LoadDetail, path: str) -> bool:
