@@ -36,6 +36,7 @@ from carbon_ds.expressions import (
 )
 from carbon_ds.format.stat_bytes import dimension_bytes, measure_bytes
 from carbon_ds.format.structs import ColumnSchema, DataType, Encoding
+from carbon_ds.readers import carbon_file
 from carbon_ds.readers import column_stats as S
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.read import pruning, scan
@@ -463,6 +464,13 @@ def test_a_pruned_read_of_a_local_file_reads_only_its_pages(tmp_path, monkeypatc
         return real_read(self, offset, length)
 
     monkeypatch.setattr(CarbonDataFile, "_read", counting)
+    # a file up to WHOLE_FILE_BYTES is read in one call on opening (one read costs less than seven)
+    got = carbon_ds.read_table(tmp_path / "t", filter="k = 7001")
+    assert got.to_pylist() == [{"k": 7001, "v": "value 7001"}]
+    assert read[0] == path.stat().st_size  # the later calls slice those bytes
+    # past that size, a lookup reads the chunk headers and its page's bytes, not the whole chunks
+    monkeypatch.setattr(carbon_file, "WHOLE_FILE_BYTES", 0)
+    read.clear()
     got = carbon_ds.read_table(tmp_path / "t", filter="k = 7001")
     assert got.to_pylist() == [{"k": 7001, "v": "value 7001"}]
     with CarbonDataFile(str(path)) as f:
