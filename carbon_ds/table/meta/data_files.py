@@ -11,7 +11,7 @@ from carbon_ds.fs import Storage, basename, norm_path
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta.committed_cache import CommittedCache, in_segment_folder, segment_key
-from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT, INDEX_EXT, is_data_file, owned_by_index
+from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT, INDEX_EXT, MERGE_INDEX_EXT, is_data_file, owned_by_index
 from carbon_ds.table.meta.signed_cache import SignedCache, sign
 from carbon_ds.table.meta.tablestatus import STREAMING, STREAMING_FINISH, LoadDetail
 
@@ -131,6 +131,16 @@ def _listed_files(table: TableHandle, seg: segfiles.SegmentFile, fmt: str
                     refs[path] = external_ref(fmt, details.partitions, options)
             continue
         indexes = [f for f in details.files if f.endswith(INDEX_EXT)]
+        odd = [f for f in details.files if not f.endswith((INDEX_EXT, MERGE_INDEX_EXT))]
+        listless = not (details.files or details.merge_file_name) and len(seg.location_map) > 1
+        if odd or listless:
+            # a live folder lists its tasks' index files; anything else lost the folder's rows (an empty load
+            # lists one folder and nothing in it: the whole segment's check below takes that)
+            raise CarbonFormatError(
+                f"locationMap folder {storage.uri(folder)} lists "
+                + (f"{odd[0]!r}, not an index file name" if odd else "no index file")
+                + f": expected the {INDEX_EXT} files of the load's tasks (or a merged index) for a live folder",
+                seg.source or "")
         found.extend(_data_files_in_folder(storage, folder, indexes, details.merge_file_name, seg.source or ""))
     return found, refs, rows
 
