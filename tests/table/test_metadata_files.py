@@ -9,6 +9,7 @@ from datetime import datetime
 import pyarrow as pa
 import pytest
 
+import carbon_ds
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta import schema_file, tablestatus
@@ -220,3 +221,23 @@ def test_lock_is_exclusive_and_breaks_stale(tmp_path):
     with TableLock(storage, table, timeout=5, stale_after=0.3):
         pass
     dead.release()  # the dead owner's late release must not remove someone else's lock
+
+
+@pytest.mark.parametrize("damage", ["name", "entry"])
+def test_a_partition_folder_that_lost_its_index_list_is_refused(tmp_path, damage):
+    # a live folder of a load lists its tasks' index files: a name that is none, or an entry emptied beside
+    # the other partitions', used to drop that partition's rows without a word
+    path = tmp_path / "t"
+    rows = pa.table({"id": pa.array(range(30), pa.int64()), "p": [f"k{i % 3}" for i in range(30)]})
+    carbon_ds.write_table(rows, str(path), partition_by=["p"])
+    assert carbon_ds.read_table(str(path)).num_rows == 30
+    [seg] = (path / "Metadata" / "segments").glob("*.segment")
+    doc = json.loads(seg.read_text())
+    if damage == "name":
+        doc["locationMap"]["/p=k0"]["files"][0] = "\u0000"
+    else:
+        doc["locationMap"]["/p=k0"] = {}
+    seg.write_text(json.dumps(doc))
+    want = "not an index file name" if damage == "name" else "no index file"
+    with pytest.raises(CarbonFormatError, match=f"locationMap folder .*p=k0 lists .*{want}.*{seg.name}"):
+        carbon_ds.read_table(str(path))
