@@ -272,6 +272,8 @@ SILENT_CLASSES = {
                       "Failure...) or lists no segment at all",
     "schema-valid": "the schema describes another valid table (a column renamed, hidden, reordered, its "
                     "default or properties changed)",
+    "update-status-emptied": "the update status file replaced by an empty list: CarbonData finds delete deltas "
+                             "through it alone, so the deleted rows come back as CarbonData itself reads them",
     "index-rules-out": "an index's min/max rule out a whole file on a filtered read: the file is never "
                        "opened, so its footer cannot contradict the index",
 }
@@ -294,6 +296,8 @@ def silent_class(kind: str, route: str, label: str, message: str) -> str:
         return "segment-status"
     if kind == "schema":
         return "schema-valid"
+    if kind == "tableupdatestatus" and "replaced by []" in label:
+        return "update-status-emptied"
     if kind in (".carbonindex", ".carbonindexmerge") and route in ("filter", "count_filter", "duckdb",
                                                                    "spark_filter"):
         return "index-rules-out"
