@@ -38,8 +38,9 @@ import scala.reflect.ClassTag$;
  * same rows, so Spark reuses one exchange for two alike.
  */
 public final class CheckedLocalTableScanExec extends SparkPlan {
-    /** What the check needs: the table's folder, its state when read, the relation the rows replaced. */
-    record Recheck(String path, String state, LogicalPlan relation) {
+    /** What the check needs: the table's folder, its state when read, the relation the rows replaced;
+     * {@code asOfCall}: read while carbon_ds.sql planned its statement (the rows stay in every stage). */
+    record Recheck(String path, String state, LogicalPlan relation, boolean asOfCall) {
     }
 
     // set while carbon_ds.sql plans a statement (PlannedQueries), whose DataFrame holds the tables as they were
@@ -57,9 +58,14 @@ public final class CheckedLocalTableScanExec extends SparkPlan {
         this.check = check;
     }
 
-    /** {@code planning}'s result, the rows read at planning of its result stage kept ({@link Exposed}). */
+    /** {@code planning}'s result, the rows it reads at planning kept in every stage ({@link Exposed}). */
     static <T> T asOfCall(java.util.function.Supplier<T> planning) {
         return PruneCarbonRelations.with(AS_OF_CALL, true, planning);
+    }
+
+    /** Whether this thread plans a carbon_ds.sql statement ({@link #asOfCall}). */
+    static boolean planningAsOfCall() {
+        return AS_OF_CALL.get();
     }
 
     @Override
@@ -175,7 +181,7 @@ public final class CheckedLocalTableScanExec extends SparkPlan {
             return new Rule<SparkPlan>() {
                 @Override
                 public SparkPlan apply(SparkPlan plan) {
-                    return plan instanceof CheckedLocalTableScanExec || AS_OF_CALL.get() ? plan : replace(plan);
+                    return plan instanceof CheckedLocalTableScanExec ? plan : replace(plan);
                 }
             };
         }
@@ -185,6 +191,9 @@ public final class CheckedLocalTableScanExec extends SparkPlan {
                 return node;
             }
             if (node instanceof CheckedLocalTableScanExec scan) {
+                if (scan.check.asOfCall()) {
+                    return node;
+                }
                 try {
                     return planned(scan.check.relation()).sparkPlan();
                 } catch (RuntimeException | LinkageError e) {

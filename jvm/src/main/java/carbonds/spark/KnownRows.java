@@ -95,7 +95,8 @@ final class KnownRows {
         String name = rel.identifier().isDefined() ? rel.identifier().get().toString()
                 : rel.options().getOrDefault("path", rel.table().name());
         Object[] args = PruneCarbonRelations.args(rel);  // (table, output, catalog, identifier, options, ...)
-        CheckedLocalTableScanExec.Recheck check = new CheckedLocalTableScanExec.Recheck(rel.options().get("path"), state, rel);
+        CheckedLocalTableScanExec.Recheck check = new CheckedLocalTableScanExec.Recheck(rel.options().get("path"), state, rel,
+                CheckedLocalTableScanExec.planningAsOfCall());
         args[0] = new ViewRows(Names.SOURCE, name, new StructType(fields), data, check);
         return (LogicalPlan) rel.makeCopy(args);
     }
