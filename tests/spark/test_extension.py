@@ -21,6 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 from pyspark import TaskContext
 from pyspark.sql.functions import udf
+from spark_confs import confs
 
 import carbon_ds
 from carbon_ds.spark import session as session_module
@@ -725,6 +726,35 @@ def test_a_table_read_twice_alike_runs_one_exchange_as_parquet_does(spark, emp, 
     finally:
         spark.catalog.dropTempView("ext_emp_pq")
         spark.catalog.dropTempView("ext_emp2")
+
+
+def test_a_small_table_read_twice_alike_reuses_one_exchange_as_parquet_does(spark, emp, tmp_path):
+    """A small table's reads are rows read at planning (local table scans): two alike are equal, so Spark
+    reuses one exchange for them as it does for two equal Parquet file scans of the same rows."""
+    _, data = emp
+    small = data.filter(pc.less(data["id"], 400))
+    path = str(tmp_path / "small")
+    carbon_ds.write_table(small, path)
+    pq.write_table(small, str(tmp_path / "small.parquet"))
+    spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ext_small USING carbondata OPTIONS (path '{path}')")
+    spark.read.parquet(str(tmp_path / "small.parquet")).createOrReplaceTempView("ext_small_pq")
+    twice = ("WITH d AS (SELECT dept, sum(id) AS s FROM {t} WHERE id > 100 GROUP BY dept) "
+             "SELECT a.dept, a.s, b.s AS s2 FROM d a JOIN d b ON a.dept = b.dept")
+
+    def counts(df, scan: str) -> tuple[int, int]:
+        kinds = [n.getClass().getSimpleName() for n in _physical_nodes(df)]
+        return kinds.count(scan), kinds.count("ReusedExchangeExec")
+
+    try:
+        with confs(spark, **{LOCAL_BYTES: str(4 << 20)}):
+            pq_df, df = spark.sql(twice.format(t="ext_small_pq")), spark.sql(twice.format(t="ext_small"))
+            assert sorted(df.collect(), key=repr) == sorted(pq_df.collect(), key=repr)
+            assert _reads(df) == []  # no carbondata relation left: both reads are rows read at planning
+            pq_counts = counts(pq_df, "FileSourceScanExec")
+            assert pq_counts[1] >= 1 and counts(df, "CheckedLocalTableScanExec") == pq_counts, pq_counts
+    finally:
+        spark.catalog.dropTempView("ext_small")
+        spark.catalog.dropTempView("ext_small_pq")
 
 
 def _scan_reads(df) -> list[str]:

@@ -108,17 +108,21 @@ def test_plain_spark_sql_matches_parquet(plain, sides, n):
 @pytest.mark.parametrize("n", [2, 5, 8, 13, 20, 22], ids=lambda n: f"q{n}")
 def test_query_with_local_relations_matches_parquet(sides, n):
     """With carbon_ds.sql.localRelationBytes set, the small relations of a query are read on the driver
-    and handed to Spark as local relations (at SF 0.01: all of them); the answer stays Parquet's."""
+    and handed to Spark as local scans (at SF 0.01: all of them); the answer stays Parquet's."""
     carbon, parquet = sides
     text = tpch.query(n, SF)
     carbon.conf.set("carbon_ds.sql.localRelationBytes", str(64 << 20))
     try:
         df = carbon_ds.sql(carbon, text)
-        plan = df._jdf.queryExecution().optimizedPlan().toString()
+        optimized = df._jdf.queryExecution().optimizedPlan()
+        leaves = [optimized.collectLeaves().apply(i) for i in range(optimized.collectLeaves().size())]
         got = df.collect()
     finally:
         carbon.conf.unset("carbon_ds.sql.localRelationBytes")
-    assert "LocalRelation" in plan and "carbondata" not in plan.lower(), plan
+    # every read is rows read at planning (a scan of them keeping the table's name), none a Python scan
+    scans = [str(leaf.scan().getClass().getSimpleName()) for leaf in leaves
+             if leaf.getClass().getSimpleName() == "DataSourceV2ScanRelation"]
+    assert scans and set(scans) == {"ViewRows"}, optimized.toString()
     want = parquet.sql(text).collect()
     equal, note = tpch.compare(got, want, tpch.ordered(text))
     assert equal, f"Q{n}: carbondata (local relations) vs Parquet: {note}"

@@ -52,7 +52,8 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
     n], ...]}`` for a read of a partitioned table's partition column alone whose files each hold one value
     (``planned_values``: the JVM makes n rows of each value over a range); ``{"arrow": base64 of an Arrow
     IPC stream}``, a small read's rows read here (``planned_table``, up to the settings' ``localBytes``: the
-    JVM makes them a local relation); or None where it must
+    JVM plans them as a local scan), beside its ``"read"`` (which the JVM plans where the rows could not be
+    checked against the table when they run); or None where it must
     be planned the usual way. ``"keep": true`` marks an answer that stays right while the table's
     tablestatus and schema bytes do (``keeps_plan``), which the JVM may reuse for the same read; ``"plan"``
     names it for the tasks of a query that reuses it (carbon_ds.names.VERIFIED_PLANS); ``"bytes"`` beside a
@@ -87,8 +88,6 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
                 answer: dict[str, Any] = {"values": [[v, int(n)] for v, n in values]}
             elif rows is not None:
                 answer = {"rows": int(rows)}
-            elif table is not None:
-                answer = {"arrow": ipc_base64(table)}
             else:
                 if pushes and not settings.get("filterPushdown", False):
                     answers.append(None)  # Spark's worker refuses such a reader with its own message
@@ -96,6 +95,8 @@ def plan_reads(make_source: Callable[[CaseInsensitiveDict], DataSource], request
                 out = io.BytesIO()
                 write_read_func_and_partitions(out, reader=reader, data_source=source, schema=schema, **arguments)
                 answer = {"read": base64.b64encode(out.getvalue()).decode("ascii")}
+                if table is not None:  # the read stays the relation's, should its rows be read again
+                    answer["arrow"] = ipc_base64(table)
             stored = reader.planned_bytes() if "read" in answer and hasattr(reader, "planned_bytes") else None
             if stored is not None:
                 answer["bytes"] = int(stored)  # the extension's size estimate of this read (SizedPythonTable)

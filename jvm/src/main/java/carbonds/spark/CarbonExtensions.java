@@ -6,6 +6,7 @@ import org.apache.spark.sql.catalyst.parser.ParserInterface;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.execution.ColumnarRule;
+import org.apache.spark.sql.execution.SparkStrategy;
 
 import scala.runtime.AbstractFunction1;
 import scala.runtime.AbstractFunction2;
@@ -29,7 +30,8 @@ import scala.runtime.BoxedUnit;
  * where another catalog (Delta Lake's) replaces the session catalog; and the parser ({@link StoredAsParser}) takes CarbonData's
  * {@code CREATE TABLE ... STORED AS carbondata} as {@code USING carbondata}.
  *
- * <p>A physical rule ({@link ScanRowCopy}) drops the row copy Spark adds over a carbondata scan.
+ * <p>A physical rule ({@link ScanRowCopy}) drops the row copy Spark adds over a carbondata scan; a planner
+ * strategy ({@link CheckedLocalTableScanExec}) plans rows read at planning as a local scan that checks the table each run.
  */
 public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtensions, BoxedUnit> {
     @Override
@@ -69,6 +71,18 @@ public final class CarbonExtensions extends AbstractFunction1<SparkSessionExtens
             @Override
             public ColumnarRule apply(SparkSession session) {
                 return new ScanRowCopy();
+            }
+        });
+        extensions.injectColumnar(new AbstractFunction1<SparkSession, ColumnarRule>() {
+            @Override
+            public ColumnarRule apply(SparkSession session) {
+                return new CheckedLocalTableScanExec.Exposed();
+            }
+        });
+        extensions.injectPlannerStrategy(new AbstractFunction1<SparkSession, SparkStrategy>() {
+            @Override
+            public SparkStrategy apply(SparkSession session) {
+                return new CheckedLocalTableScanExec.Strategy();
             }
         });
         extensions.injectParser(new AbstractFunction2<SparkSession, ParserInterface, ParserInterface>() {

@@ -31,6 +31,8 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.internal.SQLConf;
 import org.apache.spark.sql.types.DataType;
 import org.apache.spark.sql.types.DataTypes;
+import org.apache.spark.sql.types.StructField;
+import org.apache.spark.sql.types.StructType;
 import org.apache.spark.unsafe.types.UTF8String;
 import scala.Option;
 
@@ -38,7 +40,8 @@ import scala.Option;
  * Relations whose rows the Python side knew at planning ({@link ReadPlans}), replaced by rows Spark makes:
  * no Python task. {@code {"rows": n}}: a relation of no column becomes a one-slice range of n empty rows (as
  * carbon_ds.sql's rewrite reads {@code count(*)}), an empty read an empty relation of the same attributes.
- * {@code {"local": rows}}: a small read's rows, read at planning ({@link ReadPlans}), become a local relation.
+ * {@code {"local": rows}}: a small read's rows, read at planning ({@link ReadPlans}) from the files that call
+ * planned, become the relation's table ({@link ViewRows}), which Spark plans as a local table scan.
  * {@code {"values": [[text, n], ...]}}: a read of a partitioned table's partition column alone, each file
  * holding one value, becomes a range whose row i takes the value whose running row count first exceeds i
  * (as carbon_ds.spark.source.partition_values builds it for carbon_ds.read); counted by that value alone, the
@@ -65,8 +68,7 @@ final class KnownRows {
             if (answer.get(ReadPlans.LOCAL) instanceof POJONode local && local.getPojo() instanceof List<?> read) {
                 List<InternalRow> data = new ArrayList<>();
                 read.forEach(r -> data.add((InternalRow) r));
-                return new LocalRelation(PruneCarbonRelations.seq(output), PruneCarbonRelations.seq(data), false,
-                        Option.empty());
+                return localRows(rel, output, data, answer.get(ReadPlans.STATE).asText());
             }
             long rows = answer.path("rows").asLong(0);
             if (!output.isEmpty() || rows == 0) {
@@ -76,6 +78,27 @@ final class KnownRows {
             return new Project(PruneCarbonRelations.seq(List.of()), range);
         }
         return PruneCarbonRelations.mapChildren(node, child -> replace(child, known, slices));
+    }
+
+    /**
+     * {@code rel} reading {@code data}, read at planning ({@link ViewRows}) with the table in {@code state}: same
+     * attributes, options, catalog and identifier, so EXPLAIN names the table it read; Spark plans a local table
+     * scan of it that reads {@code rel} again if the table has changed when it runs ({@link CheckedLocalTableScanExec}).
+     */
+    private static LogicalPlan localRows(DataSourceV2Relation rel, List<Attribute> output, List<InternalRow> data,
+                                         String state) {
+        StructField[] fields = new StructField[output.size()];
+        for (int i = 0; i < fields.length; i++) {
+            Attribute a = output.get(i);
+            fields[i] = new StructField(a.name(), a.dataType(), a.nullable(), a.metadata());
+        }
+        String name = rel.identifier().isDefined() ? rel.identifier().get().toString()
+                : rel.options().getOrDefault("path", rel.table().name());
+        Object[] args = PruneCarbonRelations.args(rel);  // (table, output, catalog, identifier, options, ...)
+        CheckedLocalTableScanExec.Recheck check = new CheckedLocalTableScanExec.Recheck(rel.options().get("path"), state, rel,
+                CheckedLocalTableScanExec.planningAsOfCall());
+        args[0] = new ViewRows(Names.SOURCE, name, new StructType(fields), data, check);
+        return (LogicalPlan) rel.makeCopy(args);
     }
 
     /**

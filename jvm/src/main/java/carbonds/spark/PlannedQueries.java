@@ -17,8 +17,9 @@ import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 /**
  * carbon_ds.sql's queries in a session whose extension rules are on, in one JVM call: the statement is
  * Spark's as written, this extension's rules plan it, and it is planned at the call (so it reads the tables
- * as they are then, and small reads may be read at planning into local relations, whose rows a DataFrame of
- * plain {@code spark.sql} must not keep). Nothing is walked from Python.
+ * as they are then, small reads included, which {@link ReadPlans} reads at planning as it does for plain
+ * {@code spark.sql}, and which stay rows here where plain {@code spark.sql} reads them in its result stage:
+ * {@link CheckedLocalTableScanExec.Exposed}). Nothing is walked from Python.
  */
 public final class PlannedQueries {
     private PlannedQueries() {
@@ -52,9 +53,8 @@ public final class PlannedQueries {
                     }
                 }
             }
-            // the union rule plans from the metadata read here: one read, and the snapshot decided on;
-            // small reads become local relations (rows as of this call)
-            return NativeUnion.withStatuses(statuses, () -> ReadPlans.withLocalReads(() -> {
+            // the union rule plans from the metadata read here: one read, and the snapshot decided on
+            return NativeUnion.withStatuses(statuses, () -> CheckedLocalTableScanExec.asOfCall(() -> {
                 Dataset<Row> df = Dataset.ofRows(session, analyzed);
                 df.queryExecution().executedPlan();
                 return df;

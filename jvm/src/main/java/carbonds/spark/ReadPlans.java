@@ -44,13 +44,8 @@ import scala.Tuple2;
 final class ReadPlans {
     /** The key of a {@link KnownRows} answer holding rows read at planning. */
     static final String LOCAL = "local";
-    /**
-     * Whether small reads may be read at planning into local relations: only while carbon_ds.sql plans a
-     * statement ({@link PlannedQueries}), whose DataFrame holds the tables as they were when it returned. A
-     * DataFrame of plain Spark keeps its optimized plan for every action, and each action must see the
-     * commits before it, which rows fixed in the plan would not.
-     */
-    private static final ThreadLocal<Boolean> LOCAL_ALLOWED = ThreadLocal.withInitial(() -> false);
+    /** The key of the table's state ({@link PlanCache#tableState}) the rows of a {@link #LOCAL} answer are of. */
+    static final String STATE = "state";
     private static final Method IPC_READER = ipcReader();
     private static final ObjectMapper JSON = SchemaCall.JSON;
 
@@ -82,7 +77,7 @@ final class ReadPlans {
         }
         try {
             Configuration hadoop = session.sparkContext().hadoopConfiguration();
-            ObjectNode settings = settings(SQLConf.get(), deterministic && LOCAL_ALLOWED.get());
+            ObjectNode settings = settings(SQLConf.get(), deterministic);
             JsonNode[] answers = new JsonNode[made.size()];
             String[] keys = new String[made.size()];
             String[] states = new String[made.size()];
@@ -126,15 +121,20 @@ final class ReadPlans {
                     sized.storedBytes(answer.get("bytes").asLong());
                 }
                 if (answer != null && answer.path("read").isTextual()) {
+                    // with rows read at planning too: the read of the relation they replace, if it runs again
                     byte[] stream = Base64.getDecoder().decode(answer.get("read").asText());
                     made.get(i).source().setReadInfo(
                             PythonDataSourceReadInfo.receive(new DataInputStream(new ByteArrayInputStream(stream))));
-                } else if (answer != null && answer.path("arrow").isTextual()) {
-                    List<InternalRow> rows = arrowRows(answer.get("arrow").asText(),
-                            PruneCarbonRelations.list(made.get(i).relation().output()));
+                }
+                if (answer != null && answer.path("arrow").isTextual()) {
+                    // only rows that stay right while the table's state does: the scan checks that state
+                    List<InternalRow> rows = states[i] == null || !answer.path("keep").asBoolean(false) ? null
+                            : arrowRows(answer.get("arrow").asText(),
+                                    PruneCarbonRelations.list(made.get(i).relation().output()));
                     if (rows != null) {
                         ObjectNode local = JSON.createObjectNode();
                         local.set(LOCAL, JSON.getNodeFactory().pojoNode(rows));
+                        local.put(STATE, states[i]);
                         counted.put(made.get(i).relation(), local);
                     }
                 } else if (answer != null && answer.path("rows").canConvertToLong()) {
@@ -234,11 +234,6 @@ final class ReadPlans {
         } catch (NumberFormatException e) {
             return 0L;  // carbon_ds.read names the bad value; here the tasks read
         }
-    }
-
-    /** {@code planning}'s result, with small reads read at planning on this thread while it runs. */
-    static <T> T withLocalReads(java.util.function.Supplier<T> planning) {
-        return PruneCarbonRelations.with(LOCAL_ALLOWED, true, planning);
     }
 
     /** Conf {@code carbon_ds.read.partitionValues}: {@code false} reads a partition column from the files. */

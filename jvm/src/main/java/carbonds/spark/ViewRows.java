@@ -17,22 +17,40 @@ import org.apache.spark.sql.types.StructType;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 
 /**
- * A small fresh view's rows, read by the Python side in the very call that checked the view's freshness
- * (carbon_ds.spark.bridge.view_rewrite), so they are the rows of exactly the segment checked. As the table of
- * the view's relation ({@link ViewRewrite}) Spark plans them as a local table scan (its own {@link LocalScan}),
- * with no Python task and no second Python call, while the relation keeps the view's name and folder, which
- * EXPLAIN shows. Rows read at planning are what {@link KnownRows} makes a local relation of; a local relation
- * names no table, hence this scan here.
+ * Rows read at planning, as the table of the relation they replace, which Spark plans as a local table scan
+ * (its own {@link LocalScan}): no Python task and no second Python call, while the relation keeps its name
+ * and options, which EXPLAIN shows (a local relation names no table, hence this scan). Two kinds: a small
+ * fresh view's rows, read by the Python side in the very call that checked the view's freshness
+ * (carbon_ds.spark.bridge.view_rewrite), so they are the rows of exactly the segment checked
+ * ({@link ViewRewrite}); and a small carbondata read's rows, read in the planning call from the files that
+ * call planned ({@link ReadPlans}, {@link KnownRows}), whose scan checks each time it runs that the table is
+ * unchanged ({@link CheckedLocalTableScanExec}). Its size is the rows' in Spark's default widths, so a
+ * join with it broadcasts it as it would a local relation.
  */
 final class ViewRows implements Table, SupportsRead, ScanBuilder, LocalScan, SupportsReportStatistics {
+    private final String kind;
     private final String name;
     private final StructType schema;
     private final InternalRow[] rows;
+    private final CheckedLocalTableScanExec.Recheck check;
 
+    /** A view's rows. */
     ViewRows(String name, StructType schema, List<InternalRow> rows) {
+        this("materialized view", name, schema, rows, null);
+    }
+
+    /** {@code kind}: what EXPLAIN says the rows are of ("materialized view", "carbondata"); {@code check}: what
+     * each run of the scan checks the table against ({@link CheckedLocalTableScanExec}), or null (rows of a view's segment). */
+    ViewRows(String kind, String name, StructType schema, List<InternalRow> rows, CheckedLocalTableScanExec.Recheck check) {
+        this.kind = kind;
         this.name = name;
         this.schema = schema;
         this.rows = rows.toArray(new InternalRow[0]);
+        this.check = check;
+    }
+
+    CheckedLocalTableScanExec.Recheck check() {
+        return check;
     }
 
     @Override
@@ -73,10 +91,9 @@ final class ViewRows implements Table, SupportsRead, ScanBuilder, LocalScan, Sup
 
     @Override
     public String description() {
-        return "materialized view " + name + ": " + rows.length + " rows read at planning";
+        return kind + " " + name + ": " + rows.length + " rows read at planning";
     }
 
-    /** Its size, so a join with it can broadcast it as it would a local relation. */
     @Override
     public Statistics estimateStatistics() {
         long rowCount = rows.length;
