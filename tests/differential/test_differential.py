@@ -81,10 +81,10 @@ def test_point_lookup_on_sort_column_across_appends(spark, tables):
     t = tables["big_t"]
     expected = sorted(r["id"] for r in t.rows.filter(pa.compute.equal(t.rows["tag"], "hit")).to_pylist())
     assert expected and {i // (17_000 // 4) for i in expected} == {1, 4}
-    plan = carbon_ds.sql(spark, "SELECT id FROM c_big_t WHERE tag = 'hit'")._jdf.queryExecution().optimizedPlan()
-    assert "LocalRelation" in plan.toString()  # the route under test: the driver-side read
-    full = carbon_ds.sql(spark, "SELECT id FROM c_big_t")._jdf.queryExecution().optimizedPlan()
-    assert "LocalRelation" not in full.toString()  # over the row cap: the generator meets both kinds
+    plan = carbon_ds.sql(spark, "SELECT id FROM c_big_t WHERE tag = 'hit'")._jdf.queryExecution().executedPlan()
+    assert "LocalTableScan" in plan.toString()  # the route under test: rows read at planning, on the driver
+    full = carbon_ds.sql(spark, "SELECT id FROM c_big_t")._jdf.queryExecution().executedPlan()
+    assert "LocalTableScan" not in full.toString()  # over the row cap: the generator meets both kinds
     got = sorted(r.id for r in carbon_ds.sql(spark, "SELECT id FROM c_big_t WHERE tag = 'hit'").collect())
     assert got == expected
     got = sorted(r.id for r in carbon_ds.read(spark, t.path, ["id"], filter="tag = 'hit'").collect())
