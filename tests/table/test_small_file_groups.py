@@ -100,10 +100,10 @@ def test_many_small_segments_read_exactly(tmp_path, grouped):
     con = duckdb.connect()
     con.register("oracle", expected)
     want = con.execute("SELECT count(*), count(name), count(DISTINCT name), sum(amt), sum(qty), "
-                       "sum(CASE WHEN flag THEN 1 ELSE 0 END), min(epoch_us(ts)), max(epoch_us(ts)) FROM oracle").fetchone()
+                       "sum(CASE WHEN flag THEN 1 ELSE 0 END), min(epoch_us(ts)), max(epoch_us(ts)) FROM oracle").fetchall()[0]
     con.register("got", got)
     have = con.execute("SELECT count(*), count(name), count(DISTINCT name), sum(amt), sum(qty), "
-                       "sum(CASE WHEN flag THEN 1 ELSE 0 END), min(epoch_us(ts)), max(epoch_us(ts)) FROM got").fetchone()
+                       "sum(CASE WHEN flag THEN 1 ELSE 0 END), min(epoch_us(ts)), max(epoch_us(ts)) FROM got").fetchall()[0]
     assert have == want
 
 
