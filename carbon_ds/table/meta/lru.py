@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable
-from typing import Any
+from collections.abc import Callable, Hashable
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class Lru:
@@ -31,6 +33,17 @@ class Lru:
             self._items.move_to_end(key)
             while len(self._items) > self.max_entries:
                 self._items.popitem(last=False)
+
+    def kept(self, key: Hashable | None, build: Callable[[], T]) -> T:
+        """The value kept for ``key``, else ``build()``'s, kept for next time (``key`` None: built, not kept).
+        Two threads missing at once may both build; the later one's value stays."""
+        if key is None:
+            return build()
+        hit = self.get(key)
+        if hit is None:
+            hit = build()
+            self.put(key, hit)
+        return hit
 
     def drop(self, key: Hashable, value: Any) -> None:
         """Forget ``key`` if it still holds ``value`` (another thread may have put a newer one meanwhile)."""

@@ -244,18 +244,11 @@ def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, 
 def _whole_pieces(source: Snapshot) -> list[pruning.Piece]:
     """A whole-file piece of each file of ``source`` (each carrying its index claim and deletes); kept by the
     snapshot's key when nothing is deleted, so a read of an unchanged table makes none of them again."""
-    table = source.table
     key = None
     if source.snapshot_key is not None and source.deletes is None:
         key = (source.snapshot_key, column_map.table_key(source.columns))
-        hit = _WHOLE_PIECES.get(key)
-        if hit is not None:
-            return list(hit)
-    pieces = pruning.file_pieces(table.storage, source.data_files, source.columns, source.deletes,
-                                 committed=source.committed)
-    if key is not None:
-        _WHOLE_PIECES.put(key, tuple(pieces))
-    return pieces
+    return list(_WHOLE_PIECES.kept(key, lambda: tuple(pruning.file_pieces(
+        source.table.storage, source.data_files, source.columns, source.deletes, committed=source.committed))))
 
 
 # A whole-table read hands a worker consecutive small files together (``small_groups``) while their values
@@ -309,12 +302,8 @@ def plan(source: Snapshot, expr: Expr, with_deletes: bool = True) -> pruning.Pla
     deletes = source.deletes if with_deletes else None
     if source.snapshot_key is not None and source.partitions is None and len(kept) == len(source.files):
         # every file of a snapshot of committed segments: their entries as resolved by an earlier plan
-        key = (source.snapshot_key, column_map.table_key(source.columns))
-        resolved = _RESOLVED.get(key)
-        if resolved is None:
-            resolved = pruning.resolve(source.storage, kept, True, source.external, source.schema, source.columns,
-                                       source.committed)
-            _RESOLVED.put(key, resolved)
+        resolved = _RESOLVED.kept((source.snapshot_key, column_map.table_key(source.columns)), lambda: pruning.resolve(
+            source.storage, kept, True, source.external, source.schema, source.columns, source.committed))
         p = pruning.plan_resolved(resolved, expr, deletes)
     else:
         p = pruning.plan_files(source.storage, kept, expr, use_index=source.table is not None,
