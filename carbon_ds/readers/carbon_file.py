@@ -267,6 +267,9 @@ class CarbonDataFile:
                 raise CarbonFormatError(f"blocklet {b} has {info.num_rows} rows", self.path, self._footer_at)
             self._check_pages(b, info)
             total += info.num_rows
+        # the footer's shape as data: what a reader checks planned claims and deletes against, with no call back
+        self.blocklet_row_counts: tuple[int, ...] = tuple(int(info.num_rows) for info in self._blocklets)
+        self.page_row_counts: tuple[tuple[int, ...], ...] = tuple(_rows_of_pages(info) for info in self._blocklets)
         if total != self.footer.num_rows:
             raise CarbonFormatError(
                 f"blocklets hold {total} rows but the footer says {self.footer.num_rows}", self.path, self._footer_at
@@ -336,7 +339,8 @@ class CarbonDataFile:
         return self._footer_at
 
     def blocklet_rows(self, i: int) -> int:
-        return int(self._blocklet(i).num_rows)
+        self._blocklet(i)  # an IndexError naming the file when out of range
+        return self.blocklet_row_counts[i]
 
     def blocklet_info(self, i: int) -> BlockletInfo3:
         """The footer's description of blocklet ``i`` (rows, pages, column chunk offsets)."""
@@ -351,15 +355,8 @@ class CarbonDataFile:
 
     def page_rows(self, i: int) -> list[int]:
         """Rows of each page of blocklet ``i`` from the footer (no page is decoded)."""
-        info = self._blocklet(i)
-        rows = info.row_count_in_page
-        if rows:
-            return [int(r) for r in rows]
-        # Footers without per-page counts: pages are full except the last (32000 rows, CarbonData's default).
-        n = int(self.blocklet_rows(i))
-        pages = int(info.number_number_of_pages or max(1, -(-n // 32000)))
-        size = -(-n // pages) if pages else n
-        return [min(size, n - k * size) for k in range(pages)]
+        self._blocklet(i)
+        return list(self.page_row_counts[i])
 
     def _blocklet(self, i: int) -> BlockletInfo3:
         if not 0 <= i < len(self._blocklets):
@@ -730,6 +727,17 @@ def _column_of_files(files: list[CarbonDataFile], node: ColumnNode, total: int) 
     else:
         arr = pa.concat_arrays([decode_pages(pages, d) for d, pages in chunks if pages])  # type: ignore[arg-type]
     return arr if len(arr) == total else None
+
+
+def _rows_of_pages(info: BlockletInfo3) -> tuple[int, ...]:
+    """Rows of each page of a blocklet by its footer entry: the counts it gives, else full pages of
+    DEFAULT_PAGE_ROWS but the last (footers without per-page counts)."""
+    if info.row_count_in_page:
+        return tuple(int(r) for r in info.row_count_in_page)
+    n = int(info.num_rows)
+    pages = int(info.number_number_of_pages or max(1, -(-n // DEFAULT_PAGE_ROWS)))
+    size = -(-n // pages) if pages else n
+    return tuple(min(size, n - k * size) for k in range(pages))
 
 
 def _declared_pages(head: bytes) -> int | None:

@@ -28,7 +28,7 @@ import hashlib
 import json
 import posixpath
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -296,7 +296,7 @@ class FileDeletes:
     def count(self) -> int:
         return int(sum(len(v) for v in self.rows.values()))
 
-    def check_shape(self, path: str, page_rows: list[list[int] | None], blocklet_rows: list[int | None],
+    def check_shape(self, path: str, page_rows: Sequence[Sequence[int] | None], blocklet_rows: Sequence[int | None],
                     shape_from: str | None = None) -> None:
         """Refuse deletes of rows the data file at ``path`` does not hold: a blocklet, page or row past its
         blocklets (``blocklet_rows``), their pages and the pages' rows (``page_rows[b]``; None: unknown),
@@ -325,7 +325,7 @@ class FileDeletes:
     def blocklet_has(self, blocklet: int) -> bool:
         return self.marked or any(b == blocklet for b, _p in self.rows)
 
-    def keep_mask(self, blocklet: int, pages: list[int], page_rows: list[int]) -> np.ndarray | None:
+    def keep_mask(self, blocklet: int, pages: list[int], page_rows: Sequence[int]) -> np.ndarray | None:
         """Booleans for the rows of ``pages`` (in order) of ``blocklet``: False where deleted; None = keep all."""
         hits = [(i, self.rows[(blocklet, p)]) for i, p in enumerate(pages) if (blocklet, p) in self.rows]
         if not hits and not self.marked:

@@ -164,28 +164,39 @@ class TaskReader:
                 else:
                     keep, n = surviving_pages(f, b, expr)
                 counts.pages_read += len(keep)
-                rows = f.page_rows(b)
+                rows = f.page_row_counts[b]
                 counts.rows_read += sum(rows[j] for j in keep) if len(rows) == n else (
-                    f.blocklet_rows(b) if keep else 0)
+                    f.blocklet_row_counts[b] if keep else 0)
 
     def positioned(self, o: OpenPiece, b: int, columns: list[str], schema: pa.Schema,
                    prune: Expr | None = None) -> tuple[pa.Table, np.ndarray, np.ndarray, np.ndarray] | None:
         """Blocklet ``b`` of ``o`` with where each row lives: (rows of ``columns`` in ``schema``'s types, page of
         each row, row in its page, live mask: False for rows committed deletes removed); pages ``prune`` rules
         out are not read (None when none is left)."""
-        got = read_pruned(o.file, b, columns, prune)
-        if got is None:
+        unit = read_unit(o.file, b, columns, pa.schema([schema.field(n) for n in columns]), prune, o.deletes)
+        if unit is None:
             return None
-        t = conform(pa.Table.from_batches([got.batch]), pa.schema([schema.field(n) for n in columns]), o.file.path)
+        t, got, mask = unit
         ks = np.asarray(got.page_rows, dtype=np.int64)
         page_idx = np.repeat(np.asarray(got.pages, dtype=np.int64), ks)
         row_idx = np.arange(len(page_idx), dtype=np.int64) - np.repeat(np.cumsum(ks) - ks, ks)
         if t.num_rows != len(page_idx):
             raise CarbonTableError(f"{o.file.path} blocklet {b}: pages hold {len(page_idx)} rows by the footer, "
                                    f"but {t.num_rows} were decoded")
-        mask = o.deletes.keep_mask(b, got.pages, got.page_rows) if o.deletes is not None else None
         alive = np.ones(t.num_rows, dtype=bool) if mask is None else np.asarray(mask, dtype=bool)
         return t, page_idx, row_idx, alive
+
+
+def read_unit(f: CarbonDataFile, b: int, columns: list[str], target: pa.Schema, prune: Expr | None,
+              deletes: FileDeletes | None) -> tuple[pa.Table, BlockletRows, np.ndarray | None] | None:
+    """The one read of a blocklet: its pages ``prune`` leaves (None when none is left), decoded as ``target``,
+    with the live mask of its committed deletes (None: every row lives)."""
+    got = read_pruned(f, b, columns, prune)
+    if got is None:
+        return None
+    t = conform(pa.Table.from_batches([got.batch]), target, f.path)
+    mask = deletes.keep_mask(b, got.pages, got.page_rows) if deletes is not None and deletes.blocklet_has(b) else None
+    return t, got, mask
 
 
 def open_planned(path: str, storage: Storage, table_columns: list[ColumnSchema] | None,
@@ -204,8 +215,7 @@ def check_deletes(fd: FileDeletes, f: CarbonDataFile) -> None:
     """Refuse deletes of rows the open data file ``f`` does not hold (``FileDeletes.check_shape`` against its
     footer)."""
     if fd.rows:
-        fd.check_shape(f.path, [f.page_rows(b) for b in range(f.num_blocklets)],
-                       [f.blocklet_rows(b) for b in range(f.num_blocklets)])
+        fd.check_shape(f.path, f.page_row_counts, f.blocklet_row_counts)
 
 
 def whole_rows(o: OpenPiece, target: pa.Schema) -> pa.Table:
@@ -244,7 +254,7 @@ def _live_rows(o: OpenPiece) -> np.ndarray | None:
     f = o.file
     parts = []
     for b in range(f.num_blocklets):
-        sizes = f.page_rows(b)
+        sizes = f.page_row_counts[b]
         m = o.deletes.keep_mask(b, list(range(len(sizes))), sizes)
         parts.append(np.ones(sum(sizes), dtype=bool) if m is None else np.asarray(m, dtype=bool))
     return np.concatenate(parts) if parts else np.zeros(0, dtype=bool)
@@ -273,7 +283,7 @@ def check_index_claim(claim: IndexClaim | None, f: CarbonDataFile) -> None:
                                 f"{f.num_blocklets}", f.path)
     footer_mm = list(f.footer.blocklet_index_list or [])
     for b, want in enumerate(claim.rows):
-        found = f.blocklet_rows(b)
+        found = f.blocklet_row_counts[b]
         if want != found:
             raise CarbonFormatError(f"{where} disagree on blocklet {b}: the index says {want} rows, the footer "
                                     f"{found}", f.path)
@@ -322,23 +332,14 @@ class Reading:
     def blocklet(self, f: CarbonDataFile, b: int, fd: FileDeletes | None = None,
                  counts: Counts | None = None) -> pa.Table | None:
         """Blocklet ``b`` of the open file ``f`` less the deleted rows of ``fd``; None when every page is pruned."""
-        got = read_pruned(f, b, self.need, self.prune)
-        if counts is not None:
-            counts.pages_read += len(got.pages) if got is not None else 0
-        if got is None:
+        unit = read_unit(f, b, self.need, self.need_schema, self.prune, fd)
+        if unit is None:
             return None
-        return self._rows(f, b, got, fd, counts)
-
-    def _rows(self, f: CarbonDataFile, b: int, got: BlockletRows, fd: FileDeletes | None,
-              counts: Counts | None) -> pa.Table:
-        batch = got.batch
+        table, got, mask = unit
         if counts is not None:
-            counts.rows_read += batch.num_rows
-        if fd is not None and fd.blocklet_has(b):
-            mask = fd.keep_mask(b, got.pages, got.page_rows)
-            if mask is not None:
-                batch = batch.filter(pa.array(mask))
-        return self._finish(conform(pa.Table.from_batches([batch]), self.need_schema, f.path))
+            counts.pages_read += len(got.pages)
+            counts.rows_read += table.num_rows
+        return self._finish(table if mask is None else table.filter(pa.array(mask)))
 
 
 def read_pieces(storage: Storage, pieces: list[Piece], expr: Expr, columns: list[str] | None, schema: pa.Schema,
