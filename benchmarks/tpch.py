@@ -16,7 +16,7 @@ SparkContext (``spark.newSession()``), each with its own temporary views under t
               and the query written as DataFrame calls (DATAFRAME_QUERIES below)
 
 The session is started with the carbon-ds Catalyst extension (``carbon_ds.configure_spark``) unless
-``--no-extension`` is given: on the load, sql and dataframe sides it is the only thing that prunes.
+``--no-extension`` is given: it is what prunes every carbondata side (``carbon_ds.sql``'s queries too).
 
 Per query the sides run interleaved: one warm-up each (whose rows are compared), then ``--repeat`` rounds
 of carbondata, parquet[, load]; the median is kept. Results must agree: carbondata = Parquet = DuckDB

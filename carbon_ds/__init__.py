@@ -62,7 +62,7 @@ _LAZY = {
     "RangePartition": "carbon_ds.table.table",
     "ListPartition": "carbon_ds.table.table",
     "sql": "carbon_ds.spark.statements.front_door",
-    "optimize": "carbon_ds.spark.python_rewrite.query",
+    "optimize": "carbon_ds.spark.session",
     "configure_spark": "carbon_ds.spark.statements.front_door",
     "SqlExpr": "carbon_ds.expressions.values",
     "CarbonDataFile": "carbon_ds.readers.carbon_file",

@@ -7,9 +7,9 @@
 - ``statements/``: ``carbon_ds.sql`` and the ``spark.sql`` front door: CarbonData's statements, the table
   catalog, DELETE / UPDATE / MERGE, materialized views and compaction run by Spark;
 - ``streaming/``: the Structured Streaming sink and source;
-- ``writes/``: DataFrame writes and the driver process a write belongs to;
-- ``python_rewrite/``: what a session without the extension gets instead of its rules: ``carbon_ds.optimize``
-  and the plan walking behind it.
+- ``writes/``: DataFrame writes and the driver process a write belongs to.
+
+No Python module walks Spark's query plans: the extension's rules plan every query over carbondata.
 
 Beside them: ``session`` (``register`` and ``read``), small reads on the driver (``local``), Arrow schemas,
 error messages through Spark and the Python-worker check, which several rooms use.

@@ -16,11 +16,10 @@ from pyspark.sql.types import StructType
 from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.names import CONF_LOCAL_BYTES
 from carbon_ds.spark.arrow_schema import arrow_schema
-from carbon_ds.spark.python_rewrite.sizes import row_width
 from carbon_ds.table.read.scan import scan_estimate
 from carbon_ds.table.read.scanner import Scan
 
-__all__ = ["CONF_LOCAL_BYTES", "DEFAULT_LOCAL_BYTES", "arrow_frame", "local_frame", "local_limit"]
+__all__ = ["CONF_LOCAL_BYTES", "DEFAULT_LOCAL_BYTES", "arrow_frame", "local_frame", "local_limit", "row_width"]
 
 # CONF_LOCAL_BYTES: a read touching at most this many stored bytes (scaled to its columns) runs on the driver
 # into a local relation; 0 turns this off.
@@ -28,6 +27,26 @@ DEFAULT_LOCAL_BYTES = 4 << 20  # dimension tables; a point lookup on a sort colu
 # Spark turns a local relation into rows on the driver and ships them inside tasks: past some rows that costs
 # more than a Python task (TPC-H Q22's 150,000 customers took 8.6x Parquet's time read locally).
 LOCAL_MAX_ROWS = 100_000
+
+
+# Spark's DataType.defaultSize per type key; decimals are 8 bytes up to 18 digits, else 16.
+_WIDTH = {"boolean": 1, "byte": 1, "short": 2, "integer": 4, "long": 8, "float": 4, "double": 8, "date": 4,
+          "timestamp": 8, "timestamp_ntz": 8, "string": 20, "binary": 100}
+_ROW_OVERHEAD = 8  # EstimationUtils.getSizePerRow adds 8 bytes per row
+
+
+def _width(kind: Any) -> int:
+    if not isinstance(kind, str):
+        return 20  # nested: no estimate that matters here
+    if kind.startswith("decimal"):
+        precision = int(kind[len("decimal(") :].split(",")[0]) if "(" in kind else 10
+        return 8 if precision <= 18 else 16
+    return _WIDTH.get(kind.split(" ")[0], 20)
+
+
+def row_width(fields: list[dict[str, Any]]) -> int:
+    """Spark's estimated bytes per row of StructType JSON fields (what scales stored bytes to the columns read)."""
+    return _ROW_OVERHEAD + sum(_width(f["type"]) for f in fields)
 
 
 def local_limit(spark: Any) -> int:

@@ -62,16 +62,30 @@ def register(spark: Any) -> None:
     warn_without_extension(spark)
 
 
+def optimize(df: Any) -> Any:
+    """``df`` itself: kept for code written before the extension planned every query. In a session started
+    through ``carbon_ds.configure_spark`` the extension's rules give each carbondata relation of ``df``
+    only the columns and rows it needs whenever ``df`` runs; a session without them reads every column of
+    every row (``register`` warns once), and ``carbon_ds.read(spark, path, columns, filter)`` is the way to
+    read less there.
+
+    Example:
+        >>> carbon_ds.optimize(df) is df
+        True
+    """
+    return df
+
+
 # What a classic session started without the extension misses, said once per process. Spark's only hook for
 # optimizer rules in a running session (spark.experimental.extraOptimizations) runs after scan push-down,
 # where the relations the rules replace are scans already: the rules cannot be attached later.
 WITHOUT_EXTENSION = (
     "carbon_ds: this Spark session was started without the carbon-ds extension, which cannot be attached to a "
-    "running session; it misses: pruning of plain spark.sql and DataFrame queries over carbondata (they read "
-    "every column of every row), join sizes, one planning call per query, counts and partition values from "
-    "metadata, Spark's own scans of mixed tables' added segments, and catalog tables with STORED AS "
-    "carbondata. carbon_ds.sql and carbon_ds.optimize still prune in Python. Start the session through "
-    "carbon_ds.configure_spark(SparkSession.builder) to have them all")
+    "running session; it misses: pruning of queries over carbondata (spark.sql, DataFrames, carbon_ds.sql and "
+    "carbon_ds.optimize read every column of every row), join sizes, one planning call per query, counts and "
+    "partition values from metadata, Spark's own scans of mixed tables' added segments, and catalog tables "
+    "with STORED AS carbondata. carbon_ds.read(spark, path, columns, filter) still reads only what it is "
+    "given. Start the session through carbon_ds.configure_spark(SparkSession.builder) to have them all")
 _warned_without_extension = False
 
 

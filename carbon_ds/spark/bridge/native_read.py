@@ -3,8 +3,7 @@ external segments (vectorised, codegen, Spark's row-group / stripe pruning of pu
 the table schema with the segment's partition values as literal columns, unioned with the ``carbondata``
 data source's read of the carbondata segments.
 
-It is the default on every route that plans a carbondata relation from Python: ``carbon_ds.read``, the
-rewrite of ``carbon_ds.sql`` and ``carbon_ds.optimize`` (carbon_ds.spark.python_rewrite.query). The Spark conf
+It is the default of ``carbon_ds.read`` (the extension's rules do the same in Java: jvm/src NativeUnion). The Spark conf
 ``carbon_ds.spark.nativeExternal=false`` (or ``read(..., native=False)``) reads external segments through
 the data source (pyarrow in Python workers) instead.
 
@@ -40,10 +39,9 @@ from carbon_ds.table.meta.handle import DataFile, TableHandle
 from carbon_ds.table.meta.naming import is_columnar
 from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.read.pruning import as_expr
-from carbon_ds.table.read.scan import open_table
 
-__all__ = ["CONF_NATIVE", "NATIVE_PLAN_OPTION", "MixedPlan", "describe", "group_key", "mixed_of", "native_enabled", "plan_mixed", "projection",
-           "read", "reader_options", "union_frame"]
+__all__ = ["CONF_NATIVE", "NATIVE_PLAN_OPTION", "MixedPlan", "describe", "group_key", "native_enabled", "plan_mixed",
+           "projection", "read", "reader_options", "union_frame"]
 
 _SPARK_OPTIONS = {
     "csv": {"header": "header", "delimiter": "sep", "sep": "sep", "quote": "quote", "quotechar": "quote",
@@ -92,17 +90,6 @@ def plan_mixed(table: TableHandle, segments=None, files: list[DataFile] | None =
         return None
     return MixedPlan(table, tuple(dict.fromkeys(f.segment_id for f in files if ours(f))),
                      tuple((ref, tuple(p), tuple(s)) for ref, (p, s) in groups.items()))
-
-
-def mixed_of(spark: Any, path: str, segments=None) -> MixedPlan | None:
-    """The native union's snapshot of the table at ``path`` when it has external segments and the
-    session reads them natively; None otherwise (a bare folder, a table of carbondata segments only)."""
-    if not native_enabled(spark):
-        return None
-    table = open_table(path)
-    if table is None or not has_external(table):
-        return None  # no external segment: no listing of every file here
-    return plan_mixed(table, segments)
 
 
 def has_external(table: TableHandle) -> bool:

@@ -3,7 +3,7 @@
 The data files of every readable segment, large files split into groups of blocklets and small ones packed
 several to an input partition (each partition is a Python task). Spark never pushes a projection to Python
 sources, so columns are only pruned when the relation declares them with ``.schema(...)`` (the user, or
-carbon_ds.spark.python_rewrite.query for them); batches are cast to exactly the declared schema, as Spark requires. A
+the extension's rules for them: jvm/src PruneCarbonRelations); batches are cast to exactly the declared schema, as Spark requires. A
 relation declaring no column yields column-less batches that carry the row count (``count(*)``), taken from
 the index files when it has no filter.
 """
@@ -149,7 +149,7 @@ class CarbonReader(DataSourceReader):
         self.table_columns = handle.columns if handle is not None else None
         self.positions = positions_option(options)
         self.timestamp_keys = direct_dictionary.TimestampKeys.from_options(options)  # a bad value fails here
-        # True when the plan is made for one query only (carbon_ds.spark.python_rewrite.direct): its tasks read the planned
+        # True when the plan is made for one query only (a stream's batch): its tasks read the planned
         # snapshot as it is, whatever commits land meanwhile, instead of re-planning as a kept plan must
         self.pinned = False
 
@@ -249,7 +249,7 @@ class CarbonReader(DataSourceReader):
 
     def _rows_only(self) -> bool:
         """A relation declared with no column at all (``.schema(StructType([]))``, e.g. the rewrite of
-        ``count(*)`` in carbon_ds.spark.python_rewrite.query): Spark needs only how many rows there are."""
+        ``count(*)`` by the extension's rules): Spark needs only how many rows there are."""
         return not self.target.names and not self.filter and not self.positions
 
     def planned_rows(self) -> int | None:

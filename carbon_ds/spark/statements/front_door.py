@@ -127,8 +127,8 @@ def register(spark: Any) -> None:
 def sql(spark: Any, text: str) -> Any:
     """Run CarbonData's statements (``CREATE TABLE ... STORED AS carbondata``, INSERT, DELETE, UPDATE, MERGE
     INTO, SHOW SEGMENTS, ALTER TABLE ... ADD SEGMENT / COMPACT, CLEAN FILES, ...) and any other Spark SQL;
-    a ``;``-separated script runs statement by statement. Queries are rewritten to read only the columns and
-    rows they need (carbon_ds.spark.python_rewrite.query). Returns the (last) statement's DataFrame; registers the session
+    a ``;``-separated script runs statement by statement. Queries go to Spark, planned at this call by the
+    extension's rules where they are on (they then read only the columns and rows they need). Returns the (last) statement's DataFrame; registers the session
     first. The statements: docs/sql.md.
 
     A carbon-ds error raised inside Spark while planning arrives as that carbon-ds error (Spark's as cause).

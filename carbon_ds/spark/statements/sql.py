@@ -36,8 +36,8 @@ from carbon_ds.ddl.types import arrow_schema, arrow_type
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, is_inside
 from carbon_ds.names import SOURCE
+from carbon_ds.spark.bridge.extension import run_query
 from carbon_ds.spark.messages import surface
-from carbon_ds.spark.python_rewrite.query import run as run_query
 from carbon_ds.spark.session import register
 from carbon_ds.spark.statements import catalog
 from carbon_ds.spark.statements import materialized_views as mv
@@ -437,8 +437,8 @@ def _alter_schema(spark: Any, stmt: AlterSchema, text: str):
 
 def sql(spark: Any, text: str):
     """Run a statement, or a ``;``-separated script statement by statement; CarbonData statements here,
-    the rest through ``spark.sql`` (queries and INSERT ... SELECT first rewritten to read only what they
-    need: carbon_ds.spark.python_rewrite.query). Returns the (last) statement's DataFrame.
+    the rest through ``spark.sql`` (a query planned at this call by the extension's rules where they are on:
+    bridge.extension.run_query). Returns the (last) statement's DataFrame.
 
     A carbon-ds error raised inside Spark while planning arrives as that carbon-ds error (Spark's as cause).
     An error in a script's statement carries a note naming the statement and its position; the statements

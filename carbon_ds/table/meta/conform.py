@@ -103,7 +103,7 @@ def has_unscaled_form(t: pa.DataType | None) -> bool:
 def unscaled_decimals(data: pa.Table, names: list[str], types: dict[str, pa.DataType] | None = None) -> pa.Table:
     """``data`` with each of the decimal columns ``names`` (precision at most 18) as its unscaled int64
     value: 12.34 of a decimal(15,2) becomes 1234. Spark turns these back into decimals with MakeDecimal,
-    which costs far less than converting Arrow's 128-bit decimals value by value (carbon_ds.spark.python_rewrite.query).
+    which costs far less than converting Arrow's 128-bit decimals value by value (jvm/src PruneCarbonRelations).
     The low word of each little-endian 128-bit value is the value itself, so no arithmetic runs.
     ``types`` ({lower name: decimal type}): the decimal a column is first cast to, the one whose precision and
     scale the reader of the unscaled values assumes."""

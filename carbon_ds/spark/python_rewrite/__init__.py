@@ -1,1 +1,0 @@
-"""The Python rewrite for sessions without the Catalyst extension (``carbon_ds.optimize``): Catalyst plans read through py4j, relations pruned and sized, small reads planned on the driver. A session with the extension plans these in jvm/src instead."""
