@@ -70,6 +70,7 @@ def optimize(df: Any) -> Any:
     read less there.
 
     Example:
+        >>> df = spark.read.format("carbondata").load(path).where("speed > 100").select("vin")
         >>> carbon_ds.optimize(df) is df
         True
     """
