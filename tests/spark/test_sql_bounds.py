@@ -5,15 +5,18 @@ The oracle is Spark's own Parquet reader over the same rows (or Spark's own stat
 from __future__ import annotations
 
 import datetime as dt
+import math
 import random
 from decimal import Decimal
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from spark_confs import confs
 
 import carbon_ds
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
+from carbon_ds.names import CONF_LOCAL_BYTES
 from carbon_ds.spark.python_rewrite import query
 from carbon_ds.spark.python_rewrite.catalyst import MAX_IN_VALUES
 from carbon_ds.table import CarbonTable
@@ -61,13 +64,17 @@ def _same_as_parquet(spark, select: str, where: str) -> list:
 
 
 @pytest.mark.slow
-def test_in_with_100000_literals_equals_parquet_and_prunes_by_the_sets_range(spark, twins):
+def test_in_with_100000_literals_equals_parquet_and_prunes_by_the_sets_range(ext, twins):
+    spark = ext
     # 100,000 values, a fifth of them in the table (ids 2,000..6,000 step 5 hit rows of segments 0 and 1)
     values = [2000 + 5 * k for k in range(800)] + [10**6 + 3 * k for k in range(99_200)]
     where = f"id IN ({', '.join(map(str, values))})"
     reads = query.analyze(spark, f"SELECT id, s FROM big_in WHERE {where}")
     # the list is never spelled into the relation's filter: its min/max prune, Spark matches exactly
-    assert [(r.filter, r.long_in) for r in reads] == [(f"((`id` >= 2000) AND (`id` <= {10**6 + 3 * 99_199}))", True)]
+    want = f"((`id` >= 2000) AND (`id` <= {10**6 + 3 * 99_199}))"
+    assert [(r.filter, r.long_in) for r in reads] == [(want, True)]
+    with confs(spark, **{CONF_LOCAL_BYTES: "0"}):  # the same text from the extension's rules
+        assert _filter_options(spark.sql(f"SELECT id, s FROM big_in WHERE {where}")) == [want]
     got = _same_as_parquet(spark, "SELECT id, s", where)
     assert [r.id for r in got] == [2000 + 5 * k for k in range(800)]
 
@@ -88,6 +95,86 @@ def test_long_in_lists_of_every_kind_equal_parquet(spark, twins):
         assert [(r.long_in, r.filter is not None and len(r.filter) < 200) for r in reads] == [(True, True)], reads
         _same_as_parquet(spark, "SELECT id", where)
         _same_as_parquet(spark, "SELECT count(*)", f"NOT ({where}) OR id < 10")
+
+
+def _filter_options(df) -> list[str | None]:
+    """The ``filter`` option of each carbondata relation of ``df``'s optimized plan (the extension's)."""
+    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+    out = []
+    for i in range(leaves.size()):
+        leaf = leaves.apply(i)
+        kind = leaf.getClass().getSimpleName()
+        if kind == "DataSourceV2ScanRelation":  # after Spark's scan push-down
+            leaf, kind = leaf.relation(), "DataSourceV2Relation"
+        if kind == "DataSourceV2Relation":
+            out.append(leaf.options().get("filter"))
+    return out
+
+
+LONG = 1500  # distinct values: more than the extension spells out (1,000), so only their min/max prune
+
+
+# Spark's optimizer unwraps a widening cast of an IN's column (dropping the values the column cannot hold);
+# with that rule excluded the cast stays, and the extension bounds the column through it
+KEEP_CASTS = {
+    "spark.sql.optimizer.excludedRules": "org.apache.spark.sql.catalyst.optimizer.UnwrapCastInBinaryComparison"}
+
+
+def _long_lists() -> list[tuple[str, list[str], str, dict[str, str]]]:
+    """(column, IN items, the range the carbondata relation must be filtered by, confs) of each kind of column."""
+    rnd = random.Random(7)
+    ids = rnd.sample(range(1000, 20000), LONG)
+    # code point order (CarbonData's and Spark's byte order): UTF-16 order would put the emoji first
+    strings = [f"k{v:06d}" for v in rnd.sample(range(3000, 9000), LONG)] + ["null", "a'b;c", "\ufffd", "\U0001f600"]
+    days = [dt.date(2000, 1, 1) + dt.timedelta(days=v) for v in rnd.sample(range(5000, 9000), LONG)]
+    start = dt.datetime(2020, 1, 1, tzinfo=dt.UTC)
+    # the table's stamps, and two with microseconds CarbonData cannot hold: the bounds round outwards to ms
+    stamps = [start + dt.timedelta(milliseconds=7 * k) for k in range(LONG)] + [
+        start - dt.timedelta(microseconds=999), start + dt.timedelta(microseconds=7000 * LONG + 1)]
+    amounts = [Decimal(v) / 100 for v in rnd.sample(range(-10**6, 10**6), LONG)]
+    halves = [Decimal(v) / 2 for v in range(-3001, 3002)]  # the int column is cast to DECIMAL(11,1)
+    smalls = [str(v) for v in range(LONG)]
+
+    def ts(t: dt.datetime) -> str:
+        return f"TIMESTAMP '{t.strftime('%Y-%m-%d %H:%M:%S.%f')}+00:00'"
+
+    def ms(t: dt.datetime, up: bool) -> dt.datetime:
+        rest = t.microsecond % 1000
+        return t - dt.timedelta(microseconds=rest) + dt.timedelta(milliseconds=1 if up and rest else 0)
+
+    cent = Decimal("0.01")
+    return [
+        ("id", [str(v) for v in ids], f"((`id` >= {min(ids)}) AND (`id` <= {max(ids)}))", {}),
+        ("s", ["'" + v.replace("'", "''") + "'" for v in strings] + ["NULL"],
+         f"((`s` >= '{min(strings).replace(chr(39), 2 * chr(39))}') AND (`s` <= '{max(strings)}'))", {}),
+        ("d", [f"DATE '{v}'" for v in days], f"((`d` >= DATE '{min(days)}') AND (`d` <= DATE '{max(days)}'))", {}),
+        ("ts", [ts(t) for t in stamps],
+         f"((`ts` >= {ts(ms(min(stamps), False))}) AND (`ts` <= {ts(ms(max(stamps), True))}))", {}),
+        ("amount", [str(v) for v in amounts],
+         f"((`amount` >= {min(amounts).quantize(cent)}) AND (`amount` <= {max(amounts).quantize(cent)}))", {}),
+        ("small", [str(v) for v in halves],
+         f"((`small` >= {math.floor(min(halves))}) AND (`small` <= {math.ceil(max(halves))}))", KEEP_CASTS),
+        # a bound beyond the int column's range is left out, the other one kept
+        ("CAST(small AS BIGINT)", [*smalls, "99999999999"], "(`small` >= 0)", KEEP_CASTS),
+        ("CAST(small AS BIGINT)", ["-99999999999", *smalls], f"(`small` <= {LONG - 1})", KEEP_CASTS),
+        ("CAST(small AS BIGINT)", [*smalls, "99999999999"], f"((`small` >= 0) AND (`small` <= {LONG - 1}))", {}),
+    ]
+
+
+@pytest.mark.parametrize("case", range(9))
+def test_long_in_prunes_by_its_range_under_the_extension(ext, twins, case):
+    """Plain spark.sql with the extension's rules on: a long IN list's relation is filtered by the list's
+    min/max, rounded outwards into the column's domain, and the rows are Spark's over Parquet."""
+    column, items, want, settings = _long_lists()[case]
+    where = f"{column} IN ({', '.join(items)})"
+    with confs(ext, **settings, **{CONF_LOCAL_BYTES: "0"}):  # the relation stays a scan: its filter can be read
+        assert _filter_options(ext.sql(f"SELECT id FROM big_in WHERE {where}")) == [want]
+    with confs(ext, **settings):
+        for select, condition in (("SELECT id", where), ("SELECT count(*)", f"NOT ({where}) OR id < 10")):
+            got = sorted(ext.sql(f"{select} FROM big_in WHERE {condition}").collect())
+            assert got == sorted(ext.sql(f"{select} FROM big_in_pq WHERE {condition}").collect())
+            if select == "SELECT id" and column != "amount":
+                assert got  # the list hits rows: the range must not prune them away
 
 
 # ------------------------------------------------------------------------ statements passed to Spark

@@ -1,11 +1,14 @@
 package carbonds.spark;
 
 import java.math.BigDecimal;
+import java.math.RoundingMode;
 import java.time.Instant;
 import java.time.LocalDate;
 import java.time.ZoneOffset;
 import java.time.format.DateTimeFormatter;
 import java.util.ArrayList;
+import java.util.Collections;
+import java.util.Comparator;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
@@ -44,6 +47,7 @@ import org.apache.spark.sql.types.LongType;
 import org.apache.spark.sql.types.ShortType;
 import org.apache.spark.sql.types.StringType;
 import org.apache.spark.sql.types.TimestampType;
+import org.apache.spark.unsafe.types.UTF8String;
 
 import scala.jdk.javaapi.CollectionConverters;
 
@@ -55,7 +59,7 @@ import scala.jdk.javaapi.CollectionConverters;
  * A literal is spelled in its column's own domain, so the carbondata binder has no coercion to decide.
  */
 final class FilterText {
-    static final int MAX_IN_VALUES = 1000;  // a longer IN is left to Spark: megabytes of filter text otherwise
+    static final int MAX_IN_VALUES = 1000;  // a longer IN prunes by its min/max: megabytes of filter text otherwise
 
     private final Map<Long, String> columns;  // exprId -> column name, for the relation's own attributes
 
@@ -184,16 +188,10 @@ final class FilterText {
         if (e instanceof InSet s) {
             child = s.child();
             litType = child.dataType();
-            if (s.hset().size() > MAX_IN_VALUES) {
-                return null;
-            }
             CollectionConverters.asJava(s.hset().iterator()).forEachRemaining(values::add);
         } else {
             In in = (In) e;
             child = in.value();
-            if (in.list().size() > MAX_IN_VALUES) {
-                return null;
-            }
             litType = null;
             for (Expression x : PruneCarbonRelations.list(in.list())) {
                 if (!(x instanceof Literal lit) || (litType != null && !litType.equals(lit.dataType()))) {
@@ -216,6 +214,9 @@ final class FilterText {
                 return null;
             }
         }
+        if (values.size() > MAX_IN_VALUES) {
+            return negated || !dropNulls ? null : range(col, values, litType);  // a range is weaker than the IN
+        }
         Set<String> texts = new LinkedHashSet<>();
         for (Object v : values) {
             if (col.dataType() instanceof DoubleType
@@ -229,6 +230,66 @@ final class FilterText {
             texts.add(t);
         }
         return "(" + quote(name(col)) + " IN (" + String.join(", ", texts) + "))";
+    }
+
+    /**
+     * {@code ((c >= min) AND (c <= max))} of a long IN list: TRUE wherever the IN is, so blocklets prune by
+     * min/max without the list spelled into the filter text (Spark still matches the values). Each bound is
+     * rounded outwards into the column's domain and left out when there is none (beyond the column's range).
+     */
+    private String range(AttributeReference col, List<Object> values, DataType litType) {
+        DataType kind = col.dataType();
+        Comparator<Object> order = order(litType);
+        if (order == null || kind instanceof DoubleType || kind instanceof BooleanType) {
+            return null;  // NaN and -0.0 order differently in CarbonData; a boolean set is never long
+        }
+        String c = quote(name(col));
+        String lo = bound(Collections.min(values, order), litType, kind, true);
+        String hi = bound(Collections.max(values, order), litType, kind, false);
+        lo = lo == null ? null : "(" + c + " >= " + lo + ")";
+        hi = hi == null ? null : "(" + c + " <= " + hi + ")";
+        return lo == null ? hi : hi == null ? lo : "(" + lo + " AND " + hi + ")";
+    }
+
+    /** The order of Catalyst values of type {@code t} (strings by their UTF-8 bytes, as CarbonData's), or null. */
+    private static Comparator<Object> order(DataType t) {
+        if (integralRank(t) > 0 || t instanceof DateType || t instanceof TimestampType) {
+            return Comparator.comparingLong(v -> ((Number) v).longValue());
+        }
+        if (t instanceof DoubleType || t instanceof FloatType) {
+            return Comparator.comparingDouble(v -> ((Number) v).doubleValue());  // NaN last: no bound from it
+        }
+        if (t instanceof DecimalType) {
+            return (a, b) -> ((Decimal) a).compare((Decimal) b);
+        }
+        if (isPlainString(t)) {
+            return (a, b) -> ((UTF8String) a).binaryCompare((UTF8String) b);
+        }
+        return null;
+    }
+
+    /** A lower (or upper) bound at {@code value} in the column's domain, rounded outwards, or null. */
+    static String bound(Object value, DataType lit, DataType col, boolean lower) {
+        RoundingMode outwards = lower ? RoundingMode.FLOOR : RoundingMode.CEILING;
+        int rank = integralRank(col);
+        boolean floating = lit instanceof DoubleType || lit instanceof FloatType;
+        if (rank > 0 && !floating && (integralRank(lit) > 0 || lit instanceof DecimalType)) {
+            BigDecimal v = number(value).setScale(0, outwards);
+            long max = new long[] {0, Byte.MAX_VALUE, Short.MAX_VALUE, Integer.MAX_VALUE, Long.MAX_VALUE}[rank];
+            boolean fits = v.compareTo(BigDecimal.valueOf(max)) <= 0
+                    && v.compareTo(BigDecimal.valueOf(-max - 1)) >= 0;
+            return fits ? v.toPlainString() : null;
+        }
+        if (col instanceof DecimalType d && (integralRank(lit) > 0 || lit instanceof DecimalType)) {
+            BigDecimal v = number(value);
+            return (v.scale() > d.scale() ? v.setScale(d.scale(), outwards) : v).toPlainString();
+        }
+        if (col instanceof TimestampType && lit instanceof TimestampType) {  // CarbonData keeps milliseconds
+            long micros = ((Number) value).longValue();
+            long ms = lower ? Math.floorDiv(micros, 1000L) : -Math.floorDiv(-micros, 1000L);
+            return render(ms * 1000, lit, col);
+        }
+        return render(value, lit, col);
     }
 
     private String prefix(Expression left, Expression right, boolean like) {
