@@ -53,9 +53,9 @@ import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * Catalyst predicates over one carbondata relation as the text of its {@code filter} option (the SQL subset
- * carbon_ds.expressions parses). The same model as carbon_ds.spark.python_rewrite.catalyst.FilterTranslator on the Python
- * side: {@link #implied} gives text that is TRUE wherever the predicate is TRUE (it may be weaker), since
- * Spark still evaluates every predicate; anything whose meaning could differ on some row is left out.
+ * carbon_ds.expressions parses), the one translation of Spark predicates into carbon-ds's: {@link #implied}
+ * gives text that is TRUE wherever the predicate is TRUE (it may be weaker), since Spark still evaluates every
+ * predicate; anything whose meaning could differ on some row is left out.
  * A literal is spelled in its column's own domain, so the carbondata binder has no coercion to decide.
  */
 final class FilterText {
