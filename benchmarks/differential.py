@@ -38,10 +38,14 @@ def main() -> int:
     print(f"differential check: seed {args.seed}, {args.queries} queries", flush=True)
     from pyspark.sql import SparkSession
 
-    # no progress bars between the printed differences; spark_session then takes this session over
+    import carbon_ds
+
+    # no progress bars between the printed differences; spark_session then takes this session over (the
+    # extension is attached here: a running session cannot take it later)
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)  # workers need this interpreter's packages
-    SparkSession.builder.master("local[2]").config("spark.ui.showConsoleProgress", "false").getOrCreate()
-    spark = spark_session("2g")
+    (carbon_ds.configure_spark(SparkSession.builder).master("local[2]")
+        .config("spark.ui.showConsoleProgress", "false").getOrCreate())
+    spark = spark_session("2g", extension=True)
     spark.sparkContext.setLogLevel("OFF")
     diff_routes.quiet()
     with tempfile.TemporaryDirectory() as root:

@@ -1,9 +1,11 @@
 """Run each generated query through every route into carbon-ds and compare it with Spark over the Parquet twins.
 
 Routes:
-  sql_default     carbon_ds.sql with its defaults (local relations and direct reads on)
-  sql_direct      carbon_ds.sql with carbon_ds.sql.localRelationBytes=0 (direct reads)
-  sql_datasource  carbon_ds.sql with directRead=false and localRelationBytes=0 (data source loads)
+  sql_default     carbon_ds.sql with its defaults (planned by the Spark extension; small reads' rows read at planning)
+  sql_direct      carbon_ds.sql with carbon_ds.sql.localRelationBytes=0 (every read by the relations' tasks,
+                  all planned in the extension's one call)
+  sql_datasource  carbon_ds.sql with localRelationBytes=0 and carbon_ds.extension.planReads=false (each read
+                  planned by Spark's own calls into the data source)
   spark_views     plain spark.sql over CREATE TEMPORARY VIEW ... USING carbondata
   carbon_read     carbon_ds.read(spark, path, columns, filter=...)  (single-table filter queries)
   read_table      carbon_ds.read_table(path, columns, filter=...) against pyarrow compute on the same rows
@@ -40,7 +42,7 @@ OUTCOMES = ["equal", "differ", "both-raise", "raise-only-one"]
 CONFS = {
     "sql_default": {},
     "sql_direct": {"carbon_ds.sql.localRelationBytes": "0"},
-    "sql_datasource": {"carbon_ds.sql.localRelationBytes": "0", "carbon_ds.sql.directRead": "false"},
+    "sql_datasource": {"carbon_ds.sql.localRelationBytes": "0", "carbon_ds.extension.planReads": "false"},
 }
 
 

@@ -19,6 +19,7 @@ import pyarrow.compute as pc
 import pyarrow.csv as pcsv
 import pyarrow.parquet as pq
 import pytest
+from plan_reads import reads
 from pyspark import TaskContext
 from pyspark.sql.functions import udf
 from spark_confs import confs
@@ -27,7 +28,6 @@ import carbon_ds
 from carbon_ds.spark import session as session_module
 from carbon_ds.spark.bridge import extension
 from carbon_ds.spark.bridge.extension import extension_active, jar_path
-from carbon_ds.spark.python_rewrite.catalyst import carbon_relation, node_name, relation_options, to_list
 from carbon_ds.spark.source import snapshot
 
 pytestmark = pytest.mark.spark
@@ -78,24 +78,9 @@ def _rule_off(spark):
 
 
 def _reads(df) -> list[tuple[list[str], str | None]]:
-    """(declared columns, filter option) of each carbondata relation Spark will run for ``df``."""
-    jvm = df.sparkSession._jvm
-    return [([str(a.name()) for a in to_list(rel.output())], relation_options(jvm, rel).get("filter"))
-            for rel in _relations(df._jdf.queryExecution().optimizedPlan())]
-
-
-def _relations(plan) -> list:
-    """The carbondata relations of an optimized plan."""
-    out, stack = [], [plan]
-    while stack:
-        node = stack.pop()
-        rel = carbon_relation(node, node_name(node))
-        if rel is not None:
-            out.append(rel)
-            continue
-        stack.extend(to_list(node.children()))
-        stack.extend(to_list(node.subqueries()))
-    return out
+    """(declared columns, filter option) of each carbondata relation Spark's tasks will read for ``df`` (rows
+    read at planning left out)."""
+    return [(list(r.columns), r.filter) for r in reads(df) if not r.local]
 
 
 def _same(spark, make) -> list:
@@ -167,19 +152,8 @@ PLAN_READS = "carbon_ds.extension.planReads"
 def _planned_partitions(df) -> list[int | None]:
     """Per carbondata relation of ``df``'s optimized plan: how many input partitions its source already
     holds (planned by the extension's one Python call for all of them, jvm/src ReadPlans), or None where
-    Spark's own planning calls will make them (PythonDataSourceV2.readInfo, a private field)."""
-    jvm = df.sparkSession._jvm
-    forname = jvm.java.lang.Class.forName
-    source_field = forname("org.apache.spark.sql.execution.datasources.v2.python.PythonTable").getDeclaredField("ds")
-    info_field = (forname("org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2")
-        .getDeclaredField("readInfo"))
-    source_field.setAccessible(True)
-    info_field.setAccessible(True)
-    out = []
-    for rel in _relations(df._jdf.queryExecution().optimizedPlan()):
-        info = info_field.get(source_field.get(rel.table()))
-        out.append(None if info is None else info.partitions().size())
-    return out
+    Spark's own planning calls will make them."""
+    return [r.partitions for r in reads(df) if not r.local]
 
 
 def test_a_read_planning_proves_empty_runs_no_task(spark, emp):
@@ -320,11 +294,9 @@ def test_decimals_travel_unscaled_and_equal_pyarrow(spark, emp, tmp_path):
     carbon_ds.write_table(data, path)
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ext_dec USING carbondata OPTIONS (path '{path}')")
     df = spark.sql("SELECT id, d, b FROM ext_dec WHERE d < 100 OR d IS NULL")
-    plan = df._jdf.queryExecution().optimizedPlan()
-    assert "MakeDecimal(d#" in plan.toString()
-    rel = next(r for r in _relations(plan))
-    assert relation_options(spark._jvm, rel).get("unscaled_decimals") == "d:15:2"
-    assert [str(a.dataType().simpleString()) for a in to_list(rel.output())] == ["bigint", "bigint", "decimal(38,6)"]
+    assert "MakeDecimal(d#" in df._jdf.queryExecution().optimizedPlan().toString()
+    (read,) = reads(df)
+    assert read.unscaled == ("d:15:2",) and read.types == ("bigint", "bigint", "decimal(38,6)")
     assert sorted((r.id, r.d, r.b) for r in df.collect()) == [
         (i, vals[i], big[i]) for i in range(5) if vals[i] is None or vals[i] < 100]
     assert spark.sql("SELECT sum(d), min(d), max(d) FROM ext_dec").first() == (
@@ -376,41 +348,23 @@ def test_small_side_is_broadcast(spark, emp, tmp_path):
         spark.catalog.dropTempView("ext_dept")
 
 
-def test_carbon_ds_sql_reads_spark_own_optimized_plan(spark, emp, tmp_path):
-    """carbon_ds.sql matches its relations to the occurrences of Spark's optimized plan by expression ids; the
-    extension's integer decimals and unions rename or hide occurrences, so carbon_ds.sql must read the plan
-    Spark's rules alone make (found by the differential check, seed 20251125 query 168, with a rule that
-    replaced small reads by local relations: a CTE read twice beside one read once, one occurrence hidden and
-    another's columns used for it)."""
-    from decimal import Decimal
-
-    from carbon_ds.spark.python_rewrite.catalyst import scala_object
-    from carbon_ds.spark.python_rewrite.query import _optimized
-
+def test_carbon_ds_sql_of_a_table_read_twice_with_decimals_equals_unpruned(spark, emp, tmp_path):
+    """A table read twice (once aggregated) with integer decimals: carbon_ds.sql, planned by the extension's
+    rules, gives the rows Spark gives reading everything (found by the differential check, seed 20251125
+    query 168, when carbon_ds.sql matched relations to optimized occurrences the rules had renamed)."""
     path = str(tmp_path / "cte")
     carbon_ds.write_table(pa.table({"id": pa.array(range(400), pa.int64()),
                                     "tag": [("zz", "aa", "bb")[i % 3] for i in range(400)],
                                     "m": pa.array([Decimal(i) / 4 for i in range(400)], pa.decimal128(10, 2))}), path)
     spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW ext_cte USING carbondata OPTIONS (path '{path}')")
-    spark.conf.set(LOCAL_BYTES, "0")  # carbon_ds.sql's own local relations would read the table before Spark
     q = "SELECT tag, sum(m) FROM ext_cte WHERE id < 10 GROUP BY tag UNION ALL SELECT tag, m FROM ext_cte WHERE id > 5"
-    skip = scala_object(spark._jvm, "org.apache.spark.sql.execution.CommandExecutionMode$").SKIP()
-
-    def own() -> str:
-        qe = spark._jsparkSession.sessionState().executePlan(spark.sql(q)._jdf.queryExecution().logical(), skip)
-        return _optimized(spark, qe).toString()
-
     with _rule_off(spark):
         want = sorted(spark.sql(q).collect(), key=repr)
     try:
-        assert "MakeDecimal" in spark.sql(q)._jdf.queryExecution().optimizedPlan().toString()
-        plan = own()
-        assert "MakeDecimal" not in plan and plan.count("RelationV2") == 2
-        assert sorted(carbon_ds.sql(spark, q).collect(), key=repr) == want
-        # the rules are on again for the next query on this thread
-        assert "MakeDecimal" in spark.sql(q)._jdf.queryExecution().optimizedPlan().toString()
+        df = carbon_ds.sql(spark, q)
+        assert [r.unscaled for r in reads(df)] == [("m:10:2",), ("m:10:2",)]  # the rules planned it
+        assert sorted(df.collect(), key=repr) == want
     finally:
-        spark.conf.set(LOCAL_BYTES, "0")
         spark.catalog.dropTempView("ext_cte")
 
 
@@ -643,7 +597,8 @@ def _physical_nodes(df) -> list:
             stack.append(node.plan())
             continue
         out.append(node)
-        stack.extend(to_list(node.children()))
+        children = node.children()
+        stack.extend(children.apply(i) for i in range(children.size()))
     return out
 
 
@@ -749,7 +704,8 @@ def test_a_small_table_read_twice_alike_reuses_one_exchange_as_parquet_does(spar
         with confs(spark, **{LOCAL_BYTES: str(4 << 20)}):
             pq_df, df = spark.sql(twice.format(t="ext_small_pq")), spark.sql(twice.format(t="ext_small"))
             assert sorted(df.collect(), key=repr) == sorted(pq_df.collect(), key=repr)
-            assert _reads(df) == []  # no carbondata relation left: both reads are rows read at planning
+            # no carbondata relation left for tasks: both reads are rows read at planning
+            assert [r.local for r in reads(df)] == [True, True]
             pq_counts = counts(pq_df, "FileSourceScanExec")
             assert pq_counts[1] >= 1 and counts(df, "CheckedLocalTableScanExec") == pq_counts, pq_counts
     finally:

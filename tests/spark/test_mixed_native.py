@@ -114,7 +114,7 @@ def test_sql_and_optimize_equal_parquet(spark, mixed, query):
     with confs(spark, **{CONF_NATIVE: "false"}):  # the data source path stays right too
         for df in _routes(spark, query.format(t="mixed_t")):
             _same(df, oracle)
-    # a session without the extension's rules: carbon_ds.sql and optimize union in Python
+    # a session without the extension's rules: carbon_ds.sql and optimize give Spark's own answer
     with confs(spark, **{"carbon_ds.extension.enabled": "false"}):
         _same(carbon_ds.sql(spark, query.format(t="mixed_t")), oracle)
         _same(carbon_ds.optimize(spark.sql(query.format(t="mixed_t"))), oracle)

@@ -1,12 +1,9 @@
-"""Queries read only what they need: ``carbon_ds.sql`` rewrites queries over carbondata relations so each
-relation occurrence declares only the columns the query reads and carries the query's predicates as its
-``filter`` option. Every check runs the same statement through ``carbon_ds.sql`` and through plain
-``spark.sql`` on the same data and compares the sorted rows; the rewrite itself is checked too (a query
-that silently fell back to ``spark.sql`` would prove nothing).
-
-The rewrite serves sessions whose extension rules are off (carbon_ds.spark.python_rewrite.query); where they are on,
-carbon_ds.sql hands queries to them (tests/spark/test_extension.py). So this module runs with them off, and
-plain ``spark.sql`` is Spark reading every column of every row."""
+"""Queries read only what they need, planned by the Spark extension (jvm/src PruneCarbonRelations): through
+``carbon_ds.sql``, each relation occurrence declares only the columns the query reads and carries the
+query's predicates as its ``filter`` option. Every check runs the same statement through ``carbon_ds.sql``
+and through plain ``spark.sql`` with the extension's rules off (Spark reading every column of every row) and
+compares the sorted rows; what each relation reads is checked too (tests/spark/plan_reads.py), since a query
+the rules left alone would prove nothing."""
 
 from __future__ import annotations
 
@@ -20,17 +17,16 @@ from decimal import Decimal
 
 import pyarrow as pa
 import pytest
+from plan_reads import reads, statement_reads
+from spark_confs import confs
 
 import carbon_ds
-from carbon_ds.spark.python_rewrite import direct, query
-from carbon_ds.spark.python_rewrite.direct import CONF_DIRECT
-from carbon_ds.spark.python_rewrite.plan_walk import relations_of
+from carbon_ds.names import CONF_EXTENSION, CONF_LOCAL_BYTES
 from carbon_ds.table.read.scan import scan_bytes
 
 pytestmark = pytest.mark.spark
 
 DEPTS = [f"d{i}" for i in range(8)]
-ENABLED = "carbon_ds.extension.enabled"
 SEGMENT_ROWS = 600  # emp: 3 loads of 600 rows, sorted on id: 3 files of one blocklet each
 
 
@@ -54,17 +50,9 @@ def _emp(rnd: random.Random, ids: range) -> pa.Table:
     })
 
 
-@pytest.fixture(scope="module", autouse=True)
-def python_planner(spark):
-    """The session as one without the extension's rules: carbon_ds.sql and optimize rewrite in Python."""
-    old = spark.conf.get(ENABLED, None)
-    spark.conf.set(ENABLED, "false")
-    yield
-    spark.conf.unset(ENABLED) if old is None else spark.conf.set(ENABLED, old)
-
-
 @pytest.fixture(scope="module")
-def tables(spark, tmp_path_factory):
+def tables(ext, tmp_path_factory):
+    spark = ext
     root = tmp_path_factory.mktemp("query_aware")
     paths = {k: str(root / k) for k in ("emp", "dept", "nan", "target_a", "target_b")}
     rnd = random.Random(7)
@@ -110,31 +98,34 @@ def _norm(rows) -> list:
     return sorted((tuple(cell(v) for v in r) for r in rows), key=repr)
 
 
+def _tasks_read(spark):
+    """Every read left to the relations' tasks (no small read's rows read at planning), so what each relation
+    declares shows as the relation Spark runs."""
+    return confs(spark, **{CONF_LOCAL_BYTES: "0"})
+
+
 @contextlib.contextmanager
-def _without_estimates(spark):
-    """Rewritten relations stay visible as carbondata relations (a size estimate wraps each in a LogicalRDD,
-    a small one is read on the driver into a local relation, a direct read is a mapInArrow)."""
-    spark.conf.set(query.CONF_STATISTICS, "false")
-    spark.conf.set(query.CONF_LOCAL_BYTES, "0")
-    spark.conf.set(CONF_DIRECT, "false")
-    try:
+def _rules_off(spark):
+    """Plain Spark: the extension's rules off, every column of every row read."""
+    with confs(spark, **{CONF_EXTENSION: "false"}):
         yield
-    finally:
-        spark.conf.unset(query.CONF_STATISTICS)
-        spark.conf.unset(query.CONF_LOCAL_BYTES)
-        spark.conf.unset(CONF_DIRECT)
 
 
 def _check(spark, q: str) -> list:
-    """carbon_ds.sql(q) == spark.sql(q), and q really was rewritten (no fallback warning, a new plan)."""
+    """carbon_ds.sql(q) == plain Spark's answer, and the extension's rules planned q: some relation was pruned,
+    or answered at planning (fewer relations left than plain Spark reads). Returns the reads of q."""
     with warnings.catch_warnings():
-        warnings.simplefilter("error", UserWarning)  # a rewrite that fails falls back with a warning
-        reads = query.analyze(spark, q)
-        got = _norm(carbon_ds.sql(spark, q).collect())
-    assert any(r.unchanged is None for r in reads), reads
-    want = _norm(spark.sql(q).collect())
+        warnings.simplefilter("error", UserWarning)
+        df = carbon_ds.sql(spark, q)
+        got = _norm(df.collect())
+    planned = reads(df)
+    with _rules_off(spark):
+        want = _norm(spark.sql(q).collect())
+        plain = statement_reads(spark, q)
+    assert any(r.pruned for r in planned) or len(planned) < len(plain), (planned, plain)
+    assert not any(r.pruned for r in plain)
     assert got == want, (q, got[:5], want[:5])
-    return reads
+    return planned
 
 
 QUERIES = {
@@ -187,29 +178,24 @@ QUERIES = {
 
 
 @pytest.mark.parametrize("title", list(QUERIES))
-def test_rewritten_query_equals_spark_sql(spark, tables, title):
+def test_query_equals_unpruned_spark_sql(spark, tables, title):
     _check(spark, QUERIES[title])
 
 
 def test_each_occurrence_reads_only_its_columns_and_rows(spark, tables):
     q = QUERIES["self join, different columns"]
-    reads = sorted(query.analyze(spark, q), key=lambda r: r.columns)
-    assert [r.columns for r in reads] == [("id", "Salary", "hired"), ("id", "dept", "mgr")]
-    assert "`hired` >= DATE '2020-06-01'" in reads[0].filter and "`dept` = 'd1'" in reads[1].filter
-    assert all(r.path == tables["emp"] and len(r.all_columns) == 9 for r in reads)
-
-    # the relations Spark runs are fresh loads declaring exactly those columns, with the filter option
-    # (seen without the size estimate, which hides each one behind a LogicalRDD leaf)
-    with _without_estimates(spark):
-        rewritten = query.rewrite(spark, q)
-    rels = relations_of(spark._jvm, rewritten._jdf.queryExecution().analyzed())
-    assert sorted(tuple(r.names) for r in rels) == [("id", "Salary", "hired"), ("id", "dept", "mgr")]
-    assert all("filter" in r.options for r in rels)
-    plain = relations_of(spark._jvm, spark.sql(q)._jdf.queryExecution().analyzed())
-    assert [len(r.names) for r in plain] == [9, 9] and all("filter" not in r.options for r in plain)
+    with _tasks_read(spark):
+        planned = sorted(reads(carbon_ds.sql(spark, q)), key=lambda r: r.columns)
+    assert [r.columns for r in planned] == [("id", "Salary", "hired"), ("id", "dept", "mgr")]
+    assert "`hired` >= DATE '2020-06-01'" in planned[0].filter and "`dept` = 'd1'" in planned[1].filter
+    assert all(r.path == tables["emp"] and r.pruned and not r.local for r in planned)
+    with _rules_off(spark):
+        plain = statement_reads(spark, q)
+    assert [len(r.columns) for r in plain] == [9, 9] and all(r.filter is None for r in plain)
 
     # a point lookup on the sort column reads one of the three files' blocklets
-    (read,) = query.analyze(spark, "SELECT salary FROM emp WHERE id = 700")
+    with _tasks_read(spark):
+        (read,) = statement_reads(spark, "SELECT salary FROM emp WHERE id = 700")
     assert read.columns == ("id", "Salary")
     report = carbon_ds.explain(read.path, read.filter)
     assert (report["blocklets"]["read"], report["blocklets"]["total"]) == (1, 3)
@@ -217,9 +203,13 @@ def test_each_occurrence_reads_only_its_columns_and_rows(spark, tables):
 
 
 def test_count_star_reads_no_column(spark, tables):
-    (read,) = _check(spark, "SELECT count(*) FROM emp")
-    assert read.columns == () and read.filter is None  # rows counted from the index files
-    (read,) = query.analyze(spark, "SELECT count(*) FROM emp WHERE id >= 1000")
+    q = "SELECT count(*) FROM emp"
+    # counted from the index files at planning: a one-slice range of empty rows, no carbondata read
+    assert _check(spark, q) == []
+    assert f"Range (0, {3 * SEGMENT_ROWS}, step=1, splits=Some(1))" in (
+        carbon_ds.sql(spark, q)._jdf.queryExecution().optimizedPlan().toString())
+    with _tasks_read(spark):
+        (read,) = statement_reads(spark, "SELECT count(*) FROM emp WHERE id >= 1000")
     assert read.columns == ("id",) and "`id` >= 1000" in read.filter
 
 
@@ -238,13 +228,14 @@ def test_column_less_read_counts_rows(spark, tmp_path):
 
 
 def _same_writes(spark, statement: str) -> None:
-    """``statement`` into target_a through carbon_ds.sql (rewritten, no fallback) and into target_b
-    through spark.sql leave the two tables equal."""
+    """``statement`` into target_a through carbon_ds.sql (its query pruned by the extension's rules) and into
+    target_b through spark.sql with the rules off leave the two tables equal."""
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
-        assert any(r.unchanged is None for r in query.analyze(spark, statement.format(t="target_a")))
+        assert any(r.pruned for r in statement_reads(spark, statement.format(t="target_a")))
         carbon_ds.sql(spark, statement.format(t="target_a"))
-    spark.sql(statement.format(t="target_b"))
+    with _rules_off(spark):
+        spark.sql(statement.format(t="target_b"))
     a = _norm(spark.sql("SELECT * FROM target_a").collect())
     assert a == _norm(spark.sql("SELECT * FROM target_b").collect()) and a
 
@@ -252,8 +243,8 @@ def _same_writes(spark, statement: str) -> None:
 def test_insert_select(spark, tables):
     ins = ("INSERT INTO {t} SELECT e.id, d.region, e.salary FROM emp e JOIN dept d ON e.dept = d.dept "
            "WHERE e.id < 200 AND d.budget > 100")
-    reads = query.analyze(spark, ins.format(t="target_a"))
-    assert {r.columns for r in reads} == {("id", "dept", "Salary"), ("dept", "region", "budget")}
+    assert {r.columns for r in statement_reads(spark, ins.format(t="target_a"))} == {
+        ("id", "dept", "Salary"), ("dept", "region", "budget")}
     _same_writes(spark, ins)
     # read and write the same view in one statement
     _same_writes(spark, "INSERT INTO {t} SELECT id + 10000, dept, total FROM {t} WHERE id < 50")
@@ -265,7 +256,7 @@ def test_insert_into_parquet_table(spark, tables):
     spark.sql("CREATE TABLE qa_pq (id INT, dept STRING) USING parquet")
     try:
         q = "INSERT INTO qa_pq SELECT id, dept FROM emp WHERE id < 10"
-        assert [r.columns for r in query.analyze(spark, q)] == [("id", "dept")]
+        assert [r.columns for r in statement_reads(spark, q)] == [("id", "dept")]
         with warnings.catch_warnings():
             warnings.simplefilter("error", UserWarning)
             carbon_ds.sql(spark, q)
@@ -287,14 +278,18 @@ def test_freshness_same_views_different_filters(spark, tables):
              f"SELECT dept, count(*) FROM rich WHERE dept IN ('d{step}', 'd{(step + 1) % 8}') GROUP BY dept",
              ][step % 4]
         kept.append((q, carbon_ds.sql(spark, q)))
-        assert _norm(kept[-1][1].collect()) == _norm(spark.sql(q).collect()), q
+        with _rules_off(spark):
+            want = _norm(spark.sql(q).collect())
+        assert _norm(kept[-1][1].collect()) == want, q
         if step == 1:
             spark.sql("INSERT INTO emp SELECT id + 100000, dept, salary, hired, ts, flag, mgr, amount, note "
                       "FROM emp WHERE id < 20")
     q, df = kept[-1]  # the same shape as the first, another filter
     assert q.startswith("SELECT count(*), sum(id) FROM emp WHERE") and q != kept[0][0]
-    assert _norm(df.collect()) == _norm(spark.sql(q).collect()), q
-    assert _check(spark, "SELECT count(*) FROM emp")  # a new statement sees the append
+    with _rules_off(spark):
+        want = _norm(spark.sql(q).collect())
+    assert _norm(df.collect()) == want, q
+    _check(spark, "SELECT count(*) FROM emp")  # a new statement sees the append
 
 
 def test_what_passes_through(spark, tables):
@@ -302,7 +297,7 @@ def test_what_passes_through(spark, tables):
     carbon_ds.sql(spark, "CREATE OR REPLACE TEMPORARY VIEW qa_cmd AS SELECT id, dept FROM emp WHERE id < 10")
     assert spark.sql("SELECT count(*), count(dept) FROM qa_cmd").first()[0] == 10
     spark.catalog.dropTempView("qa_cmd")
-    assert query.rewrite(spark, "SHOW TABLES") is None and not query.is_query("CACHE TABLE dept")
+    assert "emp" in {r.tableName for r in carbon_ds.sql(spark, "SHOW TABLES").collect()}
     # the user's errors come from spark.sql as usual
     with pytest.raises(Exception, match="PARSE_SYNTAX_ERROR|Syntax error"):
         carbon_ds.sql(spark, "SELEC 1")
@@ -310,22 +305,21 @@ def test_what_passes_through(spark, tables):
         carbon_ds.sql(spark, "SELECT no_such_column FROM emp")
     # cached data is read from the cache, so the plan stays as it is
     q = "SELECT region, sum(budget) FROM dept WHERE budget > 60 GROUP BY region"
-    spark.sql("CACHE TABLE dept")
+    carbon_ds.sql(spark, "CACHE TABLE dept")
     try:
-        assert query.analyze(spark, q) == [] and query.rewrite(spark, q) is None
-        assert _norm(carbon_ds.sql(spark, q).collect()) == _norm(spark.sql(q).collect())
+        assert spark.catalog.isCached("dept")
+        df = carbon_ds.sql(spark, q)
+        assert reads(df) == []
+        assert _norm(df.collect()) == _norm(spark.sql(q).collect())
     finally:
         spark.sql("UNCACHE TABLE dept")
-    # the switch
-    spark.conf.set(query.CONF_REWRITE, "false")
-    try:
-        df = carbon_ds.sql(spark, "SELECT id FROM emp WHERE id = 3")
-        assert [len(r.names) for r in relations_of(spark._jvm, df._jdf.queryExecution().analyzed())] == [9]
-    finally:
-        spark.conf.unset(query.CONF_REWRITE)
-    with _without_estimates(spark):
-        df = carbon_ds.sql(spark, "SELECT id FROM emp WHERE id = 3")
-    assert [r.names for r in relations_of(spark._jvm, df._jdf.queryExecution().analyzed())] == [["id"]]
+    # the switch: without the extension's rules, Spark's own plan, answered alike
+    q = "SELECT id FROM emp WHERE id = 3"
+    with _rules_off(spark):
+        assert [len(r.columns) for r in statement_reads(spark, q)] == [9]
+        assert [r.id for r in carbon_ds.sql(spark, q).collect()] == [3]
+    with _tasks_read(spark):
+        assert [r.columns for r in reads(carbon_ds.sql(spark, q))] == [("id",)]
 
 
 def test_optimize_dataframe(spark, tables):
@@ -334,11 +328,10 @@ def test_optimize_dataframe(spark, tables):
     df = (emp.where("id < 300 AND salary < 2000").join(dept, "dept")
           .groupBy("region").agg({"salary": "max", "id": "count"}))
     assert _norm(carbon_ds.optimize(df).collect()) == _norm(df.collect())
-    with _without_estimates(spark):
-        opt = carbon_ds.optimize(df)
-    rels = relations_of(spark._jvm, opt._jdf.queryExecution().analyzed())
-    assert sorted(r.names for r in rels) == [["dept", "region"], ["id", "dept", "Salary"]]
-    assert "`id` < 300" in next(r.options["filter"] for r in rels if "id" in r.names)
+    # the DataFrame itself is planned by the extension's rules
+    planned = reads(df)
+    assert sorted(r.columns for r in planned) == [("dept", "region"), ("id", "dept", "Salary")]
+    assert "`id` < 300" in next(r.filter for r in planned if "id" in r.columns)
     plain = spark.range(3)
     assert carbon_ds.optimize(plain) is plain  # nothing to rewrite: the same DataFrame
 
@@ -362,18 +355,17 @@ def test_scan_bytes_counts_only_surviving_files(tmp_path):
 
 
 def test_small_relations_are_broadcast(spark, tables):
-    """Spark sizes a Python data source at Long.MaxValue, so plain spark.sql sort-merge joins even a
-    9-row table; the rewrite gives Spark an estimate, and the small side is broadcast."""
+    """Spark sizes a Python data source at Long.MaxValue, so plain Spark sort-merge joins even a 9-row table;
+    the extension gives Spark an estimate (read by the tasks, not rows read at planning), and the small side
+    is broadcast."""
     q = "SELECT e.id, d.region FROM emp e JOIN dept d ON e.dept = d.dept WHERE e.salary > 9000"
-    plain = spark.sql(q)._jdf.queryExecution().executedPlan().toString()  # the extension's rules are off
+    with _rules_off(spark):
+        plain = spark.sql(q)._jdf.queryExecution().executedPlan().toString()
     assert "SortMergeJoin" in plain and "BroadcastHashJoin" not in plain
-    spark.conf.set(query.CONF_STATISTICS, "true")
-    try:
-        rewritten = carbon_ds.sql(spark, q)
-        assert "BroadcastHashJoin" in rewritten._jdf.queryExecution().executedPlan().toString()
+    with _tasks_read(spark):
+        planned = carbon_ds.sql(spark, q)._jdf.queryExecution().executedPlan().toString()
+        assert "BroadcastHashJoin" in planned and "SortMergeJoin" not in planned
         _check(spark, q)
-    finally:
-        spark.conf.unset(query.CONF_STATISTICS)
 
 
 def test_decimals_travel_unscaled_and_are_rebuilt_by_spark(spark, tables):
@@ -381,9 +373,10 @@ def test_decimals_travel_unscaled_and_are_rebuilt_by_spark(spark, tables):
     the JVM (Spark converts Arrow decimals value by value through BigDecimal); the answers are unchanged."""
     q = ("SELECT dept, sum(amount), min(amount), max(amount), count(amount) FROM emp "
          "WHERE amount > -5000.5 OR amount IS NULL GROUP BY dept")
-    with _without_estimates(spark):
-        plan = carbon_ds.sql(spark, q)._jdf.queryExecution().analyzed().toString().lower()
-        assert "makedecimal(" in plan, plan
+    with _tasks_read(spark):
+        df = carbon_ds.sql(spark, q)
+        plan = df._jdf.queryExecution().optimizedPlan().toString().lower()
+        assert "makedecimal(" in plan and [r.unscaled for r in reads(df)] == [("amount:10:2",)], plan
         _check(spark, q)
 
 
@@ -409,7 +402,7 @@ def test_small_read_runs_on_the_driver(spark, tables):
     cols, flt = ["id", "amount", "ts", "note"], "id >= 100 AND id < 160 AND note <> 'beta'"
     local = carbon_ds.read(spark, tables["emp"], columns=cols, filter=flt)
     assert "LocalRelation" in local._jdf.queryExecution().analyzed().toString()
-    spark.conf.set(query.CONF_LOCAL_BYTES, "0")
+    spark.conf.set(CONF_LOCAL_BYTES, "0")
     try:
         remote = carbon_ds.read(spark, tables["emp"], columns=cols, filter=flt)
         assert "LocalRelation" not in remote._jdf.queryExecution().analyzed().toString()
@@ -417,37 +410,4 @@ def test_small_read_runs_on_the_driver(spark, tables):
         assert _norm(local.collect()) == _norm(remote.collect())
         assert 0 < local.count() < 60
     finally:
-        spark.conf.unset(query.CONF_LOCAL_BYTES)
-
-
-def test_rewritten_relations_are_planned_on_the_driver(spark, tables):
-    """A rewritten relation is planned by the carbondata reader in the driver's process and read by a
-    mapInArrow over one row per partition (no data source round trips); the answers are the data source's."""
-    q = "SELECT id, amount, note FROM emp WHERE id < 700 AND note <> 'beta'"
-    spark.conf.set(query.CONF_LOCAL_BYTES, "0")
-    try:
-        df = carbon_ds.sql(spark, q)
-        analyzed = df._jdf.queryExecution().analyzed()
-        assert "MapInArrow" in analyzed.toString()
-        assert relations_of(spark._jvm, analyzed) == []
-        with _without_estimates(spark):
-            plain = carbon_ds.sql(spark, q)
-            assert relations_of(spark._jvm, plain._jdf.queryExecution().analyzed()) != []
-            assert _norm(df.collect()) == _norm(plain.collect()) == _norm(spark.sql(q).collect())
-    finally:
-        spark.conf.unset(query.CONF_LOCAL_BYTES)
-
-
-def test_many_partitions_stay_a_data_source_load(spark, tables, monkeypatch):
-    """Every direct task carries the whole partition list, so past MAX_PARTITIONS the relation is a
-    carbondata data source load again (each task then gets only its own partition)."""
-    monkeypatch.setattr(direct, "MAX_PARTITIONS", 0)
-    q = "SELECT id, amount FROM emp WHERE id < 700"
-    spark.conf.set(query.CONF_LOCAL_BYTES, "0")
-    try:
-        df = carbon_ds.sql(spark, q)
-        analyzed = df._jdf.queryExecution().analyzed()
-        assert "MapInArrow" not in analyzed.toString() and relations_of(spark._jvm, analyzed) != []
-        assert _norm(df.collect()) == _norm(spark.sql(q).collect())
-    finally:
-        spark.conf.unset(query.CONF_LOCAL_BYTES)
+        spark.conf.unset(CONF_LOCAL_BYTES)

@@ -449,11 +449,12 @@ def test_each_action_on_a_kept_dataframe_sees_the_commits_before_it(spark, tmp_p
 
 
 def test_direct_read_keeps_its_snapshot_through_a_commit(tmp_path, monkeypatch):
-    """A direct read (carbon_ds.spark.python_rewrite.direct) is planned for its statement alone: a commit landing while its
-    tasks run (after the query began) is not seen, and the query does not fail."""
+    """A reader pinned to its plan (CarbonReader.pinned, as a streaming micro-batch reads) is planned for its
+    statement alone: a commit landing while its tasks run (after the query began) is not seen, and the query
+    does not fail."""
     path = _table(tmp_path)
     reader, parts = _plan(path)
-    reader.pinned = True  # as direct_frame plans it
+    reader.pinned = True  # as a streaming micro-batch plans it (carbon_ds.spark.streaming.stream_source)
     began = _later_query(parts)
     _append(CarbonTable.open(path), path)
     _delete(CarbonTable.open(path), path)
