@@ -83,7 +83,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
     }
 
     static boolean enabled() {
-        return PruneCarbonRelations.enabled()
+        return PruneCarbonRelations.switchedOn()
                 && "true".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_NATIVE, "true").trim());
     }
 

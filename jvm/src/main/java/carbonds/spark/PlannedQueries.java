@@ -40,7 +40,7 @@ public final class PlannedQueries {
      * statement to {@code spark.sql}. Any error gives null too: {@code spark.sql} reports it as it always has.
      */
     public static Dataset<Row> planned(SparkSession session, String text) {
-        if (!PruneCarbonRelations.enabled()) {
+        if (!PruneCarbonRelations.switchedOn()) {
             return null;
         }
         try {

@@ -24,7 +24,6 @@ import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
 import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.catalyst.trees.TreeNode;
-import org.apache.spark.sql.execution.QueryExecution;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceV2;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonTable;
@@ -75,25 +74,9 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
             "RepartitionByExpression", "Repartition", "RebalancePartitions", "ResolvedHint", "SubqueryAlias",
             "View", "Sort");
 
-    // set while carbon_ds.sql learns from Spark's own optimized plan what each relation needs
-    private static final ThreadLocal<Boolean> PAUSED = ThreadLocal.withInitial(() -> false);
-
-    static boolean enabled() {
-        return !PAUSED.get() && switchedOn();
-    }
-
     /** The session's {@code carbon_ds.extension.enabled} (every rule of the extension follows it). */
     static boolean switchedOn() {
         return "true".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_EXTENSION, "true").trim());
-    }
-
-    /**
-     * The optimized plan of {@code qe} as Spark's optimizer alone makes it, without this extension's relation
-     * rules (one call, so it runs on one thread): carbon_ds.sql matches its relations to the optimized
-     * occurrences by expression ids, which local reads, integer decimals and unions would change.
-     */
-    public static LogicalPlan optimizedWithoutRules(QueryExecution qe) {
-        return with(PAUSED, true, qe::optimizedPlan);
     }
 
     /** {@code work}'s result, with {@code local} set to {@code value} on this thread while it runs. */
@@ -116,7 +99,7 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
 
     @Override
     public LogicalPlan apply(LogicalPlan plan) {
-        if (!enabled() || !hasCandidate(plan)) {
+        if (!switchedOn() || !hasCandidate(plan)) {
             return plan;
         }
         Set<Long> referenced = new HashSet<>();

@@ -109,7 +109,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
     }
 
     static boolean enabled() {
-        return PruneCarbonRelations.enabled()
+        return PruneCarbonRelations.switchedOn()
                 && !"false".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_MV_REWRITE, "true").trim());
     }
 
