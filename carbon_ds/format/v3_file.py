@@ -166,7 +166,7 @@ class V3File:
         # global dictionaries are table-wide and read whole: load each once per file object
         self._global_dicts: dict[tuple[str, str], pa.Array] = {}
         # (blocklet, column) -> chunk bytes (remote storage), place and parsed DataChunk3 kept by
-        # ``read_column_chunk(hold=True)`` (page pruning reads the filter columns' headers first) for the
+        # ``chunk_header(hold=True)`` (page pruning reads the filter columns' headers first) for the
         # decode that follows
         self._held: dict[tuple[int, int], tuple[memoryview | None, int, int, int, DataChunk3]] = {}
         self._whole: bytes | None = None  # every byte of a small file (WHOLE_FILE_BYTES), read on opening
@@ -329,24 +329,13 @@ class V3File:
         self._file.close()
 
     # ------------------------------------------------------------------ metadata
-    def blocklet(self, i: int) -> BlockletInfo3:
+    def footer_blocklet(self, i: int) -> BlockletInfo3:
         """The footer's description of blocklet ``i``; an IndexError naming the file when out of range."""
         if not 0 <= i < len(self._blocklets):
             raise IndexError(f"blocklet {i} out of range: {self.path} has {len(self._blocklets)}")
         return self._blocklets[i]
 
-    def blocklet_rows(self, i: int) -> int:
-        self.blocklet(i)
-        return self.blocklet_row_counts[i]
-
-    def page_count(self, i: int) -> int:
-        """Pages of blocklet ``i``: from the footer, or from the first column chunk when it does not say."""
-        info = self.blocklet(i)
-        if info.number_number_of_pages is not None:
-            return int(info.number_number_of_pages)
-        return len(self.read_column_chunk(i, 0).data_chunk_list or [])
-
-    def resolve(self, columns: list[str] | None) -> list[ColumnNode]:
+    def column_nodes(self, columns: list[str] | None) -> list[ColumnNode]:
         if columns is None:
             return list(self.nodes)
         by_name = {n.name.lower(): n for n in self.nodes}
@@ -363,7 +352,7 @@ class V3File:
     # ------------------------------------------------------------------ column chunks
     def _chunk_span(self, b: int, c: int) -> tuple[int, int, int]:
         """Where column ``c`` of blocklet ``b`` lies: its offset, the offset where it ends, its header size."""
-        info = self.blocklet(b)
+        info = self.footer_blocklet(b)
         if not 0 <= c < len(self.columns):
             raise IndexError(f"column index {c} out of range: {self.path} has {len(self.columns)} columns")
         start = info.column_data_chunks_offsets[c]
@@ -375,7 +364,7 @@ class V3File:
                                     f"chunk of {end - start}", self.path, start)
         return start, end, hlen
 
-    def _chunk_header(self, b: int, c: int, whole: bool) -> tuple[memoryview | None, int, int, int, DataChunk3]:
+    def _chunk_at(self, b: int, c: int, whole: bool) -> tuple[memoryview | None, int, int, int, DataChunk3]:
         """(the chunk's bytes when ``whole``, else None; its offset, end and header size; its header). Local
         files read only the header unless ``whole``: a pruned read then reads just its pages."""
         start, end, hlen = self._chunk_span(b, c)
@@ -384,7 +373,7 @@ class V3File:
             head = bytes(buf[:hlen])
         else:
             buf, head = None, self._read(start, hlen)
-        pages = self.blocklet(b).number_number_of_pages
+        pages = self.footer_blocklet(b).number_number_of_pages
         declared = _declared_pages(head)
         if pages and declared is not None and declared != pages:
             # refused from the list's header, before its page headers become objects (a few KB each)
@@ -392,17 +381,17 @@ class V3File:
                                     f"headers, the footer says {pages} pages", self.path, start)
         return buf, start, end, hlen, _parse_chunk_header(head, self.path, start)
 
-    def read_column_chunk(self, blocklet: int, column_index: int, hold: bool = False) -> DataChunk3:
+    def chunk_header(self, blocklet: int, column_index: int, hold: bool = False) -> DataChunk3:
         """The DataChunk3 header of a column chunk; with ``hold`` its header (and on remote storage its
         bytes) are kept for the next decode of that chunk, which then neither reads nor parses them again
-        (``release`` drops them)."""
-        held = self._chunk_header(blocklet, column_index, whole=hold and not self._storage.is_local)
+        (``drop_held`` drops them)."""
+        held = self._chunk_at(blocklet, column_index, whole=hold and not self._storage.is_local)
         if hold:
             self._held[(blocklet, column_index)] = held
         return held[-1]
 
-    def release(self, blocklet: int) -> None:
-        """Drop the chunks of ``blocklet`` held by ``read_column_chunk(hold=True)`` and not decoded since."""
+    def drop_held(self, blocklet: int) -> None:
+        """Drop the chunks of ``blocklet`` held by ``chunk_header(hold=True)`` and not decoded since."""
         for key in [k for k in list(self._held) if k[0] == blocklet]:
             self._held.pop(key, None)
 
@@ -412,10 +401,10 @@ class V3File:
         and only they are returned, the others are None."""
         held = self._held.pop((b, c), None)
         if held is None:
-            held = self._chunk_header(b, c, whole=need is None or not self._storage.is_local)
+            held = self._chunk_at(b, c, whole=need is None or not self._storage.is_local)
         buf, start, end, hlen, chunk = held
         col = self.columns[c]
-        info = self.blocklet(b)
+        info = self.footer_blocklet(b)
         pages_meta = chunk.data_chunk_list or []
         n = len(pages_meta)
         if expected is not None and len(expected) != n:
@@ -564,7 +553,7 @@ class V3File:
         """The local dictionary of column ``c`` of blocklet ``b`` (header ``chunk``), None without one."""
         if chunk.local_dictionary is None:
             return None
-        return local_dictionary(chunk, col, self.path, self.blocklet(b).column_data_chunks_offsets[c],
+        return local_dictionary(chunk, col, self.path, self.footer_blocklet(b).column_data_chunks_offsets[c],
                                 self._exact_nulls)
 
     def plain_chunks(self, node: ColumnNode) -> list[tuple[pa.Array | None, list[Page]]]:
@@ -609,12 +598,13 @@ class V3File:
         return self._global_dicts[key]
 
     # ------------------------------------------------------------------ reading
-    def read_blocklet(
+    def decode_blocklet(
         self, i: int, columns: list[str] | None = None, pages: list[int] | None = None
     ) -> pa.RecordBatch:
         """Blocklet ``i``; with ``pages`` only those pages' rows (every column shares page boundaries)."""
-        nodes = self.resolve(columns)
-        rows = self.blocklet_rows(i)
+        nodes = self.column_nodes(columns)
+        self.footer_blocklet(i)  # an IndexError naming the file when out of range
+        rows = self.blocklet_row_counts[i]
         keep = set(pages) if pages is not None else None
         arrays = []
         for node in nodes:
@@ -632,7 +622,7 @@ class V3File:
                 raise CarbonFormatError(
                     f"column {node.name!r} holds {len(arr)} rows in blocklet {i}, expected {rows}",
                     self.path,
-                    self.blocklet(i).column_data_chunks_offsets[self._index[id(node.schema)]],
+                    self.footer_blocklet(i).column_data_chunks_offsets[self._index[id(node.schema)]],
                 )
             arrays.append(arr)
         schema = pa.schema([self.schema.field(n.name) for n in nodes])

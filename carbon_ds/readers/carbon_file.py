@@ -154,15 +154,19 @@ class CarbonDataFile:
         return self._v3.page_row_counts
 
     def blocklet_rows(self, i: int) -> int:
-        return self._v3.blocklet_rows(i)
+        self._v3.footer_blocklet(i)  # an IndexError naming the file when out of range
+        return self._v3.blocklet_row_counts[i]
 
     def blocklet_info(self, i: int) -> BlockletInfo3:
         """The footer's description of blocklet ``i`` (rows, pages, column chunk offsets)."""
-        return self._v3.blocklet(i)
+        return self._v3.footer_blocklet(i)
 
     def page_count(self, i: int) -> int:
         """Pages of blocklet ``i``: from the footer, or from the first column chunk when it does not say."""
-        return self._v3.page_count(i)
+        pages = self.blocklet_info(i).number_number_of_pages
+        if pages is not None:
+            return int(pages)
+        return len(self.read_column_chunk(i, 0).data_chunk_list or [])
 
     def page_rows(self, i: int) -> list[int]:
         """Rows of each page of blocklet ``i`` from the footer (no page is decoded)."""
@@ -176,18 +180,18 @@ class CarbonDataFile:
         """The DataChunk3 header of a column chunk; with ``hold`` its header (and on remote storage its
         bytes) are kept for the next decode of that chunk, which then neither reads nor parses them again
         (``release`` drops them)."""
-        return self._v3.read_column_chunk(blocklet, column_index, hold)
+        return self._v3.chunk_header(blocklet, column_index, hold)
 
     def release(self, blocklet: int) -> None:
         """Drop the chunks of ``blocklet`` held by ``read_column_chunk(hold=True)`` and not decoded since."""
-        self._v3.release(blocklet)
+        self._v3.drop_held(blocklet)
 
     # ------------------------------------------------------------------ reading
     def read_blocklet(
         self, i: int, columns: list[str] | None = None, pages: list[int] | None = None
     ) -> pa.RecordBatch:
         """Blocklet ``i``; with ``pages`` only those pages' rows (every column shares page boundaries)."""
-        return self._v3.read_blocklet(i, columns, pages)
+        return self._v3.decode_blocklet(i, columns, pages)
 
     def iter_batches(
         self, columns: list[str] | None = None, blocklets: list[int] | None = None
@@ -197,7 +201,7 @@ class CarbonDataFile:
 
     def read(self, columns: list[str] | None = None) -> pa.Table:
         v = self._v3
-        nodes = v.resolve(columns)
+        nodes = v.column_nodes(columns)
         schema = pa.schema([v.schema.field(n.name) for n in nodes])
         threads = min(READ_THREADS, v.num_blocklets * len(nodes))
         if threads < 2 or v.num_rows * len(nodes) < PARALLEL_MIN_VALUES:
@@ -230,7 +234,7 @@ def read_files(files: list[CarbonDataFile], columns: list[str] | None = None) ->
     Columns of nested types or a global dictionary, and any file whose pages disagree with its footer's row
     counts, are read file by file (which names the problem)."""
     first = files[0]
-    nodes = first._v3.resolve(columns)
+    nodes = first._v3.column_nodes(columns)
     schema = pa.schema([first.schema.field(n.name) for n in nodes])
     if len(files) == 1 or any(not shares_view(first, f) for f in files):
         return pa.concat_tables([f.read(columns) for f in files]) if len(files) > 1 else first.read(columns)
