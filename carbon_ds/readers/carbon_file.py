@@ -123,6 +123,11 @@ class CarbonDataFile:
         return self._v3.absent
 
     @property
+    def nodes(self) -> list[ColumnNode]:
+        """The file's top-level columns as read (nested, in the table's columns when opened with them)."""
+        return self._v3.nodes
+
+    @property
     def schema(self) -> pa.Schema:
         return self._v3.schema
 
@@ -220,7 +225,7 @@ def shares_view(a: CarbonDataFile, b: CarbonDataFile) -> bool:
     """Whether two open files present the same columns alike (one shared column view: their stored column
     lists had the same bytes and they were opened in the same table columns), so ``read_files`` may decode
     them together."""
-    return a._v3.nodes is b._v3.nodes
+    return a.nodes is b.nodes
 
 
 _FLAT = frozenset(set(DataType) - {DataType.ARRAY, DataType.MAP, DataType.STRUCT})

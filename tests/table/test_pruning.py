@@ -35,6 +35,7 @@ from carbon_ds.expressions import (
     parse,
 )
 from carbon_ds.format import v3_file
+from carbon_ds.format.arrow_types import nest
 from carbon_ds.format.stat_bytes import dimension_bytes, measure_bytes
 from carbon_ds.format.structs import ColumnSchema, DataType, Encoding
 from carbon_ds.format.v3_file import V3File
@@ -323,6 +324,10 @@ def test_untrusted_columns():
     ]
     cols[0].num_child = 1
     assert S.trusted_columns(cols) == [False, False, False, False, False, True]
+    # from an open file's nested columns: the same answer, and a table column the file lacks is no column
+    added = _col(DataType.INT, False, name="added")
+    nodes = nest(cols) + nest([added])
+    assert S.trusted_nodes(nodes, cols) == [False, False, False, False, False, True]
 
 
 def test_merge_unknown_stays_unknown():
