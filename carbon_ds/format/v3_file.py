@@ -114,7 +114,6 @@ DEFAULT_PAGE_ROWS = 32000  # CarbonData's page size when a file does not record 
 # system call and Python around it, more than reading the rest of its bytes.
 WHOLE_FILE_BYTES = 1 << 20
 
-
 # Parsed footers, headers and column-chunk headers by their exact bytes: a query re-opens the same files
 # query after query (Spark reuses its Python workers), and parsing a chunk's page headers or a footer of many
 # blocklets costs more than decoding a point lookup's pages. Within 16 MiB of keys (parsed objects take
@@ -151,7 +150,7 @@ class V3File:
     """The bytes of one open V3 data file: footer and header parsed and checked on construction, column
     chunks read on demand. One object serves every thread decoding (blocklet, column) pieces of the file."""
 
-    def __init__(self, file, path: str, storage: Storage, inner: str,
+    def __init__(self, file: pa.NativeFile, path: str, storage: Storage, inner: str,
                  table_columns: list[ColumnSchema] | None = None):
         """``file``: the open handle (``Storage.open(inner)``), closed by ``close``; ``table_columns``: present
         the file in a table's current columns (see format.column_view)."""
@@ -336,6 +335,8 @@ class V3File:
         return self._blocklets[i]
 
     def column_nodes(self, columns: list[str] | None) -> list[ColumnNode]:
+        """The column trees of ``columns`` (names in any case; None: every column), or a CarbonSchemaError
+        listing the columns there are."""
         if columns is None:
             return list(self.nodes)
         by_name = {n.name.lower(): n for n in self.nodes}

@@ -102,14 +102,17 @@ class CarbonDataFile:
 
     @property
     def size(self) -> int:
+        """The file's size in bytes."""
         return self._v3.size
 
     @property
     def footer(self) -> FileFooter3:
+        """The parsed footer (blocklets, their index entries, rows)."""
         return self._v3.footer
 
     @property
     def header(self) -> FileHeader:
+        """The parsed file header (columns as written, compressor)."""
         return self._v3.header
 
     @property
@@ -129,18 +132,22 @@ class CarbonDataFile:
 
     @property
     def schema(self) -> pa.Schema:
+        """The Arrow schema a read returns."""
         return self._v3.schema
 
     @property
     def num_rows(self) -> int:
+        """Rows in the file, from its footer."""
         return self._v3.num_rows
 
     @property
     def num_blocklets(self) -> int:
+        """Blocklets in the file."""
         return self._v3.num_blocklets
 
     @property
     def compressor(self) -> str:
+        """The name of the compressor of its pages (e.g. snappy, zstd)."""
         return self._v3.compressor
 
     @property
