@@ -22,7 +22,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from common import parser, save
 
-from carbon_ds.readers import carbon_file
+from carbon_ds.format import v3_file
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.writers.carbon_file_writer import CarbonWriter, WriterOptions
 
@@ -52,7 +52,7 @@ def _seconds(fn) -> float:
 
 
 def _cold_read(path: str) -> None:
-    carbon_file._PARSED.clear()  # what a first read of the file pays
+    v3_file._PARSED.clear()  # what a first read of the file pays
     CarbonDataFile(path).read()
 
 

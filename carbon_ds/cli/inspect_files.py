@@ -8,7 +8,7 @@ import struct
 from collections.abc import Iterator
 
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
-from carbon_ds.format import direct_dictionary, encoder_meta, old_versions, stream
+from carbon_ds.format import direct_dictionary, encoder_meta, stream, v3_file
 from carbon_ds.format.structs import (
     BlockIndex,
     BlockletMinMaxIndex,
@@ -104,7 +104,7 @@ def describe_data_file(path: str, pages: bool = True) -> Iterator[str]:
         header, hlen = FileHeader.from_bytes(data, path)
     except CarbonFormatError:
         if 0 <= footer_at < len(data) - 8:  # V1/V2 files have no header: name their format instead
-            old_versions.check_footer(data[footer_at:-8], path, footer_at)
+            v3_file.check_footer(data[footer_at:-8], path, footer_at)
         raise
     if stream.is_stream_header(header):
         yield from _describe_stream(data, path, header)
@@ -195,7 +195,7 @@ def describe_index_file(path: str) -> Iterator[str]:
 
 def _index_entries(data: bytes, path: str) -> Iterator[str]:
     header, pos = IndexHeader.from_bytes(data, path)
-    old_versions.check_index_version(header.version, path)
+    v3_file.check_index_version(header.version, path)
     yield f"index header: version={header.version} is_sort={header.is_sort} schema_time_stamp={header.schema_time_stamp}"
     yield from _columns(header.table_columns)
     n = 0

@@ -10,8 +10,8 @@ from __future__ import annotations
 import os
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import old_versions
 from carbon_ds.format.structs import BlockIndex, IndexHeader, MergedBlockIndex, MergedBlockIndexHeader
+from carbon_ds.format.v3_file import check_index_version
 from carbon_ds.fs import Storage
 
 
@@ -27,7 +27,7 @@ def _load(source: str | os.PathLike | bytes | bytearray | memoryview, storage: S
 
 def parse_index(data: bytes, path: str = "<bytes>") -> tuple[IndexHeader, list[BlockIndex]]:
     header, pos = IndexHeader.from_bytes(data, path)
-    old_versions.check_index_version(header.version, path)
+    check_index_version(header.version, path)
     entries: list[BlockIndex] = []
     while pos < len(data):
         entry, used = BlockIndex.from_bytes(data[pos:], path, pos)

@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable
 
 from carbon_ds.expressions.might_match import ColumnStats
-from carbon_ds.format.arrow_types import COMPLEX, nest
+from carbon_ds.format.arrow_types import COMPLEX, ColumnNode, nest
 from carbon_ds.format.stat_bytes import value_from_bytes
 from carbon_ds.format.structs import BlockletMinMaxIndex, ColumnSchema, DataType, Encoding
 
@@ -55,16 +55,23 @@ _TRUSTED: dict[tuple, list[bool]] = {}
 
 
 def _trusted_columns(columns: list[ColumnSchema]) -> list[bool]:
-    ok = [False] * len(columns)
-    index = {id(c): i for i, c in enumerate(columns)}
     try:
         nodes = nest(columns)
     except Exception:  # a broken header: trust nothing rather than guess
-        return ok
+        return [False] * len(columns)
+    return trusted_nodes(nodes, columns)
+
+
+def trusted_nodes(nodes: Iterable[ColumnNode], columns: list[ColumnSchema]) -> list[bool]:
+    """``trusted_columns`` of ``columns`` nested as ``nodes`` (an open file's, already built when it opened);
+    a node whose column is not among ``columns`` (a table column the file does not hold) is skipped."""
+    ok = [False] * len(columns)
+    index = {id(c): i for i, c in enumerate(columns)}
     for node in nodes:
         c = node.schema
+        i = index.get(id(c))
         dt_ = _dtype(c)
-        if dt_ is None or dt_ in COMPLEX or dt_ == DataType.BINARY:
+        if i is None or dt_ is None or dt_ in COMPLEX or dt_ == DataType.BINARY:
             continue
         enc = set(c.encoders or [])
         if Encoding.DICTIONARY in enc and dt_ != DataType.DATE:
@@ -73,7 +80,7 @@ def _trusted_columns(columns: list[ColumnSchema]) -> list[bool]:
             continue
         if dt_ == DataType.TIMESTAMP and Encoding.DIRECT_DICTIONARY in enc:
             continue  # 1.x direct-dictionary timestamps store keys relative to a configured cut-off
-        ok[index[id(c)]] = True
+        ok[i] = True
     return ok
 
 

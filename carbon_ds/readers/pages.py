@@ -50,7 +50,7 @@ def surviving_pages(f: CarbonDataFile, blocklet: int, expr: Expr, hold: bool = F
     ``hold`` the file keeps those columns' chunks for the decode that follows (``f.release`` drops them)."""
     names = {c.lower() for c in expr.columns()}
     columns = f.columns
-    trusted = S.trusted_columns(columns)
+    trusted = S.trusted_nodes(f.nodes, columns)
     per_column: dict[str, list[S.Stats]] = {}
     n_pages = None
     for i, c in enumerate(columns):

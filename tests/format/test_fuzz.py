@@ -81,8 +81,8 @@ def test_mutations(path: Path):
     data = path.read_bytes()
     footer_at = int.from_bytes(data[-8:], "big")
     with CarbonDataFile(str(path)) as f:
-        meta_end = max(o + n for o, n in zip(f._blocklets[0].column_data_chunks_offsets,
-                                              f._blocklets[0].column_data_chunks_length, strict=True))
+        meta_end = max(o + n for o, n in zip(f.blocklet_info(0).column_data_chunks_offsets,
+                                              f.blocklet_info(0).column_data_chunks_length, strict=True))
         meta_end = min(meta_end, 4096)
     cases = SMALL_CASES if len(data) < 65536 else LARGE_CASES
     rng = random.Random(f"{path.name}-{len(data)}")

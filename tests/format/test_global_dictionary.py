@@ -143,7 +143,7 @@ def test_dictionary_loaded_once_per_file_object(monkeypatch):
         calls.append(args[1])
         return real(*args, **kwargs)
 
-    monkeypatch.setattr("carbon_ds.readers.carbon_file.read_global_dictionary", counting)
+    monkeypatch.setattr("carbon_ds.format.v3_file.read_global_dictionary", counting)
     with CarbonDataFile(str(TABLE / DATA_REL)) as f:
         f.read(["name"])
         f.read(["name", "country"])

@@ -6,8 +6,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from carbon_ds.api import write_table
+from carbon_ds.format import v3_file
 from carbon_ds.format.parse_cache import BytesCache
-from carbon_ds.readers import CarbonDataFile, carbon_file
+from carbon_ds.readers import CarbonDataFile
 
 
 def _files(tmp_path, n: int) -> list[str]:
@@ -20,8 +21,8 @@ def _files(tmp_path, n: int) -> list[str]:
 
 
 def test_chunk_headers_are_parsed_once_per_content_and_kept_within_budget(tmp_path, monkeypatch):
-    fresh = BytesCache(carbon_file._PARSED.budget_bytes, carbon_file._PARSED.max_item_bytes)
-    monkeypatch.setattr(carbon_file, "_PARSED", fresh)
+    fresh = BytesCache(v3_file._PARSED.budget_bytes, v3_file._PARSED.max_item_bytes)
+    monkeypatch.setattr(v3_file, "_PARSED", fresh)
     paths = _files(tmp_path, 4)
     with CarbonDataFile(paths[0]) as f, CarbonDataFile(paths[0]) as g:
         assert f.read_column_chunk(0, 0) is g.read_column_chunk(0, 0)  # one parse for the same bytes

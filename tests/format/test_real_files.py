@@ -187,8 +187,8 @@ def test_projection_case_insensitive_and_unknown_column():
 def test_projection_reads_only_requested_ranges():
     f = _one("sdk-1.6-mnist-test")
     reads = []
-    original = f._read
-    f._read = lambda off, n: reads.append((off, n)) or original(off, n)  # type: ignore[method-assign]
+    original = f._v3._read
+    f._v3._read = lambda off, n: reads.append((off, n)) or original(off, n)  # type: ignore[method-assign]
     f.read(["idx"])
     assert sum(n for _, n in reads) < 30_000  # the 2.4 MB image column is never touched
 

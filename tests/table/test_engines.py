@@ -16,7 +16,7 @@ from carbon_ds.duckdb import CarbonDataset, register
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import Compare, In, IsNull, Not, NotNull, StartsWith, and_, or_
 from carbon_ds.expressions.polars_filter import from_polars_json, translate_polars_json
-from carbon_ds.readers.carbon_file import CarbonDataFile
+from carbon_ds.format.v3_file import V3File
 from carbon_ds.table.read import scan as scan_module
 from carbon_ds.table.read.pruning import Counts
 
@@ -252,7 +252,7 @@ def test_duckdb_projection_pushdown(sorted_table):
     d = carbon_ds_duckdb.dataset(sorted_table)
     con.register("t", d)
     pushed, decoded = [], set()
-    original, decode = CarbonDataset.scanner, CarbonDataFile._decode
+    original, decode = CarbonDataset.scanner, V3File._decode
 
     def spy(self, columns=None, filter=None, **kw):
         pushed.append((columns, filter))
@@ -264,7 +264,7 @@ def test_duckdb_projection_pushdown(sorted_table):
 
     mp = pytest.MonkeyPatch()
     mp.setattr(CarbonDataset, "scanner", spy)
-    mp.setattr(CarbonDataFile, "_decode", spy_decode)
+    mp.setattr(V3File, "_decode", spy_decode)
     try:
         total = con.sql("select sum(k) from t where d >= date '2021-01-01'").fetchall()[0][0]
     finally:

@@ -34,9 +34,11 @@ from carbon_ds.expressions import (
     or_,
     parse,
 )
+from carbon_ds.format import v3_file
+from carbon_ds.format.arrow_types import nest
 from carbon_ds.format.stat_bytes import dimension_bytes, measure_bytes
 from carbon_ds.format.structs import ColumnSchema, DataType, Encoding
-from carbon_ds.readers import carbon_file
+from carbon_ds.format.v3_file import V3File
 from carbon_ds.readers import column_stats as S
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.read import pruning, scan
@@ -322,6 +324,10 @@ def test_untrusted_columns():
     ]
     cols[0].num_child = 1
     assert S.trusted_columns(cols) == [False, False, False, False, False, True]
+    # from an open file's nested columns: the same answer, and a table column the file lacks is no column
+    added = _col(DataType.INT, False, name="added")
+    nodes = nest(cols) + nest([added])
+    assert S.trusted_nodes(nodes, cols) == [False, False, False, False, False, True]
 
 
 def test_merge_unknown_stays_unknown():
@@ -457,24 +463,24 @@ def test_a_pruned_read_of_a_local_file_reads_only_its_pages(tmp_path, monkeypatc
     monkeypatch.undo()
     [path] = (tmp_path / "t").rglob("*.carbondata")
     read: list[int] = []
-    real_read = CarbonDataFile._read
+    real_read = V3File._read
 
     def counting(self, offset, length):
         read.append(length)
         return real_read(self, offset, length)
 
-    monkeypatch.setattr(CarbonDataFile, "_read", counting)
+    monkeypatch.setattr(V3File, "_read", counting)
     # a file up to WHOLE_FILE_BYTES is read in one call on opening (one read costs less than seven)
     got = carbon_ds.read_table(tmp_path / "t", filter="k = 7001")
     assert got.to_pylist() == [{"k": 7001, "v": "value 7001"}]
     assert read[0] == path.stat().st_size  # the later calls slice those bytes
     # past that size, a lookup reads the chunk headers and its page's bytes, not the whole chunks
-    monkeypatch.setattr(carbon_file, "WHOLE_FILE_BYTES", 0)
+    monkeypatch.setattr(v3_file, "WHOLE_FILE_BYTES", 0)
     read.clear()
     got = carbon_ds.read_table(tmp_path / "t", filter="k = 7001")
     assert got.to_pylist() == [{"k": 7001, "v": "value 7001"}]
     with CarbonDataFile(str(path)) as f:
-        chunks = sum(f._chunk_span(0, c)[1] - f._chunk_span(0, c)[0] for c in range(len(f.columns)))
+        chunks = sum(f._v3._chunk_span(0, c)[1] - f._v3._chunk_span(0, c)[0] for c in range(len(f.columns)))
     assert sum(read) < path.stat().st_size - chunks + chunks / 5, (sum(read), chunks)
     assert carbon_ds.read_table(tmp_path / "t", filter="k >= 2990 and k < 3010")["k"].to_pylist() == list(
         range(2990, 3010))  # two neighbouring pages, one read

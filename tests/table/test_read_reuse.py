@@ -9,7 +9,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 import carbon_ds
-from carbon_ds.readers import carbon_file as reader_module
+from carbon_ds.format import v3_file
 from carbon_ds.table.write import plain
 
 
@@ -30,13 +30,13 @@ def test_filter_chunks_are_parsed_once_and_rows_match(tmp_path, monkeypatch):
     carbon_ds.write_table(data, path, sort_columns="k")
 
     parsed: Counter = Counter()
-    real = reader_module.parse_data_chunk3
+    real = v3_file.parse_data_chunk3
 
     def counting(buf, where, offset):
         parsed[offset] += 1
         return real(buf, where, offset)
 
-    monkeypatch.setattr(reader_module, "parse_data_chunk3", counting)
+    monkeypatch.setattr(v3_file, "parse_data_chunk3", counting)
     got = carbon_ds.scan(path, columns=["k", "s"], filter="k >= 700 and k < 1900 and v < 9",
                          use_threads=False).to_arrow()
     want = data.filter(pc.and_(pc.and_(pc.greater_equal(data["k"], 700), pc.less(data["k"], 1900)),
