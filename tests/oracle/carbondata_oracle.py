@@ -15,9 +15,12 @@ import fcntl
 import json
 import math
 import os
+import resource
 import shutil
 import struct
 import subprocess
+import sys
+import time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -36,6 +39,11 @@ JVM_OPTIONS = [
 BATCH_TIMEOUT_S = 3600  # a few minutes on two idle cores; a machine shared with other work takes several times that
 
 
+def phase(text: str) -> None:
+    """A setup phase's time, on stderr (pytest shows it with -s, or beside a failure): where a slow run went."""
+    print(f"[oracle] {text}", file=sys.stderr, flush=True)
+
+
 class OracleUnavailable(Exception):
     """Maven or a JDK is missing, or the build failed (the message says which)."""
 
@@ -51,6 +59,7 @@ class Oracle:
     def build(cls, module: str = "java", main: str = "CarbonOracle") -> Oracle:
         """The harness of tests/oracle/<module>: "java" (CarbonData 2.3.0, CarbonOracle) or "java1x"
         (CarbonData 1.6.1's writer, CarbonWriter1x)."""
+        started = time.monotonic()
         if shutil.which("java") is None:
             raise OracleUnavailable("no 'java' on PATH (a JDK 17+)")
         # parallel test workers (pytest -n) each build: one at a time, so none reads a half-written build
@@ -62,6 +71,7 @@ class Oracle:
         if done.returncode != 0:
             last = (done.stderr.strip().splitlines() or ["(no output)"])[-1]
             raise OracleUnavailable(f"scripts/build-oracle.sh {module} failed ({done.returncode}): {last}")
+        phase(f"build of the {module} harness: {time.monotonic() - started:.1f} s")
         build = BUILD if module == "java" else Path(f"{BUILD}-{module}")
         jars = (build / "classpath.txt").read_text().strip()
         return cls(f"{build / 'classes'}{os.pathsep}{jars}", main)
@@ -75,8 +85,11 @@ class Oracle:
                 job.setdefault("out", str(workdir / f"rows-{n}.jsonl"))
         batch, results = workdir / "batch.json", workdir / "results.json"
         batch.write_text(json.dumps({"jobs": jobs}))
+        started, cpu = time.monotonic(), _children_cpu()
         done = subprocess.run(["java", *JVM_OPTIONS, "-cp", self.classpath, self.main, str(batch), str(results)],
                               capture_output=True, text=True, timeout=BATCH_TIMEOUT_S)
+        jvm_s, jvm_cpu = time.monotonic() - started, _children_cpu() - cpu
+        started = time.monotonic()
         if done.returncode != 0 or not results.exists():
             raise RuntimeError(f"the CarbonData oracle failed ({done.returncode}): {done.stderr[-3000:]}")
         out: dict[str, dict] = {}
@@ -87,7 +100,16 @@ class Oracle:
                 with open(job["out"], encoding="utf-8") as f:
                     result["rows"] = [json.loads(line) for line in f]
             out[result["id"]] = result
+        slowest = sorted(out.values(), key=lambda r: r.get("ms", 0), reverse=True)[:3]
+        phase(f"{len(jobs)} jobs in one JVM: {jvm_s:.1f} s ({jvm_cpu:.1f} s CPU), results read in "
+              f"{time.monotonic() - started:.1f} s; slowest jobs "
+              + ", ".join(f"{r['id']} {r.get('ms', 0) / 1000:.1f} s" for r in slowest))
         return out
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
 
 
 # ---------------------------------------------------------------------- values as the oracle prints them

@@ -23,10 +23,11 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 
 import pytest
-from carbondata_oracle import Oracle, as_multiset, canon_table
+from carbondata_oracle import Oracle, as_multiset, canon_table, phase
 from hypothesis_cases import hypothesis_cases
 from known_java import DEMOS, SEGMENT_FOLDERS, VALUE_DEMOS, demo_jobs, excuse, segment_jobs
 from oracle_cases import ROW_ID, Case, expected_rows, make_case, oracle_write_job, write_options
@@ -59,10 +60,12 @@ class Run:
     """The module's cases, written both ways, and every CarbonData answer about them."""
 
     def __init__(self, oracle: Oracle, work: Path):
+        started = time.monotonic()
         self.cases = [make_case(seed) for seed in range(N_CASES)] + hypothesis_cases(N_HYPOTHESIS)
         self.ours = {c.seed: work / f"ours-{c.seed}" for c in self.cases}
         self.theirs = {c.seed: work / f"theirs-{c.seed}" for c in self.cases}
         self.write_errors: dict[int, str] = {}
+        drawn = time.monotonic()
         for case in self.cases:
             table = case.table
             try:
@@ -70,6 +73,8 @@ class Run:
                     carbon_ds.write_table(table.slice(a, b - a), str(self.ours[case.seed]), **write_options(case))
             except Exception as e:  # reported by the test that reads it
                 self.write_errors[case.seed] = f"{type(e).__name__}: {e}"
+        written = time.monotonic()
+        phase(f"{len(self.cases)} cases drawn in {drawn - started:.1f} s, written by carbon-ds in {written - drawn:.1f} s")
         jobs = []
         for case in self.cases:
             s = case.seed
@@ -86,6 +91,7 @@ class Run:
         jobs.extend(demo_jobs(str(work / "demo")))
         self.segments_case, self.segments_filter, more = segment_jobs(str(work / "segments"))
         jobs.extend(more)
+        phase(f"CarbonData's jobs built in {time.monotonic() - written:.1f} s")
         self.results = oracle.run(jobs, work / "jobs")
 
     @staticmethod

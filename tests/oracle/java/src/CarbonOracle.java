@@ -40,6 +40,7 @@ import com.google.gson.JsonPrimitive;
 import java.io.BufferedWriter;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.lang.reflect.Constructor;
 import java.math.BigDecimal;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -49,6 +50,7 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ArrayBlockingQueue;
 
 import org.apache.carbondata.core.metadata.datatype.ArrayType;
 import org.apache.carbondata.core.metadata.datatype.DataType;
@@ -286,7 +288,7 @@ public final class CarbonOracle {
           writer.write(values);
           rows++;
         }
-        writer.close();
+        close(writer);
       }
     } finally {
       for (Map.Entry<String, String> e : before.entrySet()) {
@@ -298,6 +300,54 @@ public final class CarbonOracle {
       }
     }
     return rows;
+  }
+
+  /**
+   * ``writer.close()``, without CarbonData 2.3.0's five-minute stall. The writer hands rows to its loading thread
+   * through a CarbonOutputIteratorWrapper: at close it queues the last batch, queues an empty end-of-input batch
+   * only if the queue is empty just then, and sets its (non-volatile) close flag after that. If the loading thread
+   * takes the last batch and reads its rows between that check and the flag, it reads the flag as unset and
+   * waits for another batch with ``poll(5, MINUTES)`` while close waits for it: 300 s lost, seen under CPU
+   * contention (jstack: main in CarbonRecordWriter.close at Future.get, the loader in
+   * CarbonOutputIteratorWrapper.hasNext at ArrayBlockingQueue.poll). A watcher queues the end-of-input batch
+   * CarbonData skipped: only once close has queued everything (flag set, the closing thread parked in
+   * Future.get) and the queue is empty, so it is read after every row, as CarbonData's own would be.
+   */
+  @SuppressWarnings("unchecked")
+  static void close(CarbonWriter writer) throws Exception {
+    Object wrapper = member(member(writer, "recordWriter"), "iteratorWrapper");
+    java.lang.reflect.Field closed = wrapper.getClass().getDeclaredField("close");
+    closed.setAccessible(true);
+    ArrayBlockingQueue<Object> queue = (ArrayBlockingQueue<Object>) member(wrapper, "queue");
+    Constructor<?> batch = Class.forName(wrapper.getClass().getName() + "$RowBatch").getDeclaredConstructor(int.class);
+    batch.setAccessible(true);
+    Object endOfInput = batch.newInstance(0);
+    Thread closing = Thread.currentThread();
+    Thread watcher = new Thread(() -> {
+      try {
+        while (!(closing.getState() == Thread.State.WAITING && closed.getBoolean(wrapper) && queue.isEmpty())) {
+          Thread.sleep(20);
+        }
+        queue.offer(endOfInput);
+      } catch (InterruptedException | IllegalAccessException e) {
+        // close returned first: nothing to do
+      }
+    }, "oracle-close-watcher");
+    watcher.setDaemon(true);
+    watcher.start();
+    try {
+      writer.close();
+    } finally {
+      watcher.interrupt();
+      watcher.join();
+    }
+  }
+
+  /** A private field of CarbonData's (the harness is built against 2.3.0 only). */
+  static Object member(Object owner, String name) throws ReflectiveOperationException {
+    java.lang.reflect.Field f = owner.getClass().getDeclaredField(name);
+    f.setAccessible(true);
+    return f.get(owner);
   }
 
   // ------------------------------------------------------------------ carbondata-cli
