@@ -108,7 +108,7 @@ public final class PlannedQueries {
                 columns.add(a.name());
                 types.add(a.dataType().simpleString());
             });
-            entry.put("filter", PruneCarbonRelations.filterOption(rel, null));
+            entry.put(Names.FILTER_OPTION, PruneCarbonRelations.filterOption(rel, null));
             entry.put("pruned", rel.options().containsKey(Names.PRUNED_OPTION));
             ArrayNode unscaled = entry.putArray("unscaled");
             String option = rel.options().get(Names.UNSCALED_OPTION);
