@@ -83,7 +83,8 @@ def test_long_in_lists_of_every_kind_equal_parquet(spark, twins):
     dates = [f"DATE '{dt.date(2000, 1, 1) + dt.timedelta(days=v)}'" for v in rnd.sample(range(5000, 9000), n)]
     stamps = [f"TIMESTAMP '{dt.datetime(2020, 1, 1) + dt.timedelta(microseconds=7001 * k)}'" for k in range(n)]
     amounts = [f"{Decimal(v) / 100}" for v in rnd.sample(range(-10**6, 10**6), n)]
-    longs = [str(v) for v in range(-5000, n - 5000)] + ["99999999999"]  # beyond int: no upper bound
+    # one beyond int (Spark's optimizer drops it); the rest overlap the table's 0..8999, so a relation is left
+    longs = [str(v) for v in range(-500, n - 500)] + ["99999999999"]
     ranged = {}
     for column, items in (("s", strings), ("d", dates), ("ts", stamps), ("amount", amounts),
                           ("CAST(small AS BIGINT)", longs)):
