@@ -36,7 +36,6 @@ from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta.column_map import external_names
 from carbon_ds.table.meta.data_files import STREAM_FORMAT
 from carbon_ds.table.meta.handle import DataFile, TableHandle
-from carbon_ds.table.meta.naming import is_columnar
 from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.read.pruning import as_expr
 
@@ -90,11 +89,6 @@ def plan_mixed(table: TableHandle, segments=None, files: list[DataFile] | None =
         return None
     return MixedPlan(table, tuple(dict.fromkeys(f.segment_id for f in files if ours(f))),
                      tuple((ref, tuple(p), tuple(s)) for ref, (p, s) in groups.items()))
-
-
-def has_external(table: TableHandle) -> bool:
-    """Whether the table lists a readable segment in a format other than carbondata (one tablestatus read)."""
-    return any(not is_columnar(d.file_format) for d in table.load_details() if d.readable)
 
 
 def _spark_type(t: pa.DataType) -> DataType:
