@@ -3,7 +3,7 @@
 # PySpark 4.1.0 included) in a second venv, .venv-oldest, with carbon-ds installed from the wheel that
 # scripts/build-wheel.sh builds on the newest PySpark: the engine, scan and pandas tests, and the Spark
 # extension's tests with the jar the wheel carries (built once, run on the lowest PySpark; nothing compiled
-# at install or run time, so a JRE is enough).
+# at install or run time, so a JRE is enough: they run on one, scripts/jre-env.sh).
 set -euo pipefail
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$root"
@@ -27,6 +27,7 @@ if [ ! -f "$stamp" ] || [ "$(cat "$stamp")" != "$want" ]; then
 fi
 wheel=$(bash scripts/build-wheel.sh)
 "$venv/bin/python" -m pip install --quiet --no-deps --force-reinstall "$wheel"
+source scripts/jre-env.sh
 # pytest's own script, not `python -m pytest`: the checkout's folder stays off sys.path, so the tests import
 # the installed wheel
 cd tests
@@ -36,6 +37,7 @@ from carbon_ds.spark.bridge.extension import jar_path
 assert jar_path() is not None and "site-packages" in str(jar_path()), jar_path()
 print(">> oldest:", "pyarrow", pyarrow.__version__, "pandas", pandas.__version__, "polars", polars.__version__,
       "duckdb", duckdb.__version__, "pyspark", pyspark.__version__, "carbon-ds from", carbon_ds.__file__)'
+"$root/$venv/bin/python" "$root/scripts/jre-check.py"
 # the address-space-limit test fails on pyarrow 18 (a MemoryError in read_at under RLIMIT_AS); left out here
 # until that is understood, it still runs on the newest releases
 exec "$root/$venv/bin/pytest" -q -p no:cacheprovider --rootdir "$root" -c "$root/pyproject.toml" \
