@@ -34,7 +34,7 @@ public final class PlanCache {
     /** Planned reads (ReadPlans answers the Python side marked as kept), by table path and read request. */
     private static final int READS = 128;
     private static final int MAX_READ_CHARS = 1 << 19;  // at most 64 MB kept; a larger plan is asked for again
-    private static final Map<String, Entry> READ_PLANS = lru(READS);
+    private static final Map<String, ReadEntry> READ_PLANS = lru(READS);
     private static final java.util.concurrent.atomic.AtomicLong READ_HITS = new java.util.concurrent.atomic.AtomicLong();
 
     /** A thread-safe map that forgets its least recently used entry beyond {@code max}. */
@@ -75,19 +75,22 @@ public final class PlanCache {
         return metadata == null ? null : metadata.state();
     }
 
+    private record ReadEntry(String state, Bridge.ReadAnswer answer) {
+    }
+
     /** The kept answer to read request {@code key} planned when the table was in {@code state}, or null. */
-    static JsonNode keptRead(String key, String state) {
-        Entry e = READ_PLANS.get(key);
+    static Bridge.ReadAnswer keptRead(String key, String state) {
+        ReadEntry e = READ_PLANS.get(key);
         if (e == null || !e.state().equals(state)) {
             return null;
         }
         READ_HITS.incrementAndGet();
-        return e.plan();
+        return e.answer();
     }
 
-    static void keepRead(String key, String state, JsonNode answer) {
-        if (answer.path("read").asText("").length() <= MAX_READ_CHARS) {
-            READ_PLANS.put(key, new Entry(state, answer));
+    static void keepRead(String key, String state, Bridge.ReadAnswer answer) {
+        if (answer.read() == null || answer.read().length() <= MAX_READ_CHARS) {
+            READ_PLANS.put(key, new ReadEntry(state, answer));
         }
     }
 
