@@ -33,6 +33,7 @@ from carbon_ds.format.column_view import default_scalar
 from carbon_ds.format.hive import DEFAULT_PARTITION as HIVE_DEFAULT_PARTITION
 from carbon_ds.names import CONF_NATIVE, FILTER_OPTION, NATIVE_PLAN_OPTION, SEGMENTS_OPTION, SOURCE
 from carbon_ds.readers.external.base import ExternalRef
+from carbon_ds.spark.bridge.protocol import FileGroup, NativePlan
 from carbon_ds.table.meta.column_map import external_names
 from carbon_ds.table.meta.data_files import STREAM_FORMAT
 from carbon_ds.table.meta.handle import DataFile, TableHandle
@@ -251,7 +252,7 @@ def group_key(ref: ExternalRef, paths: tuple[str, ...], sizes: tuple[int, ...]) 
 
 
 def describe(table: TableHandle, declared: StructType, segments: str | None,
-             known: dict[str, StructType]) -> dict[str, Any] | None:
+             known: dict[str, StructType]) -> NativePlan | None:
     """The native union of ``table`` as data, for a planner without a Python driver (the Spark extension's
     rule, jvm/src NativeUnion): the carbondata segment ids, and per set of external files its format,
     reader options, files, their sizes (the JVM keeps the answer while they hold, jvm/src PlanCache) and
@@ -269,12 +270,10 @@ def describe(table: TableHandle, declared: StructType, segments: str | None,
     groups = []
     for ref, paths, sizes in plan.external:
         key = group_key(ref, paths, sizes)
-        group: dict[str, Any] = {"key": key, "format": ref.format, "options": reader_options(ref),
-                                 "paths": list(paths), "sizes": list(sizes)}
-        if key in known:
-            group["select"] = projection(ref, known[key], table, names, types)
-        groups.append(group)
-    return {"carbon_segments": list(plan.carbon_ids), "groups": groups}
+        select = tuple(projection(ref, known[key], table, names, types)) if key in known else None
+        groups.append(FileGroup(key=key, format=ref.format, options=reader_options(ref), paths=tuple(paths),
+                                sizes=tuple(sizes), select=select))
+    return NativePlan(carbon_segments=tuple(plan.carbon_ids), groups=tuple(groups))
 
 
 def read(spark: Any, path: str, table: TableHandle, names: list[str] | None, filter: str | None,

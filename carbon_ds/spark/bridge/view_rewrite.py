@@ -34,6 +34,15 @@ from carbon_ds.expressions.filter_parser import parse
 from carbon_ds.expressions.tree import And, Compare, Expr, In, IsNull, NotNull
 from carbon_ds.fs import Storage
 from carbon_ds.spark.arrow_schema import arrow_schema
+from carbon_ds.spark.bridge.protocol import (
+    Condition,
+    JoinKey,
+    View,
+    ViewAggregate,
+    ViewGroup,
+    ViewsAnswer,
+    ViewsRequest,
+)
 from carbon_ds.spark.bridge.read_plans import ipc_base64
 from carbon_ds.spark.local import LOCAL_MAX_ROWS
 from carbon_ds.table.meta.handle import TableHandle
@@ -55,7 +64,7 @@ def _plain_int(v: Any) -> bool:
     return isinstance(v, int) and not isinstance(v, bool)
 
 
-def _where(text: str, schema: pa.Schema) -> list[dict[str, Any]] | None:
+def _where(text: str, schema: pa.Schema) -> tuple[Condition, ...] | None:
     """The view's WHERE as conjuncts the extension can compare with Spark's, or None when some conjunct is not
     one whose meaning is surely the same in both: ``IS [NOT] NULL`` of any column; ``= != < <= > >=`` and
     ``IN`` of an integer column with integer literals; ``=``, ``!=`` and ``IN`` of a string column with
@@ -69,8 +78,7 @@ def _where(text: str, schema: pa.Schema) -> list[dict[str, Any]] | None:
         if t is None:
             return None
         if isinstance(c, IsNull | NotNull):
-            out.append({"column": column, "op": "is null" if isinstance(c, IsNull) else "is not null",
-                        "values": []})
+            out.append(Condition(column=column, op="is null" if isinstance(c, IsNull) else "is not null", values=()))
             continue
         values = [c.value] if isinstance(c, Compare) else list(c.values) if isinstance(c, In) else None
         op = _OPS.get(c.op) if isinstance(c, Compare) else "in" if isinstance(c, In) else None
@@ -82,8 +90,8 @@ def _where(text: str, schema: pa.Schema) -> list[dict[str, Any]] | None:
             pass
         else:
             return None
-        out.append({"column": column, "op": op, "values": values})
-    return out
+        out.append(Condition(column=column, op=op, values=tuple(values)))
+    return tuple(out)
 
 
 def _real(path: str) -> str | None:
@@ -110,7 +118,7 @@ def _rows(path: str, segment: str, schema: StructType, limit: int) -> str | None
         return None  # a type Spark's Arrow conversion does not take here: Spark's tasks read the view
 
 
-def _describe(path: str, asked: list[str | None], local_bytes: int = 0) -> dict[str, Any] | None:
+def _describe(path: str, asked: list[str | None], local_bytes: int = 0) -> View | None:
     defn = views.definition(path)
     vq = defn.parsed
     if defn.view_segment is None:
@@ -132,38 +140,37 @@ def _describe(path: str, asked: list[str | None], local_bytes: int = 0) -> dict[
         i, name = vq.locate(column)
         return f"{i}:{name.lower()}"
 
-    arrow = _rows(path, defn.view_segment, schema, local_bytes)
-    return {
-        **({"arrow": arrow} if arrow is not None else {}),
-        "path": path,
-        "name": defn.name,
-        "segment": defn.view_segment,
-        "where": where,
-        "zone": defn.time_zone,
-        "schema": schema.jsonValue(),
-        "tables": tables,
-        "keys": [[f"0:{fk.lower()}", f"{i}:{dk.lower()}"] for i, j in enumerate(vq.joins, 1) for fk, dk in j.keys],
-        "groups": [{"name": g.name, "column": key(g.column), "granularity": g.granularity} for g in vq.groups],
-        "aggregates": [{"name": a.name, "func": a.func, "column": None if a.column is None else key(a.column),
-                        **({"sum": a.name + views.AVG_SUM, "count": a.name + views.AVG_COUNT}
-                           if a.func == "avg" else {})}
-                       for a in vq.aggregates],
-    }
+    return View(
+        arrow=_rows(path, defn.view_segment, schema, local_bytes),
+        path=path,
+        name=defn.name,
+        segment=defn.view_segment,
+        where=where,
+        zone=defn.time_zone,
+        schema=schema.jsonValue(),
+        tables=tuple(tables),
+        keys=tuple(JoinKey(f"0:{fk.lower()}", f"{i}:{dk.lower()}") for i, j in enumerate(vq.joins, 1) for fk, dk in j.keys),
+        groups=tuple(ViewGroup(name=g.name, column=key(g.column), granularity=g.granularity) for g in vq.groups),
+        aggregates=tuple(ViewAggregate(name=a.name, func=a.func, column=None if a.column is None else key(a.column),
+                                       sum=a.name + views.AVG_SUM if a.func == "avg" else None,
+                                       count=a.name + views.AVG_COUNT if a.func == "avg" else None)
+                         for a in vq.aggregates),
+    )
 
 
-def fresh_views(main: TableHandle | None, request: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def fresh_views(main: TableHandle | None, request: ViewsRequest | None = None) -> ViewsAnswer:
     """The views of ``main`` (as their main table) a query may read instead of it now (see the module's
-    docstring); ``request["tables"]``: the paths of the tables the query reads (default: ``main`` alone),
-    ``request["localBytes"]``: the largest view (stored bytes) answered with its rows (default 0: none)."""
+    docstring); ``request.tables``: the paths of the tables the query reads (default, or none: ``main``
+    alone), ``request.local_bytes``: the largest view (stored bytes) answered with its rows (default 0: none)."""
     if main is None:
-        return []
+        return ViewsAnswer(views=())
     out = []
     try:
         paths = views.views_of(main, as_main=True)
-        asked = [_real(p) if isinstance(p, str) else None for p in (request or {}).get("tables") or [main.uri]]
-        local_bytes = int((request or {}).get("localBytes") or 0)
+        asked = [_real(p) if isinstance(p, str) else None for p in (request.tables if request else ()) or [main.uri]]
+        local_bytes = request.local_bytes if request else 0
     except (CarbonError, OSError, ValueError, TypeError):
-        return []
+        return ViewsAnswer(views=())
     for path in paths:
         try:
             described = _describe(path, asked, local_bytes)
@@ -171,4 +178,4 @@ def fresh_views(main: TableHandle | None, request: dict[str, Any] | None = None)
             continue  # a view that cannot be read answers nothing
         if described is not None:
             out.append(described)
-    return out
+    return ViewsAnswer(views=tuple(out))

@@ -25,6 +25,14 @@ from carbon_ds.errors import CarbonOptionError
 from carbon_ds.names import MV_REWRITE_OPTION, NATIVE_PLAN_OPTION, PLAN_READS_OPTION, SEGMENTS_OPTION, SOURCE
 from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.bridge.native_read import describe
+from carbon_ds.spark.bridge.protocol import (
+    NativePlanAnswer,
+    NativePlanRequest,
+    PlanReadsRequest,
+    ViewsRequest,
+    from_json,
+    to_json,
+)
 from carbon_ds.spark.bridge.read_plans import plan_reads
 from carbon_ds.spark.bridge.view_rewrite import fresh_views
 from carbon_ds.spark.messages import short_errors
@@ -76,10 +84,10 @@ def _path(options) -> str:
         "Spark extension (carbon_ds.configure_spark)")
 
 
-def _answer(option: str, value) -> StructType:
-    """A planner call's answer to the Spark extension: JSON in the metadata of a one-field schema, the only
-    value such a call hands the JVM (jvm/src SchemaCall)."""
-    return StructType([StructField("plan", StringType(), True, {option: json.dumps(value)})])
+def _answer(option: str, message: object) -> StructType:
+    """A planner call's answer to the Spark extension (a carbon_ds.spark.bridge.protocol message): JSON in the
+    metadata of a one-field schema, the only value such a call hands the JVM (jvm/src SchemaCall)."""
+    return StructType([StructField("plan", StringType(), True, {option: to_json(message)})])
 
 
 class CarbonDataSource(DataSource):
@@ -105,29 +113,32 @@ class CarbonDataSource(DataSource):
     @short_errors
     def schema(self) -> StructType:
         if self.options.get(NATIVE_PLAN_OPTION):
-            return self._native_plan(json.loads(self.options[NATIVE_PLAN_OPTION]))
+            return self._native_plan(from_json(NativePlanRequest, self.options[NATIVE_PLAN_OPTION]))
         if self.options.get(PLAN_READS_OPTION):
             # the extension's planning of many relations in one call (carbon_ds.spark.bridge.read_plans)
-            return _answer(PLAN_READS_OPTION, plan_reads(type(self), json.loads(self.options[PLAN_READS_OPTION])))
+            request = from_json(PlanReadsRequest, self.options[PLAN_READS_OPTION])
+            return _answer(PLAN_READS_OPTION, plan_reads(type(self), request))
         if self.options.get(MV_REWRITE_OPTION):
             # the extension's query rewrite: which views of this table are fresh now (carbon_ds.spark.bridge.view_rewrite)
-            return _answer(MV_REWRITE_OPTION, fresh_views(self._table(), json.loads(self.options[MV_REWRITE_OPTION])))
+            request = from_json(ViewsRequest, self.options[MV_REWRITE_OPTION])
+            return _answer(MV_REWRITE_OPTION, fresh_views(self._table(), request))
         handle = self._table()
         schema = handle.schema if handle is not None else arrow_schema_of(resolved_path(_path(self.options), self.storage))
         if positions_option(self.options):
             schema = pa.schema([*schema, *POSITION_FIELDS])
         return from_arrow_schema(schema, prefer_timestamp_ntz=False)
 
-    def _native_plan(self, request: dict) -> StructType:
+    def _native_plan(self, request: NativePlanRequest) -> StructType:
         """The Spark extension's question (jvm/src NativeUnion): how to read this table's external segments
         with Spark's own scans. The answer (native_read.describe, as JSON, or null) travels back as the
         metadata of a one-field schema: the only value a planner call hands the JVM."""
         handle = self._table()
         plan = None
         if handle is not None:
-            known = {k: StructType.fromJson(v) for k, v in request.get("known", {}).items()}
-            plan = describe(handle, StructType.fromJson(request["declared"]), self.options.get(SEGMENTS_OPTION), known)
-        return _answer(NATIVE_PLAN_OPTION, plan)
+            known = {k: StructType.fromJson(dict(v)) for k, v in request.known.items()}
+            declared = StructType.fromJson(dict(request.declared))
+            plan = describe(handle, declared, self.options.get(SEGMENTS_OPTION), known)
+        return _answer(NATIVE_PLAN_OPTION, NativePlanAnswer(plan=plan))
 
     @short_errors
     def reader(self, schema: StructType) -> CarbonReader:

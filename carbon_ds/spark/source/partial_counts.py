@@ -1,8 +1,9 @@
 """Rows counted by group in a read task, for the Spark extension's partial counts (jvm/src PartialCounts).
 
-A relation with option ``partial_counts`` (``{"keys": [{"column": c}, {"column": ts, "day": {...}}, ...]}``)
-declares the keys and a count, and its tasks hand Spark one row per group of the rows they read (after
-deletes and the relation's own filter, as any read), which Spark sums. A key is a column's value or the day
+A relation with option ``partial_counts`` (``{"keys": [{"column": c}, {"column": ts, "day": {...}}, ...]}``,
+carbon_ds.spark.bridge.protocol.PartialCountsSpec) declares the keys and a count, and its tasks hand Spark one
+row per group of the rows they read (after deletes and the relation's own filter, as any read), which Spark
+sums. A key is a column's value or the day
 of a timestamp in a time zone: Spark's cast of a timestamp to a date (``to_date(ts)``, DateTimeUtils'
 microsToDays), the floor of the epoch time moved by the zone's UTC offset at that instant. The JVM sends the
 offsets and the instants they change at (``{"offsets": [o0, o1, ...], "at": [t1, ...]}``, epoch seconds,
@@ -12,7 +13,6 @@ database gives the offsets of ``"zone"``.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -22,6 +22,7 @@ import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.names import PARTIAL_COUNTS_OPTION
+from carbon_ds.spark.bridge.protocol import Day, PartialCountsSpec, from_json
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import resolve_columns
 
@@ -55,9 +56,9 @@ def parse(text: str | None, schema: pa.Schema) -> list[Key] | None:
         return None
     shown = text if len(text) <= 200 else text[:200] + "..."
     try:
-        spec = json.loads(text)
-        entries = [(e["column"], _zone(e["day"]) if e.get("day") is not None else None) for e in spec["keys"]]
-    except (ValueError, TypeError, KeyError, AttributeError) as e:
+        spec = from_json(PartialCountsSpec, text)
+        entries = [(k.column, None if k.day is None else _zone(k.day)) for k in spec.keys]
+    except ValueError as e:  # CarbonOptionError of the decode too: one message names the option's form
         raise CarbonOptionError(f"option {PARTIAL_COUNTS_OPTION}={shown!r}: expected "
                                 f"{{\"keys\": [{{\"column\": name}} or "
                                 f"{{\"column\": name, \"day\": {{\"offsets\": [...], \"at\": [...]}}}}, ...]}} "
@@ -75,17 +76,14 @@ def parse(text: str | None, schema: pa.Schema) -> list[Key] | None:
     return keys
 
 
-def _zone(day: dict) -> Zone:
+def _zone(day: Day) -> Zone:
     """A key's zone from its request, checked: offsets within 18 hours, one more than the rising instants."""
-    offsets = tuple(int(o) for o in day["offsets"])
-    at = tuple(int(t) for t in day.get("at") or ())
-    until = day.get("until")
-    name = day.get("zone")
+    offsets, at, until, name = day.offsets, day.at, day.until, day.zone
     if (len(offsets) != len(at) + 1 or any(abs(o) > 18 * 3600 for o in offsets)
             or any(b <= a for a, b in zip(at, at[1:], strict=False)) or (until is not None and not name)):
         raise ValueError("expected whole-second offsets within 18 hours, one more than the rising instants "
                          "they change at, and a zone name with 'until'")
-    return Zone(offsets, at, None if until is None else int(until), name)
+    return Zone(offsets, at, until, name)
 
 
 def columns(keys: list[Key]) -> list[str]:

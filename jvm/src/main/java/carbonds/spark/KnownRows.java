@@ -5,9 +5,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.node.POJONode;
-
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
@@ -38,11 +35,11 @@ import scala.Option;
 
 /**
  * Relations whose rows the Python side knew at planning ({@link ReadPlans}), replaced by rows Spark makes:
- * no Python task. {@code {"rows": n}}: a relation of no column becomes a one-slice range of n empty rows (as
+ * no Python task. An answer with {@code rows} n: a relation of no column becomes a one-slice range of n empty rows (as
  * carbon_ds.sql's rewrite reads {@code count(*)}), an empty read an empty relation of the same attributes.
- * {@code {"local": rows}}: a small read's rows, read at planning ({@link ReadPlans}) from the files that call
+ * {@link Known#local}: a small read's rows ({@code arrow}), read at planning ({@link ReadPlans}) from the files that call
  * planned, become the relation's table ({@link ViewRows}), which Spark plans as a local table scan.
- * {@code {"values": [[text, n], ...]}}: a read of a partitioned table's partition column alone, each file
+ * {@code values} ({@code [[text, n], ...]}): a read of a partitioned table's partition column alone, each file
  * holding one value, becomes a range whose row i takes the value whose running row count first exceeds i
  * (as carbon_ds.spark.source.partition_values builds it for carbon_ds.read); counted by that value alone, the
  * counts themselves.
@@ -52,7 +49,12 @@ final class KnownRows {
     private KnownRows() {
     }
 
-    static LogicalPlan replace(LogicalPlan node, Map<DataSourceV2Relation, JsonNode> known, int slices) {
+    /** A relation's answer ({@link ReadPlans}), with the rows it carried ({@code arrow}) as Spark's and the
+     * table's state ({@link PlanCache#tableState}) they are of; both null for a rows or values answer. */
+    record Known(Bridge.ReadAnswer answer, List<InternalRow> local, String state) {
+    }
+
+    static LogicalPlan replace(LogicalPlan node, Map<DataSourceV2Relation, Known> known, int slices) {
         if (node instanceof Aggregate agg) {
             LogicalPlan counted = countsByValue(agg, known);
             if (counted != null) {
@@ -60,17 +62,16 @@ final class KnownRows {
             }
         }
         if (node instanceof DataSourceV2Relation rel && known.containsKey(rel)) {
-            JsonNode answer = known.get(rel);
+            Known k = known.get(rel);
+            Bridge.ReadAnswer answer = k.answer();
             List<Attribute> output = new ArrayList<>(PruneCarbonRelations.list(rel.output()));
-            if (answer.path("values").isArray() && answer.get("values").size() > 0 && output.size() == 1) {
-                return values(output.get(0), answer.get("values"), slices);
+            if (answer.values() != null && !answer.values().isEmpty() && output.size() == 1) {
+                return values(output.get(0), answer.values(), slices);
             }
-            if (answer.get(ReadPlans.LOCAL) instanceof POJONode local && local.getPojo() instanceof List<?> read) {
-                List<InternalRow> data = new ArrayList<>();
-                read.forEach(r -> data.add((InternalRow) r));
-                return localRows(rel, output, data, answer.get(ReadPlans.STATE).asText());
+            if (k.local() != null) {
+                return localRows(rel, output, k.local(), k.state());
             }
-            long rows = answer.path("rows").asLong(0);
+            long rows = answer.rows() == null ? 0L : answer.rows();
             if (!output.isEmpty() || rows == 0) {
                 return LocalRelation$.MODULE$.apply(PruneCarbonRelations.seq(output));
             }
@@ -106,13 +107,14 @@ final class KnownRows {
      * values answer: the counts themselves, one row per value, no row made (null when the aggregate is any
      * other). The values are never NULL (NULLs go to the DEFAULT partition, which a values answer never has).
      */
-    private static LogicalPlan countsByValue(Aggregate agg, Map<DataSourceV2Relation, JsonNode> known) {
+    private static LogicalPlan countsByValue(Aggregate agg, Map<DataSourceV2Relation, Known> known) {
         LogicalPlan child = agg.child();
         if (child instanceof Project project
                 && PruneCarbonRelations.list(project.projectList()).stream().allMatch(e -> e instanceof Attribute)) {
             child = project.child();
         }
-        if (!(child instanceof DataSourceV2Relation rel) || !known.containsKey(rel) || !valid(known.get(rel), rel)) {
+        if (!(child instanceof DataSourceV2Relation rel) || !known.containsKey(rel)
+                || !valid(known.get(rel).answer(), rel)) {
             return null;
         }
         Attribute column = rel.output().head();
@@ -137,8 +139,8 @@ final class KnownRows {
             counts[i] = true;
         }
         Map<Object, Long> rows = new LinkedHashMap<>();
-        for (JsonNode v : known.get(rel).get("values")) {
-            rows.merge(literal(v.get(0).asText(), column.dataType()).value(), v.get(1).asLong(), Long::sum);
+        for (Bridge.ValueCount v : known.get(rel).answer().values()) {
+            rows.merge(literal(v.value(), column.dataType()).value(), v.rows(), Long::sum);
         }
         List<InternalRow> data = new ArrayList<>();
         for (Map.Entry<Object, Long> row : rows.entrySet()) {
@@ -152,18 +154,18 @@ final class KnownRows {
     }
 
     /** Whether {@code answer} gives values this relation's one column can take (else Spark plans it). */
-    static boolean valid(JsonNode answer, DataSourceV2Relation rel) {
-        JsonNode values = answer.path("values");
-        if (!values.isArray() || values.size() == 0 || rel.output().size() != 1) {
+    static boolean valid(Bridge.ReadAnswer answer, DataSourceV2Relation rel) {
+        List<Bridge.ValueCount> values = answer.values();
+        if (values == null || values.isEmpty() || rel.output().size() != 1) {
             return false;
         }
         DataType type = rel.output().head().dataType();
         try {
-            for (JsonNode v : values) {
-                if (!v.get(1).canConvertToLong() || v.get(1).asLong() <= 0) {
+            for (Bridge.ValueCount v : values) {
+                if (v == null || v.rows() <= 0) {
                     return false;
                 }
-                literal(v.get(0).asText(), type);
+                literal(v.value(), type);
             }
             return true;
         } catch (RuntimeException e) {
@@ -171,14 +173,14 @@ final class KnownRows {
         }
     }
 
-    private static LogicalPlan values(Attribute out, JsonNode values, int slices) {
+    private static LogicalPlan values(Attribute out, List<Bridge.ValueCount> values, int slices) {
         List<Long> ends = new ArrayList<>();
         List<Expression> literals = new ArrayList<>();
         long end = 0;
-        for (JsonNode v : values) {
-            end += v.get(1).asLong();
+        for (Bridge.ValueCount v : values) {
+            end += v.rows();
             ends.add(end);
-            literals.add(literal(v.get(0).asText(), out.dataType()));
+            literals.add(literal(v.value(), out.dataType()));
         }
         Range range = Range$.MODULE$.apply(0L, end, 1L, Math.max(1, slices));
         Expression value = pick(range.output().head(), ends, literals, 0, ends.size());

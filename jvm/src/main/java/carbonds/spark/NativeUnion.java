@@ -12,7 +12,6 @@ import java.util.regex.Pattern;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.Dataset;
 import org.apache.spark.sql.Row;
@@ -139,7 +138,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
         StructType declared = new StructType(fields);
         try {
             String state = state(metadata, declared, rel.options().get(Names.SEGMENTS_OPTION));
-            JsonNode plan = state == null ? null : PlanCache.get(conf, path, state);
+            Bridge.NativePlan plan = state == null ? null : PlanCache.get(conf, path, state);
             if (plan != null && !schemasKnown(plan, path)) {
                 plan = null;
             }
@@ -202,31 +201,31 @@ final class NativeUnion extends Rule<LogicalPlan> {
     }
 
     /** The Python side's plan (native_read.describe) of this relation, or null when there is nothing to union. */
-    private JsonNode ask(DataSourceV2Relation rel, String path, StructType declared) throws java.io.IOException {
-        ObjectNode request = JSON.createObjectNode();
-        request.set("declared", JSON.readTree(declared.json()));
-        ObjectNode known = request.putObject("known");
+    private Bridge.NativePlan ask(DataSourceV2Relation rel, String path, StructType declared) throws java.io.IOException {
+        Map<String, JsonNode> known = new LinkedHashMap<>();
         Map<String, StructType> schemas = KNOWN.get(path);
         if (schemas != null) {
             synchronized (schemas) {
                 for (Map.Entry<String, StructType> e : schemas.entrySet()) {
-                    known.set(e.getKey(), JSON.readTree(e.getValue().json()));
+                    known.put(e.getKey(), Bridge.JSON.readTree(e.getValue().json()));
                 }
             }
         }
-        JsonNode plan = SchemaCall.ask(rel, Names.NATIVE_PLAN_OPTION, request);
-        return plan == null || plan.isNull() ? null : plan;
+        Bridge.NativePlanRequest request = new Bridge.NativePlanRequest(Bridge.JSON.readTree(declared.json()), known);
+        Bridge.NativePlanAnswer answer = SchemaCall.ask(rel, Names.NATIVE_PLAN_OPTION, request,
+                Bridge.NativePlanAnswer.class);
+        return answer == null ? null : answer.plan();
     }
 
     /** Infers Spark's schema of each set of files the plan has no select list for; whether there was one. */
-    private boolean missingSchemas(JsonNode plan, String path) {
+    private boolean missingSchemas(Bridge.NativePlan plan, String path) {
         Map<String, StructType> fresh = Collections.synchronizedMap(new HashMap<>());
         boolean missing = false;
         Map<String, StructType> old = KNOWN.getOrDefault(path, Map.of());
-        for (JsonNode group : plan.path("groups")) {
-            String key = group.path("key").asText();
+        for (Bridge.FileGroup group : plan.groups()) {
+            String key = group.key();
             StructType schema = old.get(key);
-            if (!group.has("select")) {
+            if (group.select() == null) {
                 missing = true;
                 if (schema == null) {
                     schema = reader(group).load(paths(group)).schema();
@@ -241,37 +240,32 @@ final class NativeUnion extends Rule<LogicalPlan> {
     }
 
     /** Whether Spark's schema of every set of files of {@code plan} is known (inferred for an earlier plan). */
-    private static boolean schemasKnown(JsonNode plan, String path) {
+    private static boolean schemasKnown(Bridge.NativePlan plan, String path) {
         Map<String, StructType> schemas = KNOWN.get(path);
         if (schemas == null) {
             return false;
         }
-        for (JsonNode group : plan.path("groups")) {
-            if (!schemas.containsKey(group.path("key").asText())) {
+        for (Bridge.FileGroup group : plan.groups()) {
+            if (!schemas.containsKey(group.key())) {
                 return false;
             }
         }
         return true;
     }
 
-    private org.apache.spark.sql.DataFrameReader reader(JsonNode group) {
-        Map<String, String> options = new HashMap<>();
-        group.path("options").fields().forEachRemaining(e -> options.put(e.getKey(), e.getValue().asText()));
-        return session.read().format(group.path("format").asText()).options(options);
+    private org.apache.spark.sql.DataFrameReader reader(Bridge.FileGroup group) {
+        return session.read().format(group.format()).options(group.options());
     }
 
-    private static String[] paths(JsonNode group) {
-        List<String> out = new ArrayList<>();
-        group.path("paths").forEach(p -> out.add(p.asText()));
-        return out.toArray(new String[0]);
+    private static String[] paths(Bridge.FileGroup group) {
+        return group.paths().toArray(new String[0]);
     }
 
-    private LogicalPlan build(DataSourceV2Relation rel, List<AttributeReference> output, JsonNode plan,
+    private LogicalPlan build(DataSourceV2Relation rel, List<AttributeReference> output, Bridge.NativePlan plan,
                               Map<String, LogicalRelation> relations) {
         Map<String, StructType> schemas = KNOWN.getOrDefault(rel.options().get("path"), Map.of());
         List<LogicalPlan> children = new ArrayList<>();
-        List<String> carbon = new ArrayList<>();
-        plan.path("carbon_segments").forEach(s -> carbon.add(s.asText()));
+        List<String> carbon = plan.carbon_segments();
         if (!carbon.isEmpty()) {
             DataSourceV2Relation part = withOptions(rel,
                     Map.of(Names.EXPANDED_OPTION, "true", Names.SEGMENTS_OPTION, String.join(",", carbon)));
@@ -287,10 +281,9 @@ final class NativeUnion extends Rule<LogicalPlan> {
             }
             children.add((LogicalPlan) part.makeCopy(args));
         }
-        for (JsonNode group : plan.path("groups")) {
-            List<String> select = new ArrayList<>();
-            group.path("select").forEach(s -> select.add(s.asText()));
-            String key = group.path("key").asText();
+        for (Bridge.FileGroup group : plan.groups()) {
+            List<String> select = group.select() == null ? List.of() : group.select();
+            String key = group.key();
             LogicalRelation read = relations.computeIfAbsent(key, k -> resolved(group, schemas.get(k)));
             if (read != null && kept(select, read)) {
                 children.add(read.newInstance());  // fresh attribute ids for every occurrence
@@ -330,7 +323,7 @@ final class NativeUnion extends Rule<LogicalPlan> {
 
     /** Spark's relation over one group of files (its file index lists them once), or null when the read
      * resolves to something else. */
-    private LogicalRelation resolved(JsonNode group, StructType schema) {
+    private LogicalRelation resolved(Bridge.FileGroup group, StructType schema) {
         LogicalPlan read = reader(group).schema(schema).load(paths(group)).queryExecution().analyzed();
         return read instanceof LogicalRelation lr ? lr : null;
     }

@@ -8,10 +8,10 @@ import java.util.Collections;
 import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
@@ -34,7 +34,7 @@ public final class PlanCache {
     /** Planned reads (ReadPlans answers the Python side marked as kept), by table path and read request. */
     private static final int READS = 128;
     private static final int MAX_READ_CHARS = 1 << 19;  // at most 64 MB kept; a larger plan is asked for again
-    private static final Map<String, Entry> READ_PLANS = lru(READS);
+    private static final Map<String, ReadEntry> READ_PLANS = lru(READS);
     private static final java.util.concurrent.atomic.AtomicLong READ_HITS = new java.util.concurrent.atomic.AtomicLong();
 
     /** A thread-safe map that forgets its least recently used entry beyond {@code max}. */
@@ -49,8 +49,8 @@ public final class PlanCache {
 
     /** {@code relations}: Spark's resolved relation of each group of the plan's files, by group key, made
      * by the first query that reads them (resolving one checks, globs and lists every path again). */
-    private record Entry(String state, JsonNode plan, Map<String, LogicalRelation> relations) {
-        Entry(String state, JsonNode plan) {
+    private record Entry(String state, Bridge.NativePlan plan, Map<String, LogicalRelation> relations) {
+        Entry(String state, Bridge.NativePlan plan) {
             this(state, plan, new ConcurrentHashMap<>());
         }
     }
@@ -75,24 +75,27 @@ public final class PlanCache {
         return metadata == null ? null : metadata.state();
     }
 
+    private record ReadEntry(String state, Bridge.ReadAnswer answer) {
+    }
+
     /** The kept answer to read request {@code key} planned when the table was in {@code state}, or null. */
-    static JsonNode keptRead(String key, String state) {
-        Entry e = READ_PLANS.get(key);
+    static Bridge.ReadAnswer keptRead(String key, String state) {
+        ReadEntry e = READ_PLANS.get(key);
         if (e == null || !e.state().equals(state)) {
             return null;
         }
         READ_HITS.incrementAndGet();
-        return e.plan();
+        return e.answer();
     }
 
-    static void keepRead(String key, String state, JsonNode answer) {
-        if (answer.path("read").asText("").length() <= MAX_READ_CHARS) {
-            READ_PLANS.put(key, new Entry(state, answer));
+    static void keepRead(String key, String state, Bridge.ReadAnswer answer) {
+        if (answer.read() == null || answer.read().length() <= MAX_READ_CHARS) {
+            READ_PLANS.put(key, new ReadEntry(state, answer));
         }
     }
 
     /** The kept plan of the table at {@code path} for {@code state}, or null. */
-    static JsonNode get(Configuration conf, String path, String state) {
+    static Bridge.NativePlan get(Configuration conf, String path, String state) {
         Entry e = PLANS.get(path);
         if (e == null || !e.state().equals(state) || !sizesHold(conf, e.plan())) {
             return null;
@@ -108,25 +111,25 @@ public final class PlanCache {
         return e != null && e.state().equals(state) ? e.relations() : new HashMap<>();
     }
 
-    static void put(String path, String state, JsonNode plan) {
-        if (plan.path("groups").isArray()) {
+    static void put(String path, String state, Bridge.NativePlan plan) {
+        if (plan.groups() != null) {
             PLANS.put(path, new Entry(state, plan));
         }
     }
 
     /** Whether every external file of {@code plan} still has the size it had when planned. */
-    private static boolean sizesHold(Configuration conf, JsonNode plan) {
+    private static boolean sizesHold(Configuration conf, Bridge.NativePlan plan) {
         try {
-            for (JsonNode group : plan.path("groups")) {
-                JsonNode paths = group.path("paths");
-                JsonNode sizes = group.path("sizes");
-                if (!sizes.isArray() || sizes.size() != paths.size()) {
+            for (Bridge.FileGroup group : plan.groups()) {
+                List<String> paths = group.paths();
+                List<Long> sizes = group.sizes();
+                if (paths == null || sizes == null || sizes.size() != paths.size()) {
                     return false;
                 }
                 for (int i = 0; i < paths.size(); i++) {
-                    Path p = new Path(paths.get(i).asText());
+                    Path p = new Path(paths.get(i));
                     FileStatus st = p.getFileSystem(conf).getFileStatus(p);
-                    if (st.getLen() != sizes.get(i).asLong(-1)) {
+                    if (sizes.get(i) == null || st.getLen() != sizes.get(i)) {
                         return false;
                     }
                 }

@@ -9,8 +9,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.function.UnaryOperator;
 
-import com.fasterxml.jackson.databind.JsonNode;
-
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
@@ -111,7 +109,7 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
             rewritten = PartialCounts.push(rewritten, made);  // before planning: the counted reads are planned
         }
         // non-deterministic expressions see rows in the partitions the relation's tasks make: no local rows
-        Map<DataSourceV2Relation, JsonNode> known = ReadPlans.plan(made, session, deterministic);
+        Map<DataSourceV2Relation, KnownRows.Known> known = ReadPlans.plan(made, session, deterministic);
         return known.isEmpty() ? rewritten
                 : KnownRows.replace(rewritten, known, session.sparkContext().defaultParallelism());
     }

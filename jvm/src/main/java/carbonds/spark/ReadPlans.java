@@ -10,11 +10,6 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-import com.fasterxml.jackson.databind.JsonNode;
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
@@ -42,12 +37,7 @@ import scala.Tuple2;
  * bytes are unchanged ({@link PlanCache}), so a repeated query of an unchanged table makes no Python call.
  */
 final class ReadPlans {
-    /** The key of a {@link KnownRows} answer holding rows read at planning. */
-    static final String LOCAL = "local";
-    /** The key of the table's state ({@link PlanCache#tableState}) the rows of a {@link #LOCAL} answer are of. */
-    static final String STATE = "state";
     private static final Method IPC_READER = ipcReader();
-    private static final ObjectMapper JSON = SchemaCall.JSON;
 
     record Made(PythonDataSourceV2 source, DataSourceV2Relation relation) {
     }
@@ -66,8 +56,8 @@ final class ReadPlans {
      * The caller replaces those by rows Spark makes ({@link KnownRows}), so {@code count(*)}, a read every
      * blocklet of which the filter rules out and {@code GROUP BY} the partition column run no Python task.
      */
-    static Map<DataSourceV2Relation, JsonNode> plan(List<Made> made, SparkSession session, boolean deterministic) {
-        Map<DataSourceV2Relation, JsonNode> counted = new IdentityHashMap<>();
+    static Map<DataSourceV2Relation, KnownRows.Known> plan(List<Made> made, SparkSession session, boolean deterministic) {
+        Map<DataSourceV2Relation, KnownRows.Known> counted = new IdentityHashMap<>();
         if (made.isEmpty()) {
             return counted;
         }
@@ -77,22 +67,23 @@ final class ReadPlans {
         }
         try {
             Configuration hadoop = session.sparkContext().hadoopConfiguration();
-            ObjectNode settings = settings(SQLConf.get(), deterministic);
-            JsonNode[] answers = new JsonNode[made.size()];
+            Bridge.ReadSettings settings = settings(SQLConf.get(), deterministic, false);
+            String settingsText = Bridge.write(settings);
+            Bridge.ReadAnswer[] answers = new Bridge.ReadAnswer[made.size()];
             String[] keys = new String[made.size()];
             String[] states = new String[made.size()];
-            ArrayNode asked = JSON.createArrayNode();
+            List<Bridge.ReadRequest> asked = new ArrayList<>();
             List<String> verified = new ArrayList<>();
             List<Integer> asking = new ArrayList<>();
             for (int i = 0; i < made.size(); i++) {
-                ObjectNode read = read(made.get(i));
+                Bridge.ReadRequest read = read(made.get(i));
                 String path = made.get(i).relation().options().get("path");
                 long checked = System.currentTimeMillis();  // the table is at states[i] from then at least
                 states[i] = PlanCache.tableState(hadoop, path);
-                keys[i] = path + "\n" + settings + "\n" + read;
+                keys[i] = path + "\n" + settingsText + "\n" + Bridge.write(read);
                 answers[i] = states[i] == null ? null : PlanCache.keptRead(keys[i], states[i]);
-                if (answers[i] != null && answers[i].path("plan").isTextual()) {
-                    verified.add(answers[i].get("plan").asText() + "=" + checked);
+                if (answers[i] != null && answers[i].plan() != null) {
+                    verified.add(answers[i].plan() + "=" + checked);
                 }
                 if (answers[i] == null) {
                     asking.add(i);
@@ -100,11 +91,11 @@ final class ReadPlans {
                 }
             }
             if (!asking.isEmpty()) {
-                JsonNode got = ask(made.get(asking.get(0)).relation(), settings, asked);
+                List<Bridge.ReadAnswer> got = ask(made.get(asking.get(0)).relation(), settings, asked);
                 for (int j = 0; j < asking.size() && j < got.size(); j++) {
                     int i = asking.get(j);
                     answers[i] = got.get(j);
-                    if (states[i] != null && answers[i] != null && answers[i].path("keep").asBoolean(false)) {
+                    if (states[i] != null && answers[i] != null && answers[i].keep()) {
                         PlanCache.keepRead(keys[i], states[i], answers[i]);
                     }
                 }
@@ -115,36 +106,35 @@ final class ReadPlans {
                 session.sparkContext().setLocalProperty(Names.VERIFIED_PLANS, String.join(",", verified));
             }
             for (int i = 0; i < made.size(); i++) {
-                JsonNode answer = answers[i];
-                if (answer != null && answer.path("bytes").canConvertToLong()
-                        && made.get(i).relation().table() instanceof SizedPythonTable sized) {
-                    sized.storedBytes(answer.get("bytes").asLong());
+                Bridge.ReadAnswer answer = answers[i];
+                if (answer == null) {
+                    continue;
                 }
-                if (answer != null && answer.path("read").isTextual()) {
+                DataSourceV2Relation rel = made.get(i).relation();
+                if (answer.bytes() != null && rel.table() instanceof SizedPythonTable sized) {
+                    sized.storedBytes(answer.bytes());
+                }
+                if (answer.read() != null) {
                     // with rows read at planning too: the read of the relation they replace, if it runs again
-                    byte[] stream = Base64.getDecoder().decode(answer.get("read").asText());
+                    byte[] stream = Base64.getDecoder().decode(answer.read());
                     made.get(i).source().setReadInfo(
                             PythonDataSourceReadInfo.receive(new DataInputStream(new ByteArrayInputStream(stream))));
                 }
-                if (answer != null && answer.path("arrow").isTextual()) {
+                if (answer.arrow() != null) {
                     // only rows that stay right while the table's state does: the scan checks that state
-                    List<InternalRow> rows = states[i] == null || !answer.path("keep").asBoolean(false) ? null
-                            : arrowRows(answer.get("arrow").asText(),
-                                    PruneCarbonRelations.list(made.get(i).relation().output()));
+                    List<InternalRow> rows = states[i] == null || !answer.keep() ? null
+                            : arrowRows(answer.arrow(), PruneCarbonRelations.list(rel.output()));
                     if (rows != null) {
-                        ObjectNode local = JSON.createObjectNode();
-                        local.set(LOCAL, JSON.getNodeFactory().pojoNode(rows));
-                        local.put(STATE, states[i]);
-                        counted.put(made.get(i).relation(), local);
+                        counted.put(rel, new KnownRows.Known(answer, rows, states[i]));
                     }
-                } else if (answer != null && answer.path("rows").canConvertToLong()) {
-                    long rows = answer.get("rows").asLong();
+                } else if (answer.rows() != null) {
+                    long rows = answer.rows();
                     // rows of no column: any count; rows with columns: only the empty read
-                    if (rows == 0 || rows > 0 && made.get(i).relation().output().isEmpty()) {
-                        counted.put(made.get(i).relation(), answer);
+                    if (rows == 0 || rows > 0 && rel.output().isEmpty()) {
+                        counted.put(rel, new KnownRows.Known(answer, null, null));
                     }
-                } else if (answer != null && partitionValues() && KnownRows.valid(answer, made.get(i).relation())) {
-                    counted.put(made.get(i).relation(), answer);
+                } else if (partitionValues() && KnownRows.valid(answer, rel)) {
+                    counted.put(rel, new KnownRows.Known(answer, null, null));
                 }
             }
         } catch (Exception | LinkageError e) {
@@ -157,17 +147,15 @@ final class ReadPlans {
     /** Asks the Python side for the stored bytes of each read only (option planReads off), for the sizes. */
     private static void sizesOnly(List<Made> made) {
         try {
-            ObjectNode settings = settings(SQLConf.get(), false);
-            settings.put("bytesOnly", true);
-            ArrayNode asked = JSON.createArrayNode();
+            List<Bridge.ReadRequest> asked = new ArrayList<>();
             for (Made m : made) {
                 asked.add(read(m));
             }
-            JsonNode got = ask(made.get(0).relation(), settings, asked);
+            List<Bridge.ReadAnswer> got = ask(made.get(0).relation(), settings(SQLConf.get(), false, true), asked);
             for (int i = 0; i < made.size() && i < got.size(); i++) {
-                if (got.get(i).path("bytes").canConvertToLong()
+                if (got.get(i) != null && got.get(i).bytes() != null
                         && made.get(i).relation().table() instanceof SizedPythonTable sized) {
-                    sized.storedBytes(got.get(i).get("bytes").asLong());
+                    sized.storedBytes(got.get(i).bytes());
                 }
             }
         } catch (Exception | LinkageError e) {
@@ -241,29 +229,22 @@ final class ReadPlans {
         return !"false".equalsIgnoreCase(SQLConf.get().getConfString(Names.CONF_PARTITION_VALUES, "true").trim());
     }
 
-    private static ObjectNode settings(SQLConf conf, boolean local) {
-        ObjectNode settings = JSON.createObjectNode();
-        settings.put("maxArrowBatchSize", conf.arrowMaxRecordsPerBatch());
-        settings.put("filterPushdown", conf.pythonFilterPushDown());
-        settings.put("binaryAsBytes", conf.pysparkBinaryAsBytes());
-        settings.put("localBytes", local ? localBytes(conf) : 0L);
-        return settings;
+    private static Bridge.ReadSettings settings(SQLConf conf, boolean local, boolean bytesOnly) {
+        return new Bridge.ReadSettings(conf.arrowMaxRecordsPerBatch(), conf.pythonFilterPushDown(),
+                conf.pysparkBinaryAsBytes(), local ? localBytes(conf) : 0L, bytesOnly);
     }
 
     /** A relation's read request: its options (sorted, so equal reads make equal keys) and schema. */
-    private static ObjectNode read(Made m) throws java.io.IOException {
-        ObjectNode read = JSON.createObjectNode();
-        ObjectNode options = read.putObject("options");
-        new TreeMap<>(m.relation().options().asCaseSensitiveMap()).forEach(options::put);
-        read.set("schema", JSON.readTree(m.relation().table().schema().json()));
-        return read;
+    private static Bridge.ReadRequest read(Made m) throws java.io.IOException {
+        return new Bridge.ReadRequest(new TreeMap<>(m.relation().options().asCaseSensitiveMap()),
+                Bridge.JSON.readTree(m.relation().table().schema().json()));
     }
 
-    private static JsonNode ask(DataSourceV2Relation any, ObjectNode settings, ArrayNode reads)
-            throws java.io.IOException {
-        ObjectNode request = JSON.createObjectNode();
-        request.set("settings", settings);
-        request.set("reads", reads);
-        return SchemaCall.ask(any, Names.PLAN_READS_OPTION, request);
+    /** The answers to {@code reads}, one per read (an empty list when the Python side answered null). */
+    private static List<Bridge.ReadAnswer> ask(DataSourceV2Relation any, Bridge.ReadSettings settings,
+                                               List<Bridge.ReadRequest> reads) throws java.io.IOException {
+        Bridge.PlanReadsAnswer got = SchemaCall.ask(any, Names.PLAN_READS_OPTION,
+                new Bridge.PlanReadsRequest(settings, reads), Bridge.PlanReadsAnswer.class);
+        return got == null || got.answers() == null ? List.of() : got.answers();
     }
 }

@@ -23,12 +23,23 @@ final class SchemaCall {
     private SchemaCall() {
     }
 
+    /** {@code request} (a {@link Bridge} message) asked through option {@code option}; the answer as {@code answer}
+     * (null when the Python side answers null). */
+    static <A> A ask(DataSourceV2Relation rel, String option, Object request, Class<A> answer) throws java.io.IOException {
+        return Bridge.read(call(rel, option, Bridge.write(request)), answer);
+    }
+
+    /** The untyped form, for the questions not yet asked through {@link Bridge}'s records. */
     static JsonNode ask(DataSourceV2Relation rel, String option, JsonNode request) throws java.io.IOException {
+        return JSON.readTree(call(rel, option, JSON.writeValueAsString(request)));
+    }
+
+    private static String call(DataSourceV2Relation rel, String option, String request) {
         Map<String, String> options = new HashMap<>(rel.options().asCaseSensitiveMap());
-        options.put(option, JSON.writeValueAsString(request));
+        options.put(option, request);
         PythonDataSourceV2 source = new PythonDataSourceV2();
         source.setShortName(((PythonTable) rel.table()).name());
         StructType answer = source.inferSchema(new CaseInsensitiveStringMap(options));
-        return JSON.readTree(answer.fields()[0].metadata().getString(option));
+        return answer.fields()[0].metadata().getString(option);
     }
 }

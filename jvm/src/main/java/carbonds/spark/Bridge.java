@@ -1,0 +1,208 @@
+package carbonds.spark;
+
+import static com.fasterxml.jackson.annotation.JsonInclude.Include.NON_DEFAULT;
+import static com.fasterxml.jackson.annotation.JsonInclude.Include.NON_NULL;
+
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+
+import com.fasterxml.jackson.annotation.JsonCreator;
+import com.fasterxml.jackson.annotation.JsonFormat;
+import com.fasterxml.jackson.annotation.JsonInclude;
+import com.fasterxml.jackson.annotation.JsonValue;
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.DeserializationFeature;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.MapperFeature;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.json.JsonMapper;
+
+/**
+ * The messages between this extension and the Python data source, typed: the records mirror
+ * carbon_ds.spark.bridge.protocol one to one (same names, components named and ordered as the JSON keys, which
+ * tests/package/test_bridge_protocol.py checks from this source). A component annotated {@code @JsonInclude} is
+ * left out while it is null (or false), as the Python side leaves out a field declared with a default; any
+ * other is always written, null included. A record with {@code @JsonValue} is its one component alone (an
+ * answer read as a bare list, or a plan or null); {@code Shape.ARRAY} writes the components as a list.
+ * A StructType travels as its JSON ({@link JsonNode}; {@code DataType.fromJson} where used).
+ */
+public final class Bridge {
+    public static final int VERSION = 1;
+
+    /** Production: a key the other side added is ignored (a newer package under an older jar). */
+    static final ObjectMapper JSON = JsonMapper.builder()
+            .disable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+            .build();
+
+    /** {@link #echo}'s: an unknown key or a scalar of another type fails (a missing or null component reads
+     * as null or 0, which echo's comparison of the texts finds). */
+    private static final ObjectMapper STRICT = JsonMapper.builder()
+            .enable(DeserializationFeature.FAIL_ON_UNKNOWN_PROPERTIES)
+            .disable(MapperFeature.ALLOW_COERCION_OF_SCALARS)
+            .build();
+
+    private Bridge() {
+    }
+
+    // ------------------------------------------------------------ M1: plan reads (ReadPlans)
+
+    public record ReadSettings(int maxArrowBatchSize, boolean filterPushdown, boolean binaryAsBytes, long localBytes,
+                               @JsonInclude(NON_DEFAULT) boolean bytesOnly) {
+    }
+
+    /** {@code options} sorted (a TreeMap), so equal reads write equal texts. */
+    public record ReadRequest(Map<String, String> options, JsonNode schema) {
+    }
+
+    public record PlanReadsRequest(ReadSettings settings, List<ReadRequest> reads) {
+    }
+
+    @JsonFormat(shape = JsonFormat.Shape.ARRAY)
+    public record ValueCount(String value, long rows) {
+    }
+
+    public record ReadAnswer(@JsonInclude(NON_NULL) String read, @JsonInclude(NON_NULL) Long rows,
+                             @JsonInclude(NON_NULL) List<ValueCount> values, @JsonInclude(NON_NULL) String arrow,
+                             @JsonInclude(NON_NULL) Long bytes, @JsonInclude(NON_DEFAULT) boolean keep,
+                             @JsonInclude(NON_NULL) String plan) {
+    }
+
+    public record PlanReadsAnswer(@JsonValue List<ReadAnswer> answers) {
+        @JsonCreator(mode = JsonCreator.Mode.DELEGATING)
+        public PlanReadsAnswer {
+        }
+    }
+
+    // ------------------------------------------------------------ M2: native union plan (NativeUnion)
+
+    public record NativePlanRequest(JsonNode declared, Map<String, JsonNode> known) {
+    }
+
+    public record FileGroup(String key, String format, Map<String, String> options, List<String> paths,
+                            List<Long> sizes, @JsonInclude(NON_NULL) List<String> select) {
+    }
+
+    public record NativePlan(List<String> carbon_segments, List<FileGroup> groups) {
+    }
+
+    public record NativePlanAnswer(@JsonValue NativePlan plan) {
+        @JsonCreator(mode = JsonCreator.Mode.DELEGATING)
+        public NativePlanAnswer {
+        }
+    }
+
+    // ------------------------------------------------------------ M3: fresh materialized views (ViewRewrite)
+
+    public record ViewsRequest(List<String> tables, long localBytes) {
+    }
+
+    /** {@code values}: Integer, Long or String literals. */
+    public record Condition(String column, String op, List<Object> values) {
+    }
+
+    public record ViewGroup(String name, String column, String granularity) {
+    }
+
+    public record ViewAggregate(String name, String func, String column, @JsonInclude(NON_NULL) String sum,
+                                @JsonInclude(NON_NULL) String count) {
+    }
+
+    @JsonFormat(shape = JsonFormat.Shape.ARRAY)
+    public record JoinKey(String left, String right) {
+    }
+
+    public record View(@JsonInclude(NON_NULL) String arrow, String path, String name, String segment,
+                       List<Condition> where, String zone, JsonNode schema, List<Long> tables, List<JoinKey> keys,
+                       List<ViewGroup> groups, List<ViewAggregate> aggregates) {
+    }
+
+    public record ViewsAnswer(@JsonValue List<View> views) {
+        @JsonCreator(mode = JsonCreator.Mode.DELEGATING)
+        public ViewsAnswer {
+        }
+    }
+
+    // ------------------------------------------------------------ O1: option partial_counts (PartialCounts)
+
+    public record Day(List<Long> offsets, List<Long> at, @JsonInclude(NON_NULL) Long until,
+                      @JsonInclude(NON_NULL) String zone) {
+    }
+
+    public record CountKey(String column, @JsonInclude(NON_NULL) Day day) {
+    }
+
+    public record PartialCountsSpec(List<CountKey> keys) {
+    }
+
+    // ------------------------------------------------------------ the codec
+
+    static String write(Object message) {
+        try {
+            return JSON.writeValueAsString(message);
+        } catch (JsonProcessingException e) {
+            throw new UncheckedIOException(e);  // records of strings, numbers and trees always write
+        }
+    }
+
+    static <T> T read(String json, Class<T> type) throws IOException {
+        return JSON.readValue(json, type);
+    }
+
+    /**
+     * {@code json} read strictly as the record named {@code kind} and written again (the round-trip test): a
+     * key the record lacks, a component missing, or a value of another type fails, naming the record.
+     */
+    public static String echo(String kind, String json) throws IOException {
+        Class<?> type = messages().get(kind);
+        if (type == null) {
+            throw new IllegalArgumentException("Bridge.echo: expected a message name, found " + kind);
+        }
+        String out = STRICT.writeValueAsString(STRICT.readValue(json, type));
+        // a component the text lacks reads as null and writes as null: the two texts then differ
+        if (!STRICT.readTree(out).equals(STRICT.readTree(json))) {
+            throw new IllegalArgumentException("Bridge.echo: " + kind + " read from " + json + " writes " + out);
+        }
+        return out;
+    }
+
+    /** Every message record by its name. */
+    static Map<String, Class<?>> messages() {
+        Map<String, Class<?>> out = new LinkedHashMap<>();
+        for (Class<?> c : Bridge.class.getDeclaredClasses()) {
+            if (c.isRecord()) {
+                out.put(c.getSimpleName(), c);
+            }
+        }
+        return out;
+    }
+
+    /** Java-built instances of the messages this side writes, as {@code {name: [text, ...]}} (the round-trip test). */
+    public static String samples() throws IOException {
+        JsonNode schema = JSON.readTree(
+                "{\"type\":\"struct\",\"fields\":[{\"name\":\"x\",\"type\":\"long\",\"nullable\":true,\"metadata\":{}}]}");
+        Map<String, String> options = new TreeMap<>(Map.of("b", "2", "a", "1"));
+        Map<String, List<Object>> out = new LinkedHashMap<>();
+        out.put("PlanReadsRequest", List.of(
+                new PlanReadsRequest(new ReadSettings(10000, true, false, 4L << 20, false),
+                        List.of(new ReadRequest(options, schema), new ReadRequest(Map.of(), schema))),
+                new PlanReadsRequest(new ReadSettings(1, false, true, 0L, true), List.of())));
+        out.put("NativePlanRequest", List.of(
+                new NativePlanRequest(schema, Map.of("k1", schema)),
+                new NativePlanRequest(schema, Map.of())));
+        java.util.ArrayList<String> tables = new java.util.ArrayList<>();
+        tables.add("file:/t");
+        tables.add(null);
+        out.put("ViewsRequest", List.of(new ViewsRequest(tables, 100L), new ViewsRequest(List.of(), 0L)));
+        out.put("PartialCountsSpec", List.of(
+                new PartialCountsSpec(List.of(new CountKey("s", null),
+                        new CountKey("t", new Day(List.of(3600L, 7200L), List.of(100L), 2000L, "Europe/Paris")))),
+                new PartialCountsSpec(List.of(new CountKey("t", new Day(List.of(0L), List.of(), null, null))))));
+        Map<String, List<String>> texts = new LinkedHashMap<>();
+        out.forEach((kind, messages) -> texts.put(kind, messages.stream().map(Bridge::write).toList()));
+        return write(texts);
+    }
+}
