@@ -10,9 +10,16 @@ process whose peak RSS (``ru_maxrss``) is its own:
 - scan: ``carbon_ds.scan(path).to_batches()``, every row, each batch dropped once counted;
 - Q6-like: the same with Q6's filter and its four columns, the revenue summed batch by batch.
 
+- spark (not in the default phases): Spark with its default driver memory (1g) and the carbon-ds extension
+  writes the Parquet files' rows twice from one DataFrame (``df.write.format("carbondata")``,
+  ``df.write.parquet``), then runs TPC-H Q1 and Q6 through plain ``spark.sql`` over a ``USING carbondata``
+  view and over a Parquet view: one warm-up each (their rows compared), then ``--repeat`` interleaved
+  rounds, medians. Run it at ``--sf 1`` too: the SF 10 ratios are read against those.
+
 Each phase prints its wall time, rows and peak RSS; the done-when of issue 48 is a peak under 2 GB.
 
-    python benchmarks/big_write.py [--sf 10] [--data /tmp/s9-sf10] [--out /tmp/s9-sf10-carbon] [--phases write,scan,q6]
+    python benchmarks/big_write.py [--sf 10] [--data /tmp/s9-sf10] [--out /tmp/s9-sf10-carbon]
+                                   [--phases write,scan,q6|spark] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -85,7 +92,53 @@ def peak_rss_mb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
 
 
-def phase(name: str, data: str, out: str, sort: bool) -> dict:
+def spark_phase(files: list[str], out: str, repeat: int) -> dict:
+    """The ``spark`` phase (module docstring): write times, then Q1 and Q6 on both copies."""
+    import statistics
+
+    from pyspark.sql import SparkSession
+    from tpch_queries import compare, ordered, query
+
+    import carbon_ds
+
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    spark = carbon_ds.configure_spark(SparkSession.builder).config("spark.ui.enabled", "false").getOrCreate()
+    spark.sparkContext.setLogLevel("ERROR")
+    carbon_ds.register(spark)
+    figures: dict = {"driver_memory": spark.conf.get("spark.driver.memory", "1g (default)")}
+    try:
+        src = spark.read.parquet(*files)
+        paths = {"carbondata": out + "-spark", "parquet": out + "-spark-parquet"}
+        for kind, path in paths.items():
+            shutil.rmtree(path, ignore_errors=True)
+            t0 = time.perf_counter()
+            writer = src.write.mode("overwrite")
+            (writer.format("carbondata").save(path) if kind == "carbondata" else writer.parquet(path))
+            figures[f"{kind}_write_s"] = time.perf_counter() - t0
+        sessions = {kind: spark.newSession() for kind in paths}
+        sessions["carbondata"].sql(f"CREATE TEMPORARY VIEW lineitem USING carbondata OPTIONS (path '{paths['carbondata']}')")
+        sessions["parquet"].read.parquet(paths["parquet"]).createOrReplaceTempView("lineitem")
+        for n in (1, 6):
+            text = query(n)
+            rows = {kind: session.sql(text).collect() for kind, session in sessions.items()}
+            equal, note = compare(rows["carbondata"], rows["parquet"], ordered(text))
+            if not equal:
+                raise AssertionError(f"Q{n}: carbondata and Parquet differ: {note}")
+            times: dict[str, list[float]] = {kind: [] for kind in sessions}
+            for r in range(repeat):
+                for kind in (list(sessions) if r % 2 == 0 else list(sessions)[::-1]):
+                    t0 = time.perf_counter()
+                    sessions[kind].sql(text).collect()
+                    times[kind].append(time.perf_counter() - t0)
+            for kind, ts in times.items():
+                figures[f"q{n}_{kind}_s"] = statistics.median(ts)
+            figures[f"q{n}_ratio"] = figures[f"q{n}_carbondata_s"] / figures[f"q{n}_parquet_s"]
+    finally:
+        spark.stop()
+    return figures
+
+
+def phase(name: str, data: str, out: str, sort: bool, repeat: int = 3) -> dict:
     """One phase in this process; returns its figures."""
     import carbon_ds
 
@@ -108,12 +161,17 @@ def phase(name: str, data: str, out: str, sort: bool) -> dict:
         for b in carbon_ds.scan(out, columns=Q6_COLUMNS, filter=Q6_FILTER).to_batches():
             rows += b.num_rows
             revenue += float(pc.sum(pc.multiply(b.column("l_extendedprice"), b.column("l_discount"))).as_py() or 0)
+    elif name == "spark":
+        figures = spark_phase(files, out, repeat)
+        rows = carbon_ds.scan(out + "-spark").count()
     else:
-        raise ValueError(f"phase {name!r}: expected write, scan or q6")
+        raise ValueError(f"phase {name!r}: expected write, scan, q6 or spark")
     out = {"phase": name, "seconds": time.perf_counter() - t0, "rows": rows, "peak_rss_mb": peak_rss_mb(),
            "rss_at_start_mb": rss0, "load_average": os.getloadavg()[0]}
     if name == "q6":
         out["revenue"] = revenue
+    if name == "spark":
+        out.update(figures)
     return out
 
 
@@ -130,7 +188,7 @@ def expected(data: str) -> dict:
                          f"WHERE {Q6_FILTER}").fetchone()
     finally:
         con.close()
-    return {"write": rows, "scan": rows, "q6": q6[0], "revenue": float(q6[1])}
+    return {"write": rows, "scan": rows, "spark": rows, "q6": q6[0], "revenue": float(q6[1])}
 
 
 def main() -> None:
@@ -141,27 +199,37 @@ def main() -> None:
     ap.add_argument("--out", default="/tmp/s9-sf10-carbon")
     ap.add_argument("--phases", default="write,scan,q6")
     ap.add_argument("--sort", action="store_true", help="write with SORT_COLUMNS l_shipdate")
+    ap.add_argument("--repeat", type=int, default=3, help="timed rounds of each Spark query (spark phase)")
     ap.add_argument("--results", default="benchmarks/results")
     ap.add_argument("--phase", help=argparse.SUPPRESS)  # a child process running one phase
     args = ap.parse_args()
     if args.phase:
-        print(json.dumps(phase(args.phase, args.data, args.out, args.sort)), flush=True)
+        print(json.dumps(phase(args.phase, args.data, args.out, args.sort, args.repeat)), flush=True)
         return
     t0 = time.perf_counter()
     files = generate(args.sf, args.data, args.parts)
     print(f"lineitem SF {args.sf:g}: {len(files)} files in {args.data} ({time.perf_counter() - t0:.0f} s)", flush=True)
-    want = expected(args.data)
+    # each phase's child starts before this process reads anything with DuckDB: a child's peak RSS counts
+    # its parent's resident memory at the fork (Linux keeps ru_maxrss across exec)
     results = []
     for name in args.phases.split(","):
-        cmd = [sys.executable, __file__, "--phase", name, "--data", args.data, "--out", args.out]
+        cmd = [sys.executable, __file__, "--phase", name, "--data", args.data, "--out", args.out,
+               "--repeat", str(args.repeat)]
         if args.sort:
             cmd.append("--sort")
         got = json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
         print(f"{name}: {got['rows']:,} rows in {got['seconds']:.1f} s, peak RSS {got['peak_rss_mb']:,.0f} MB "
               f"(load average {got['load_average']:.1f})", flush=True)
+        if name == "spark":
+            print("  " + ", ".join(f"{k} {v:.2f}" if isinstance(v, float) else f"{k} {v}"
+                                   for k, v in got.items() if k.startswith(("q", "carbondata", "parquet", "driver"))),
+                  flush=True)
+        results.append(got)
+    want = expected(args.data)
+    for got in results:
+        name = got["phase"]
         if got["rows"] != want[name] or name == "q6" and abs(got["revenue"] - want["revenue"]) > 0.01 * max(1, want["q6"]):
             raise AssertionError(f"{name} gave {got}, expected {want[name]} rows (Q6 revenue {want['revenue']:,.2f})")
-        results.append(got)
     from common import save
 
     save(args.results, "big_write.json", {"sf": args.sf, "results": results})
