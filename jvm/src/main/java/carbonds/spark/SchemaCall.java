@@ -3,7 +3,6 @@ package carbonds.spark;
 import java.util.HashMap;
 import java.util.Map;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
@@ -27,11 +26,6 @@ final class SchemaCall {
      * (null when the Python side answers null). */
     static <A> A ask(DataSourceV2Relation rel, String option, Object request, Class<A> answer) throws java.io.IOException {
         return Bridge.read(call(rel, option, Bridge.write(request)), answer);
-    }
-
-    /** The untyped form, for the questions not yet asked through {@link Bridge}'s records. */
-    static JsonNode ask(DataSourceV2Relation rel, String option, JsonNode request) throws java.io.IOException {
-        return JSON.readTree(call(rel, option, JSON.writeValueAsString(request)));
     }
 
     private static String call(DataSourceV2Relation rel, String option, String request) {
