@@ -129,7 +129,7 @@ def test_equal_keys_write_the_same_option_text(spark, tables):
     query = "SELECT to_date(ts), hour, count(*) FROM pc_text GROUP BY 1, 2"
     with confs(spark, **{"spark.sql.session.timeZone": "+08:00"}):
         assert _option(spark.sql(query)) == (
-            '{"keys":[{"column":"ts","day":{"offsets":[28800],"at":[]}},{"column":"hour"}]}')
+            '{"keys":[{"column":"ts","day":{"offsets":[28800],"at":[]}},{"column":"hour"}],"v":1}')
     with confs(spark, **{"spark.sql.session.timeZone": "America/Los_Angeles"}):
         first, second = _option(spark.sql(query)), _option(spark.sql(query))
     assert first == second
@@ -209,6 +209,7 @@ def test_counts_merge_across_units_and_skip_empty_ones():
     ('{"keys": [{"column": "ts", "day": {"offsets": [0, 3600], "at": []}}]}', "one more"),
     ('{"keys": [{"column": "ts", "day": {"offsets": [0, 1, 2], "at": [5, 5]}}]}', "rising"),
     ('{"keys": [{"column": "ts", "day": {"offsets": [0], "until": 5}}]}', "zone name"),
+    ('{"keys": [{"column": "s"}], "v": 2}', "expected version 1 .*found 2"),
 ])
 def test_a_bad_option_names_what_is_wrong(text, message):
     schema = pa.schema([("s", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))])

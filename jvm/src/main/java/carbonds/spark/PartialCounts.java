@@ -159,7 +159,7 @@ final class PartialCounts {
             fields[i] = new StructField(a.name(), a.dataType(), a.nullable(), a.metadata());
         }
         // equal specs write equal texts (the record's component order): SizedPythonTable's exchange reuse keys on it
-        String spec = Bridge.write(new Bridge.PartialCountsSpec(keys));
+        String spec = Bridge.write(new Bridge.PartialCountsSpec(keys, Bridge.VERSION));
         PythonTable old = (PythonTable) rel.table();
         PythonDataSourceV2 source = new PythonDataSourceV2();
         source.setShortName(old.name());

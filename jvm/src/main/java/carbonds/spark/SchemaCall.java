@@ -22,10 +22,11 @@ final class SchemaCall {
     private SchemaCall() {
     }
 
-    /** {@code request} (a {@link Bridge} message) asked through option {@code option}; the answer as {@code answer}
-     * (null when the Python side answers null). */
-    static <A> A ask(DataSourceV2Relation rel, String option, Object request, Class<A> answer) throws java.io.IOException {
-        return Bridge.read(call(rel, option, Bridge.write(request)), answer);
+    /** {@code request} (a {@link Bridge} message) asked through option {@code option}; the answer as {@code answer},
+     * or null when the Python side answers null or with another version ({@link Bridge#answer}). */
+    static <A extends Bridge.Versioned> A ask(DataSourceV2Relation rel, String option, Object request, Class<A> answer)
+            throws java.io.IOException {
+        return Bridge.answer(call(rel, option, Bridge.write(request)), answer);
     }
 
     private static String call(DataSourceV2Relation rel, String option, String request) {

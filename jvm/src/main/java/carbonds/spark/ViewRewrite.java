@@ -250,7 +250,8 @@ final class ViewRewrite extends Rule<LogicalPlan> {
             tables.add(rel.options().get("path"));
         }
         // a view this small comes with its rows
-        Bridge.ViewsRequest request = new Bridge.ViewsRequest(tables, ReadPlans.localBytes(SQLConf.get()));
+        Bridge.ViewsRequest request = new Bridge.ViewsRequest(tables, ReadPlans.localBytes(SQLConf.get()),
+                Bridge.VERSION);
         // a join's views are kept by its main (fact) table: ask each table that has views
         for (DataSourceV2Relation rel : shape.rels()) {
             if (!hasViews(rel.options().get("path"))) {
