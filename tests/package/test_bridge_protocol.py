@@ -1,7 +1,8 @@
 """The messages between the Spark extension and the Python data source are declared once per language:
 carbon_ds/spark/bridge/protocol.py's dataclasses and jvm/src's Bridge.java records name the same messages, with
 the same JSON keys in the same order, types that match, and the same keys left out while null (or false). The
-texts are those the dict code wrote (golden texts), so an older jar reads a newer package's answers.
+golden texts pin the bytes: json.dumps's separators from Python, Jackson's compact ones from the JVM, and the
+version ``v`` on every top-level message.
 tests/spark/test_bridge_protocol_jar.py sends every sample through the jar itself."""
 
 from __future__ import annotations
@@ -161,11 +162,12 @@ def test_java_and_python_declare_the_same_messages():
 
 @pytest.mark.parametrize("old, new, reported", [
     ("String op, ", "String op, String extra, ", "Condition: components"),          # added on one side
-    ("long localBytes)", "long local_bytes)", "ViewsRequest: components"),         # renamed
+    ("long localBytes, int v", "long local_bytes, int v", "ViewsRequest: components"),  # renamed
     ("String segment,", "Long segment,", "View.segment: Java Long"),                # retyped
     ("@JsonInclude(NON_NULL) String sum", "String sum", "ViewAggregate.sum: left out"),  # null now written
     ("public record JoinKey", "public record JoinKey2", "JoinKey: only in Python"),
-    ("@JsonValue List<View> views", "List<View> views", "ViewsAnswer: shape"),
+    ("List<View> views, int v)", "List<View> views)", "ViewsAnswer: components"),  # unversioned
+    ("public record View(", "@JsonFormat(shape = JsonFormat.Shape.ARRAY)\n    public record View(", "View: shape"),
     ("VERSION = 1;", "VERSION = 2;", "VERSION"),
 ])
 def test_the_comparison_sees_a_change(old, new, reported):
@@ -196,8 +198,9 @@ def test_the_samples_set_every_optional_field():
                 walk(v)
     for xs in protocol.SAMPLES.values():
         walk(xs)
+    # v: always written, whatever its value (test_a_text_without_a_version_reads_as_version_1 and after)
     wanted = {(c.__name__, f.name) for c in protocol.MESSAGES.values() for f in dataclasses.fields(c)
-              if f.default is not dataclasses.MISSING}
+              if f.default is not dataclasses.MISSING and f.name != "v"}
     assert wanted - seen == set()
 
 
@@ -205,23 +208,23 @@ _SCHEMA = {"type": "struct", "fields": [{"name": "x", "type": "long", "nullable"
 _SCHEMA_TEXT = '{"type": "struct", "fields": [{"name": "x", "type": "long", "nullable": true, "metadata": {}}]}'
 
 
-# the texts the dict code wrote (json.dumps of its dicts, keys in its order)
+# the answers' texts (json.dumps's separators; the keys the dict code wrote, in its order, then "v")
 @pytest.mark.parametrize("message, text", [
     (PlanReadsAnswer(answers=(
         ReadAnswer(read="QQ==", arrow="Qg==", bytes=5, keep=True, plan="2@9"), None, ReadAnswer(rows=0),
         ReadAnswer(values=(ValueCount("a", 3), ValueCount("b", 1)), keep=True), ReadAnswer(bytes=7),
         ReadAnswer(read="QQ=="))),
-     '[{"read": "QQ==", "arrow": "Qg==", "bytes": 5, "keep": true, "plan": "2@9"}, null, {"rows": 0}, '
-     '{"values": [["a", 3], ["b", 1]], "keep": true}, {"bytes": 7}, {"read": "QQ=="}]'),
-    (PlanReadsAnswer(answers=()), "[]"),
+     '{"answers": [{"read": "QQ==", "arrow": "Qg==", "bytes": 5, "keep": true, "plan": "2@9"}, null, {"rows": 0}, '
+     '{"values": [["a", 3], ["b", 1]], "keep": true}, {"bytes": 7}, {"read": "QQ=="}], "v": 1}'),
+    (PlanReadsAnswer(answers=()), '{"answers": [], "v": 1}'),
     (NativePlanAnswer(plan=NativePlan(carbon_segments=("0", "3"), groups=(
         FileGroup(key="k1", format="parquet", options={"a": "1"}, paths=("file:/p",), sizes=(3,),
                   select=("`x` AS `x`",)),
         FileGroup(key="k2", format="orc", options={}, paths=("file:/q", "file:/r"), sizes=(1, 2))))),
-     '{"carbon_segments": ["0", "3"], "groups": [{"key": "k1", "format": "parquet", "options": {"a": "1"}, '
+     '{"plan": {"carbon_segments": ["0", "3"], "groups": [{"key": "k1", "format": "parquet", "options": {"a": "1"}, '
      '"paths": ["file:/p"], "sizes": [3], "select": ["`x` AS `x`"]}, {"key": "k2", "format": "orc", '
-     '"options": {}, "paths": ["file:/q", "file:/r"], "sizes": [1, 2]}]}'),
-    (NativePlanAnswer(plan=None), "null"),
+     '"options": {}, "paths": ["file:/q", "file:/r"], "sizes": [1, 2]}]}, "v": 1}'),
+    (NativePlanAnswer(plan=None), '{"plan": null, "v": 1}'),
     (ViewsAnswer(views=(
         View(arrow="QQ==", path="/m", name="db.v", segment="2", where=None, zone="UTC", schema=_SCHEMA,
              tables=(0, None), keys=(JoinKey("0:k", "1:k"),),
@@ -231,7 +234,7 @@ _SCHEMA_TEXT = '{"type": "struct", "fields": [{"name": "x", "type": "long", "nul
         View(path="/w", name="w", segment="0", zone="UTC", schema=_SCHEMA, tables=(0,), keys=(),
              where=(Condition(column="x", op="in", values=(1, 2)), Condition(column="s", op="is null", values=())),
              groups=(ViewGroup(name="d", column="0:t", granularity="day"),), aggregates=()))),
-     '[{"arrow": "QQ==", "path": "/m", "name": "db.v", "segment": "2", "where": null, "zone": "UTC", '
+     '{"views": [{"arrow": "QQ==", "path": "/m", "name": "db.v", "segment": "2", "where": null, "zone": "UTC", '
      f'"schema": {_SCHEMA_TEXT}, "tables": [0, null], "keys": [["0:k", "1:k"]], '
      '"groups": [{"name": "g", "column": "0:g", "granularity": null}], '
      '"aggregates": [{"name": "n", "func": "count", "column": null}, '
@@ -239,7 +242,7 @@ _SCHEMA_TEXT = '{"type": "struct", "fields": [{"name": "x", "type": "long", "nul
      '{"path": "/w", "name": "w", "segment": "0", "where": [{"column": "x", "op": "in", "values": [1, 2]}, '
      '{"column": "s", "op": "is null", "values": []}], "zone": "UTC", '
      f'"schema": {_SCHEMA_TEXT}, "tables": [0], "keys": [], '
-     '"groups": [{"name": "d", "column": "0:t", "granularity": "day"}], "aggregates": []}]'),
+     '"groups": [{"name": "d", "column": "0:t", "granularity": "day"}], "aggregates": []}], "v": 1}'),
 ])
 def test_answers_write_the_texts_the_jvm_reads(message, text):
     assert to_json(message) == text
@@ -250,20 +253,20 @@ def test_answers_write_the_texts_the_jvm_reads(message, text):
 @pytest.mark.parametrize("cls, text, message", [
     (PlanReadsRequest,
      '{"settings":{"maxArrowBatchSize":10000,"filterPushdown":false,"binaryAsBytes":true,"localBytes":4194304},'
-     f'"reads":[{{"options":{{"a":"1","path":"/t"}},"schema":{_SCHEMA_TEXT}}}]}}',
+     f'"reads":[{{"options":{{"a":"1","path":"/t"}},"schema":{_SCHEMA_TEXT}}}],"v":1}}',
      PlanReadsRequest(settings=ReadSettings(max_arrow_batch_size=10000, filter_pushdown=False, binary_as_bytes=True,
                                             local_bytes=4194304),
                       reads=(ReadRequest(options={"a": "1", "path": "/t"}, schema=_SCHEMA),))),
     (PlanReadsRequest,
      '{"settings":{"maxArrowBatchSize":1,"filterPushdown":true,"binaryAsBytes":false,"localBytes":0,'
-     '"bytesOnly":true},"reads":[]}',
+     '"bytesOnly":true},"reads":[],"v":1}',
      PlanReadsRequest(settings=ReadSettings(max_arrow_batch_size=1, filter_pushdown=True, binary_as_bytes=False,
                                             local_bytes=0, bytes_only=True), reads=())),
-    (NativePlanRequest, f'{{"declared":{_SCHEMA_TEXT},"known":{{"k":{_SCHEMA_TEXT}}}}}',
+    (NativePlanRequest, f'{{"declared":{_SCHEMA_TEXT},"known":{{"k":{_SCHEMA_TEXT}}},"v":1}}',
      NativePlanRequest(declared=_SCHEMA, known={"k": _SCHEMA})),
-    (ViewsRequest, '{"tables":["/a",null],"localBytes":5}', ViewsRequest(tables=("/a", None), local_bytes=5)),
+    (ViewsRequest, '{"tables":["/a",null],"localBytes":5,"v":1}', ViewsRequest(tables=("/a", None), local_bytes=5)),
     (PartialCountsSpec, '{"keys":[{"column":"s"},{"column":"t","day":{"offsets":[0,3600],"at":[10],'
-                        '"until":20,"zone":"Europe/Paris"}}]}',
+                        '"until":20,"zone":"Europe/Paris"}}],"v":1}',
      PartialCountsSpec(keys=(CountKey(column="s"), CountKey(column="t", day=Day(offsets=(0, 3600), at=(10,),
                                                                                    until=20, zone="Europe/Paris"))))),
 ])
@@ -276,10 +279,13 @@ def test_requests_read_the_texts_the_jvm_writes(cls, text, message):
     (ViewsRequest, '{"tables": [], "local_bytes": 0}', r"ViewsRequest\.localBytes: expected an integer, found nothing"),
     (ViewsRequest, '{"tables": [], "localBytes": "0"}', r"ViewsRequest\.localBytes: expected an integer, found the string '0'"),
     (ViewsRequest, '{"tables": [], "localBytes": true}', r"localBytes: expected an integer, found true"),
-    (PlanReadsAnswer, '[{"rows": 1.5}]', r"PlanReadsAnswer\[0\]\.rows: expected an integer or null, found the number 1.5"),
-    (PlanReadsAnswer, '{"rows": 1}', r"PlanReadsAnswer: expected a list"),
-    (PlanReadsAnswer, '[{"values": [["a"]]}]', r"PlanReadsAnswer\[0\]\.values\[0\]: expected \[value, rows\]"),
-    (ViewsAnswer, '[{"path": 5}]', r"ViewsAnswer\[0\]\.path: expected a string, found the number 5"),
+    (PlanReadsAnswer, '{"answers": [{"rows": 1.5}]}',
+     r"PlanReadsAnswer\.answers\[0\]\.rows: expected an integer or null, found the number 1.5"),
+    (PlanReadsAnswer, '[{"rows": 1}]', r"PlanReadsAnswer: expected an object PlanReadsAnswer, found a list of 1"),
+    (PlanReadsAnswer, '{"answers": [{"values": [["a"]]}]}',
+     r"PlanReadsAnswer\.answers\[0\]\.values\[0\]: expected \[value, rows\]"),
+    (ViewsAnswer, '{"views": [{"path": 5}]}', r"ViewsAnswer\.views\[0\]\.path: expected a string, found the number 5"),
+    (ViewsRequest, '{"tables": [], "localBytes": 0, "v": "1"}', r"ViewsRequest\.v: expected an integer"),
     (PartialCountsSpec, "not json", r"PartialCountsSpec: expected JSON text, found 'not json'"),
 ])
 def test_a_bad_text_names_message_field_expected_and_found(cls, text, message):
@@ -288,7 +294,24 @@ def test_a_bad_text_names_message_field_expected_and_found(cls, text, message):
 
 
 def test_strict_refuses_an_unknown_key_production_ignores_it():
-    text = '{"tables": [], "localBytes": 0, "v": 2}'
+    text = '{"tables": [], "localBytes": 0, "v": 1, "more": 2}'
     assert from_json(ViewsRequest, text) == ViewsRequest(tables=(), local_bytes=0)
-    with pytest.raises(CarbonOptionError, match=r"ViewsRequest: expected only the keys \['tables', 'localBytes'\]"):
+    with pytest.raises(CarbonOptionError, match=r"ViewsRequest: expected only the keys \['tables', 'localBytes', 'v'\]"):
         from_json(ViewsRequest, text, strict=True)
+
+
+def test_a_text_without_a_version_reads_as_version_1():
+    # a partial_counts option kept in a plan built before the field; requests of an older jar
+    old = from_json(PartialCountsSpec, '{"keys":[{"column":"s"}]}', strict=True)
+    assert old == PartialCountsSpec(keys=(CountKey(column="s"),)) and old.v == 1
+    assert protocol.read_request(ViewsRequest, '{"tables":[],"localBytes":0}') == ViewsRequest(tables=(), local_bytes=0)
+
+
+def test_a_request_of_another_version_reads_as_none():
+    assert protocol.read_request(ViewsRequest, '{"tables":[],"localBytes":0,"v":1}') == ViewsRequest(
+        tables=(), local_bytes=0)
+    # read before the rest: another version's shape may not be this one's
+    assert protocol.read_request(ViewsRequest, '{"views":{"x":1},"v":2}') is None
+    assert protocol.read_request(ViewsRequest, '{"tables":[],"localBytes":0,"v":0}') is None
+    with pytest.raises(CarbonOptionError, match="localBytes"):
+        protocol.read_request(ViewsRequest, '{"tables":[],"v":1}')

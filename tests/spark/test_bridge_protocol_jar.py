@@ -2,18 +2,22 @@
 built jar: every Python sample read strictly by Java's records and written back reads as the same message
 in Python; every message Java builds reads strictly in Python and writes back the same JSON. A key present
 on one side only fails the strict read of the other (tests/package/test_bridge_protocol.py checks the two
-declarations against each other from the source)."""
+declarations against each other from the source). Each side takes only the other's messages of its version."""
 
 from __future__ import annotations
 
 import json
 
+import pyarrow as pa
 import pytest
 from py4j.protocol import Py4JJavaError
 from pyspark.errors import IllegalArgumentException
 
+import carbon_ds
 from carbon_ds.errors import CarbonOptionError
+from carbon_ds.names import MV_REWRITE_OPTION, NATIVE_PLAN_OPTION, PLAN_READS_OPTION
 from carbon_ds.spark.bridge import protocol
+from carbon_ds.spark.source.datasource import CarbonDataSource
 
 pytestmark = pytest.mark.spark
 
@@ -74,10 +78,11 @@ def _find(value: object, cls: type) -> object | None:
 
 
 @pytest.mark.parametrize("kind, text", [
-    ("ViewsRequest", '{"tables": [], "localBytes": 0, "extra": 1}'),   # a key Java does not declare
-    ("ViewsRequest", '{"tables": [], "local_bytes": 0}'),               # a renamed key
-    ("ViewsRequest", '{"tables": []}'),                                 # a missing component
-    ("ViewsRequest", '{"tables": [], "localBytes": "0"}'),              # another type
+    ("ViewsRequest", '{"tables": [], "localBytes": 0, "v": 1, "extra": 1}'),  # a key Java does not declare
+    ("ViewsRequest", '{"tables": [], "local_bytes": 0, "v": 1}'),              # a renamed key
+    ("ViewsRequest", '{"tables": [], "v": 1}'),                                # a missing component
+    ("ViewsRequest", '{"tables": [], "localBytes": "0", "v": 1}'),             # another type
+    ("ViewsRequest", '{"tables": [], "localBytes": 0}'),                       # no version
     ("ViewGroup", '{"name": "a", "column": "0:a"}'),                     # null written, never left out
     ("ReadAnswer", '{"rows": 1, "kept": true}'),
 ])
@@ -97,3 +102,30 @@ def test_python_refuses_a_text_java_would_not_write(bridge):
     assert protocol.from_json(protocol.ViewsRequest, extra) == protocol.from_json(protocol.ViewsRequest, text)
     with pytest.raises(CarbonOptionError, match="more"):
         protocol.from_json(protocol.ViewsRequest, extra, strict=True)
+
+
+@pytest.mark.parametrize("message", [
+    protocol.PlanReadsAnswer(answers=()), protocol.NativePlanAnswer(plan=None), protocol.ViewsAnswer(views=())])
+def test_java_takes_only_an_answer_of_its_version(bridge, message):
+    kind = type(message).__name__
+    current = json.loads(protocol.to_json(message))
+    assert current["v"] == protocol.VERSION and bridge.taken(kind, json.dumps(current))
+    for v in (protocol.VERSION - 1, protocol.VERSION + 1):
+        assert not bridge.taken(kind, json.dumps({**current, "v": v}))
+    del current["v"]
+    assert not bridge.taken(kind, json.dumps(current))  # a text without "v" is no answer of this version
+    assert not bridge.taken(kind, "null")
+
+
+@pytest.mark.parametrize("option, answer", [
+    (PLAN_READS_OPTION, protocol.PlanReadsAnswer(answers=())),
+    (NATIVE_PLAN_OPTION, protocol.NativePlanAnswer(plan=None)),
+    (MV_REWRITE_OPTION, protocol.ViewsAnswer(views=())),
+])
+def test_python_answers_nothing_to_a_request_of_another_version(tmp_path, option, answer):
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(pa.table({"x": [1]}), path)
+    # another version's request need not have this version's shape: it is not read past its "v"
+    for v in (protocol.VERSION - 1, protocol.VERSION + 1):
+        schema = CarbonDataSource({"path": path, option: json.dumps({"asked": [path], "v": v})}).schema()
+        assert protocol.from_json(type(answer), schema.fields[0].metadata[option], strict=True) == answer

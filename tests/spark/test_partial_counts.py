@@ -16,6 +16,7 @@ from spark_confs import confs
 
 import carbon_ds
 from carbon_ds.errors import CarbonError
+from carbon_ds.spark.bridge import protocol
 from carbon_ds.spark.bridge.extension import extension_active
 from carbon_ds.spark.source import partial_counts
 from carbon_ds.table import CarbonTable
@@ -111,6 +112,36 @@ def test_the_conf_turns_it_off(spark, tables):
         assert df.count() > 0
 
 
+def _option(df) -> str:
+    """The partial_counts option of ``df``'s one carbondata read."""
+    leaves = df._jdf.queryExecution().optimizedPlan().collectLeaves()
+    texts = [leaves.apply(i).relation().options().get("partial_counts") for i in range(leaves.size())
+             if leaves.apply(i).getClass().getSimpleName() == "DataSourceV2ScanRelation"]
+    assert len(texts) == 1, texts
+    return texts[0]
+
+
+def test_equal_keys_write_the_same_option_text(spark, tables):
+    # two reads with the same option text may share one exchange (jvm/src SizedPythonTable): equal keys must
+    # write equal bytes, the ones Python reads (keys in query order, "day" left out of a plain column's key)
+    path, _twin = tables
+    spark.read.format("carbondata").load(path).createOrReplaceTempView("pc_text")
+    query = "SELECT to_date(ts), hour, count(*) FROM pc_text GROUP BY 1, 2"
+    with confs(spark, **{"spark.sql.session.timeZone": "+08:00"}):
+        assert _option(spark.sql(query)) == (
+            '{"keys":[{"column":"ts","day":{"offsets":[28800],"at":[]}},{"column":"hour"}],"v":1}')
+    with confs(spark, **{"spark.sql.session.timeZone": "America/Los_Angeles"}):
+        first, second = _option(spark.sql(query)), _option(spark.sql(query))
+    assert first == second
+    spec = protocol.from_json(protocol.PartialCountsSpec, first, strict=True)
+    day = spec.keys[0].day
+    assert [k.column for k in spec.keys] == ["ts", "hour"] and spec.keys[1].day is None
+    # 1883's switch to standard time, then PST/PDT; the zone database past "until"
+    assert day.offsets[1:3] == (-8 * 3600, -7 * 3600) and day.zone == "America/Los_Angeles"
+    assert len(day.offsets) == len(day.at) + 1 and day.until is not None
+    assert protocol.to_json(spec).replace(" ", "") == first  # Python writes the same keys in the same order
+
+
 def test_counts_of_a_kept_view_see_the_commits_before_each_query(spark, tmp_path):
     if not extension_active(spark):
         pytest.skip("needs the carbon-ds Spark extension (scripts/build-jvm.sh)")
@@ -178,6 +209,7 @@ def test_counts_merge_across_units_and_skip_empty_ones():
     ('{"keys": [{"column": "ts", "day": {"offsets": [0, 3600], "at": []}}]}', "one more"),
     ('{"keys": [{"column": "ts", "day": {"offsets": [0, 1, 2], "at": [5, 5]}}]}', "rising"),
     ('{"keys": [{"column": "ts", "day": {"offsets": [0], "until": 5}}]}', "zone name"),
+    ('{"keys": [{"column": "s"}], "v": 2}', "expected version 1 .*found 2"),
 ])
 def test_a_bad_option_names_what_is_wrong(text, message):
     schema = pa.schema([("s", pa.string()), ("ts", pa.timestamp("us", tz="UTC"))])

@@ -13,8 +13,12 @@ raises CarbonOptionError naming the message, the field, what was expected and wh
 declared with default None or False is left out while it has that value (its reader takes a missing key as
 that value); a field ``X | None`` without default is written as null (the JVM reads it as present).
 
-Shapes: a message is a JSON object, except ``SHAPE = "array"`` (its fields as a fixed-length list) and
-``SHAPE = "bare"`` (its one field's value alone: the answers the JVM reads as a bare list, or a plan or null).
+Shapes: a message is a JSON object, except ``SHAPE = "array"`` (its fields as a fixed-length list).
+
+Versions: every top-level request and answer carries ``v`` (VERSION when written here). A text without it
+is from before the field and reads as version 1 (a ``partial_counts`` option kept in a plan); ``read_request``
+gives None for a request of a version this package does not know, which the data source answers with
+nothing (Spark then plans as without the extension), as the JVM ignores an answer of another version.
 
 Stdlib only: the data source's worker decodes these on a standalone Spark Connect server too, and
 tests/package imports the module without Spark.
@@ -36,10 +40,11 @@ __all__ = [
     "MESSAGES", "SAMPLES", "VERSION", "Condition", "CountKey", "Day", "FileGroup", "JoinKey", "NativePlan",
     "NativePlanAnswer", "NativePlanRequest", "PartialCountsSpec", "PlanReadsAnswer", "PlanReadsRequest",
     "ReadAnswer", "ReadRequest", "ReadSettings", "SparkSchema", "ValueCount", "View", "ViewAggregate",
-    "ViewGroup", "ViewsAnswer", "ViewsRequest", "from_json", "to_json",
+    "ViewGroup", "ViewsAnswer", "ViewsRequest", "from_json", "read_request", "to_json",
 ]
 
 VERSION = 1
+UNVERSIONED = 1  # the version of a text without "v": written before the field
 
 # A StructType's JSON object, kept as such: Python makes it a StructType with StructType.fromJson where it is
 # used, Java with DataType.fromJson (JsonNode there); this module imports no pyspark
@@ -76,6 +81,7 @@ class ReadRequest:
 class PlanReadsRequest:
     settings: ReadSettings
     reads: tuple[ReadRequest, ...]
+    v: int = VERSION
 
 
 @pair
@@ -100,8 +106,8 @@ class ReadAnswer:
 
 @message
 class PlanReadsAnswer:
-    SHAPE: ClassVar[str] = "bare"
     answers: tuple[ReadAnswer | None, ...]  # one per read asked; None: Spark plans it
+    v: int = VERSION
 
 
 # ---------------------------------------------------------------- M2: native union plan (jvm/src NativeUnion)
@@ -111,6 +117,7 @@ class PlanReadsAnswer:
 class NativePlanRequest:
     declared: SparkSchema
     known: Mapping[str, SparkSchema]  # Spark's schema of a group's files, by group key
+    v: int = VERSION
 
 
 @message
@@ -131,8 +138,8 @@ class NativePlan:
 
 @message
 class NativePlanAnswer:
-    SHAPE: ClassVar[str] = "bare"
     plan: NativePlan | None
+    v: int = VERSION
 
 
 # ---------------------------------------------------------------- M3: fresh materialized views (jvm/src ViewRewrite)
@@ -142,6 +149,7 @@ class NativePlanAnswer:
 class ViewsRequest:
     tables: tuple[str | None, ...]  # the paths of the tables the query reads
     local_bytes: int = wire("localBytes")
+    v: int = VERSION
 
 
 @message
@@ -191,8 +199,8 @@ class View:
 
 @message
 class ViewsAnswer:
-    SHAPE: ClassVar[str] = "bare"
     views: tuple[View, ...]
+    v: int = VERSION
 
 
 # ---------------------------------------------------------------- O1: option partial_counts (jvm/src PartialCounts)
@@ -215,6 +223,7 @@ class CountKey:
 @message
 class PartialCountsSpec:
     keys: tuple[CountKey, ...]
+    v: int = VERSION
 
 
 # ---------------------------------------------------------------- the codec
@@ -236,8 +245,6 @@ def _encode(value: Any) -> Any:
     if dataclasses.is_dataclass(value):
         shape = getattr(value, "SHAPE", "object")
         fields = dataclasses.fields(value)
-        if shape == "bare":
-            return _encode(getattr(value, fields[0].name))
         if shape == "array":
             return [_encode(getattr(value, f.name)) for f in fields]
         return {_wire(f): _encode(getattr(value, f.name)) for f in fields
@@ -258,6 +265,18 @@ def from_json(cls: type, text: str, *, strict: bool = False) -> Any:
         shown = text if not isinstance(text, str) or len(text) <= 200 else text[:200] + "..."
         raise CarbonOptionError(f"{cls.__name__}: expected JSON text, found {shown!r} ({e})") from None
     return _decode(data, cls, cls.__name__, strict)
+
+
+def read_request(cls: type, text: str) -> Any:
+    """The request ``cls`` from ``text``, or None when its version is not this package's (a newer or older
+    jar's): read before the rest, which may not be this version's shape."""
+    try:
+        data = json.loads(text)
+    except (TypeError, ValueError):
+        data = None
+    if isinstance(data, dict) and data.get("v", UNVERSIONED) != VERSION:
+        return None
+    return from_json(cls, text)
 
 
 @functools.cache
@@ -282,8 +301,6 @@ def _expected(hint: Any) -> str:
     if dataclasses.is_dataclass(hint):
         names = [_wire(f) for f in dataclasses.fields(hint)]
         shape = getattr(hint, "SHAPE", "object")
-        if shape == "bare":
-            return _expected(_hints(hint)[dataclasses.fields(hint)[0].name])
         return f"[{', '.join(names)}]" if shape == "array" else f"an object {hint.__name__}"
     return {int: "an integer", bool: "true or false", str: "a string", type(None): "null", Any: "any JSON"}[hint]
 
@@ -346,9 +363,6 @@ def _decode_message(value: Any, cls: type, where: str, strict: bool) -> Any:
     fields = dataclasses.fields(cls)
     hints = _hints(cls)
     shape = getattr(cls, "SHAPE", "object")
-    if shape == "bare":
-        f = fields[0]
-        return cls(**{f.name: _decode(value, hints[f.name], where, strict)})
     if shape == "array":
         if not isinstance(value, list) or len(value) != len(fields):
             raise _fail(where, cls, value)
@@ -365,6 +379,8 @@ def _decode_message(value: Any, cls: type, where: str, strict: bool) -> Any:
         key = _wire(f)
         if key in value:
             out[f.name] = _decode(value[key], hints[f.name], f"{where}.{key}", strict)
+        elif key == "v":
+            out[f.name] = UNVERSIONED
         elif f.default is dataclasses.MISSING:
             raise CarbonOptionError(f"{where}.{key}: expected {_expected(hints[f.name])}, found nothing "
                                     f"(no key {key!r})")

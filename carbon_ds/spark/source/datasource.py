@@ -28,9 +28,11 @@ from carbon_ds.spark.bridge.native_read import describe
 from carbon_ds.spark.bridge.protocol import (
     NativePlanAnswer,
     NativePlanRequest,
+    PlanReadsAnswer,
     PlanReadsRequest,
+    ViewsAnswer,
     ViewsRequest,
-    from_json,
+    read_request,
     to_json,
 )
 from carbon_ds.spark.bridge.read_plans import plan_reads
@@ -112,16 +114,22 @@ class CarbonDataSource(DataSource):
 
     @short_errors
     def schema(self) -> StructType:
+        # a request of another version (a jar not shipped with this package) is answered with nothing
         if self.options.get(NATIVE_PLAN_OPTION):
-            return self._native_plan(from_json(NativePlanRequest, self.options[NATIVE_PLAN_OPTION]))
+            native = read_request(NativePlanRequest, self.options[NATIVE_PLAN_OPTION])
+            if native is None:
+                return _answer(NATIVE_PLAN_OPTION, NativePlanAnswer(plan=None))
+            return self._native_plan(native)
         if self.options.get(PLAN_READS_OPTION):
             # the extension's planning of many relations in one call (carbon_ds.spark.bridge.read_plans)
-            request = from_json(PlanReadsRequest, self.options[PLAN_READS_OPTION])
-            return _answer(PLAN_READS_OPTION, plan_reads(type(self), request))
+            reads = read_request(PlanReadsRequest, self.options[PLAN_READS_OPTION])
+            answer = PlanReadsAnswer(answers=()) if reads is None else plan_reads(type(self), reads)
+            return _answer(PLAN_READS_OPTION, answer)
         if self.options.get(MV_REWRITE_OPTION):
             # the extension's query rewrite: which views of this table are fresh now (carbon_ds.spark.bridge.view_rewrite)
-            request = from_json(ViewsRequest, self.options[MV_REWRITE_OPTION])
-            return _answer(MV_REWRITE_OPTION, fresh_views(self._table(), request))
+            views = read_request(ViewsRequest, self.options[MV_REWRITE_OPTION])
+            fresh = ViewsAnswer(views=()) if views is None else fresh_views(self._table(), views)
+            return _answer(MV_REWRITE_OPTION, fresh)
         handle = self._table()
         schema = handle.schema if handle is not None else arrow_schema_of(resolved_path(_path(self.options), self.storage))
         if positions_option(self.options):

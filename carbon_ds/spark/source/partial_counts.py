@@ -1,7 +1,8 @@
 """Rows counted by group in a read task, for the Spark extension's partial counts (jvm/src PartialCounts).
 
-A relation with option ``partial_counts`` (``{"keys": [{"column": c}, {"column": ts, "day": {...}}, ...]}``,
-carbon_ds.spark.bridge.protocol.PartialCountsSpec) declares the keys and a count, and its tasks hand Spark one
+A relation with option ``partial_counts`` (``{"keys": [{"column": c}, {"column": ts, "day": {...}}, ...],
+"v": 1}``, carbon_ds.spark.bridge.protocol.PartialCountsSpec; a text without ``v`` is version 1) declares the
+keys and a count, and its tasks hand Spark one
 row per group of the rows they read (after deletes and the relation's own filter, as any read), which Spark
 sums. A key is a column's value or the day
 of a timestamp in a time zone: Spark's cast of a timestamp to a date (``to_date(ts)``, DateTimeUtils'
@@ -22,7 +23,7 @@ import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.names import PARTIAL_COUNTS_OPTION
-from carbon_ds.spark.bridge.protocol import Day, PartialCountsSpec, from_json
+from carbon_ds.spark.bridge.protocol import VERSION, Day, PartialCountsSpec, from_json
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import resolve_columns
 
@@ -63,6 +64,9 @@ def parse(text: str | None, schema: pa.Schema) -> list[Key] | None:
                                 f"{{\"keys\": [{{\"column\": name}} or "
                                 f"{{\"column\": name, \"day\": {{\"offsets\": [...], \"at\": [...]}}}}, ...]}} "
                                 f"({e})") from None
+    if spec.v != VERSION:  # the keys of another version's spec may mean something else
+        raise CarbonOptionError(f"option {PARTIAL_COUNTS_OPTION}={shown!r}: expected version {VERSION} "
+                                f"(this package's), found {spec.v}")
     if not entries:
         raise CarbonOptionError(f"option {PARTIAL_COUNTS_OPTION}={shown!r}: no key")
     names = resolve_columns(schema, [c for c, _ in entries], f"option {PARTIAL_COUNTS_OPTION}")

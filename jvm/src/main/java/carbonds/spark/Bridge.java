@@ -10,10 +10,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
-import com.fasterxml.jackson.annotation.JsonCreator;
 import com.fasterxml.jackson.annotation.JsonFormat;
 import com.fasterxml.jackson.annotation.JsonInclude;
-import com.fasterxml.jackson.annotation.JsonValue;
 import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.DeserializationFeature;
 import com.fasterxml.jackson.databind.JsonNode;
@@ -26,9 +24,10 @@ import com.fasterxml.jackson.databind.json.JsonMapper;
  * carbon_ds.spark.bridge.protocol one to one (same names, components named and ordered as the JSON keys, which
  * tests/package/test_bridge_protocol.py checks from this source). A component annotated {@code @JsonInclude} is
  * left out while it is null (or false), as the Python side leaves out a field declared with a default; any
- * other is always written, null included. A record with {@code @JsonValue} is its one component alone (an
- * answer read as a bare list, or a plan or null); {@code Shape.ARRAY} writes the components as a list.
+ * other is always written, null included. {@code Shape.ARRAY} writes the components as a list.
  * A StructType travels as its JSON ({@link JsonNode}; {@code DataType.fromJson} where used).
+ * Every top-level request and answer carries {@code v}: {@link #VERSION} when built here; an answer of another
+ * version is taken as no answer ({@link #answer}), as the Python side answers nothing to a request of one.
  */
 public final class Bridge {
     public static final int VERSION = 1;
@@ -48,6 +47,11 @@ public final class Bridge {
     private Bridge() {
     }
 
+    /** An answer, whose version {@link #answer} checks. */
+    interface Versioned {
+        int v();
+    }
+
     // ------------------------------------------------------------ M1: plan reads (ReadPlans)
 
     public record ReadSettings(int maxArrowBatchSize, boolean filterPushdown, boolean binaryAsBytes, long localBytes,
@@ -58,7 +62,7 @@ public final class Bridge {
     public record ReadRequest(Map<String, String> options, JsonNode schema) {
     }
 
-    public record PlanReadsRequest(ReadSettings settings, List<ReadRequest> reads) {
+    public record PlanReadsRequest(ReadSettings settings, List<ReadRequest> reads, int v) {
     }
 
     @JsonFormat(shape = JsonFormat.Shape.ARRAY)
@@ -71,15 +75,12 @@ public final class Bridge {
                              @JsonInclude(NON_NULL) String plan) {
     }
 
-    public record PlanReadsAnswer(@JsonValue List<ReadAnswer> answers) {
-        @JsonCreator(mode = JsonCreator.Mode.DELEGATING)
-        public PlanReadsAnswer {
-        }
+    public record PlanReadsAnswer(List<ReadAnswer> answers, int v) implements Versioned {
     }
 
     // ------------------------------------------------------------ M2: native union plan (NativeUnion)
 
-    public record NativePlanRequest(JsonNode declared, Map<String, JsonNode> known) {
+    public record NativePlanRequest(JsonNode declared, Map<String, JsonNode> known, int v) {
     }
 
     public record FileGroup(String key, String format, Map<String, String> options, List<String> paths,
@@ -89,15 +90,12 @@ public final class Bridge {
     public record NativePlan(List<String> carbon_segments, List<FileGroup> groups) {
     }
 
-    public record NativePlanAnswer(@JsonValue NativePlan plan) {
-        @JsonCreator(mode = JsonCreator.Mode.DELEGATING)
-        public NativePlanAnswer {
-        }
+    public record NativePlanAnswer(NativePlan plan, int v) implements Versioned {
     }
 
     // ------------------------------------------------------------ M3: fresh materialized views (ViewRewrite)
 
-    public record ViewsRequest(List<String> tables, long localBytes) {
+    public record ViewsRequest(List<String> tables, long localBytes, int v) {
     }
 
     /** {@code values}: Integer, Long or String literals. */
@@ -120,10 +118,7 @@ public final class Bridge {
                        List<ViewGroup> groups, List<ViewAggregate> aggregates) {
     }
 
-    public record ViewsAnswer(@JsonValue List<View> views) {
-        @JsonCreator(mode = JsonCreator.Mode.DELEGATING)
-        public ViewsAnswer {
-        }
+    public record ViewsAnswer(List<View> views, int v) implements Versioned {
     }
 
     // ------------------------------------------------------------ O1: option partial_counts (PartialCounts)
@@ -135,7 +130,7 @@ public final class Bridge {
     public record CountKey(String column, @JsonInclude(NON_NULL) Day day) {
     }
 
-    public record PartialCountsSpec(List<CountKey> keys) {
+    public record PartialCountsSpec(List<CountKey> keys, int v) {
     }
 
     // ------------------------------------------------------------ the codec
@@ -150,6 +145,23 @@ public final class Bridge {
 
     static <T> T read(String json, Class<T> type) throws IOException {
         return JSON.readValue(json, type);
+    }
+
+    /** The answer {@code json} as {@code type}, or null when it is null or of another version (a Python package
+     * not shipped with this jar, whose answer may mean something else: Spark then plans as without the
+     * extension). */
+    static <A extends Versioned> A answer(String json, Class<A> type) throws IOException {
+        A got = read(json, type);
+        return got == null || got.v() != VERSION ? null : got;
+    }
+
+    /** Whether {@link #answer} takes {@code json} as the answer named {@code kind} (the version test). */
+    public static boolean taken(String kind, String json) throws IOException {
+        Class<?> type = messages().get(kind);
+        if (type == null || !Versioned.class.isAssignableFrom(type)) {
+            throw new IllegalArgumentException("Bridge.taken: expected an answer's name, found " + kind);
+        }
+        return answer(json, type.asSubclass(Versioned.class)) != null;
     }
 
     /**
@@ -188,19 +200,22 @@ public final class Bridge {
         Map<String, List<Object>> out = new LinkedHashMap<>();
         out.put("PlanReadsRequest", List.of(
                 new PlanReadsRequest(new ReadSettings(10000, true, false, 4L << 20, false),
-                        List.of(new ReadRequest(options, schema), new ReadRequest(Map.of(), schema))),
-                new PlanReadsRequest(new ReadSettings(1, false, true, 0L, true), List.of())));
+                        List.of(new ReadRequest(options, schema), new ReadRequest(Map.of(), schema)), VERSION),
+                new PlanReadsRequest(new ReadSettings(1, false, true, 0L, true), List.of(), VERSION)));
         out.put("NativePlanRequest", List.of(
-                new NativePlanRequest(schema, Map.of("k1", schema)),
-                new NativePlanRequest(schema, Map.of())));
+                new NativePlanRequest(schema, Map.of("k1", schema), VERSION),
+                new NativePlanRequest(schema, Map.of(), VERSION)));
         java.util.ArrayList<String> tables = new java.util.ArrayList<>();
         tables.add("file:/t");
         tables.add(null);
-        out.put("ViewsRequest", List.of(new ViewsRequest(tables, 100L), new ViewsRequest(List.of(), 0L)));
+        out.put("ViewsRequest", List.of(new ViewsRequest(tables, 100L, VERSION),
+                new ViewsRequest(List.of(), 0L, VERSION)));
         out.put("PartialCountsSpec", List.of(
                 new PartialCountsSpec(List.of(new CountKey("s", null),
-                        new CountKey("t", new Day(List.of(3600L, 7200L), List.of(100L), 2000L, "Europe/Paris")))),
-                new PartialCountsSpec(List.of(new CountKey("t", new Day(List.of(0L), List.of(), null, null))))));
+                        new CountKey("t", new Day(List.of(3600L, 7200L), List.of(100L), 2000L, "Europe/Paris"))),
+                        VERSION),
+                new PartialCountsSpec(List.of(new CountKey("t", new Day(List.of(0L), List.of(), null, null))),
+                        VERSION)));
         Map<String, List<String>> texts = new LinkedHashMap<>();
         out.forEach((kind, messages) -> texts.put(kind, messages.stream().map(Bridge::write).toList()));
         return write(texts);

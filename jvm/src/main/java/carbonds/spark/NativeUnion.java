@@ -211,7 +211,8 @@ final class NativeUnion extends Rule<LogicalPlan> {
                 }
             }
         }
-        Bridge.NativePlanRequest request = new Bridge.NativePlanRequest(Bridge.JSON.readTree(declared.json()), known);
+        Bridge.NativePlanRequest request = new Bridge.NativePlanRequest(Bridge.JSON.readTree(declared.json()), known,
+                Bridge.VERSION);
         Bridge.NativePlanAnswer answer = SchemaCall.ask(rel, Names.NATIVE_PLAN_OPTION, request,
                 Bridge.NativePlanAnswer.class);
         return answer == null ? null : answer.plan();

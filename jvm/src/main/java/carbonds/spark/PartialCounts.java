@@ -10,9 +10,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 
-import com.fasterxml.jackson.databind.node.ArrayNode;
-import com.fasterxml.jackson.databind.node.ObjectNode;
-
 import org.apache.spark.sql.catalyst.expressions.Alias;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.AttributeReference;
@@ -120,15 +117,15 @@ final class PartialCounts {
         for (AttributeReference a : PruneCarbonRelations.list(rel.output())) {
             names.put(a.exprId().id(), a.name());
         }
-        ArrayNode keys = SchemaCall.JSON.createArrayNode();
+        List<Bridge.CountKey> keys = new ArrayList<>();
         List<AttributeReference> keyAttrs = new ArrayList<>();
         for (Expression g : groups) {
-            ObjectNode key = key(unalias(g, projected), names);
+            Bridge.CountKey key = key(unalias(g, projected), names);
             if (key == null) {
                 return null;
             }
             keys.add(key);
-            DataType type = key.has("day") ? DataTypes.DateType : g.dataType();
+            DataType type = key.day() != null ? DataTypes.DateType : g.dataType();
             keyAttrs.add(new AttributeReference("k" + keyAttrs.size(), type, g.nullable(), Metadata.empty(),
                     NamedExpression$.MODULE$.newExprId(), PruneCarbonRelations.seq(List.of())));
         }
@@ -161,14 +158,14 @@ final class PartialCounts {
             AttributeReference a = output.get(i);
             fields[i] = new StructField(a.name(), a.dataType(), a.nullable(), a.metadata());
         }
-        ObjectNode spec = SchemaCall.JSON.createObjectNode();
-        spec.set("keys", keys);
+        // equal specs write equal texts (the record's component order): SizedPythonTable's exchange reuse keys on it
+        String spec = Bridge.write(new Bridge.PartialCountsSpec(keys, Bridge.VERSION));
         PythonTable old = (PythonTable) rel.table();
         PythonDataSourceV2 source = new PythonDataSourceV2();
         source.setShortName(old.name());
         PythonTable table = new SizedPythonTable(source, old.name(), new StructType(fields), -1.0);
         DataSourceV2Relation partial = PruneCarbonRelations.mark(rel, table, PruneCarbonRelations.seq(output), null,
-                Map.of(Names.PARTIAL_COUNTS_OPTION, spec.toString()));
+                Map.of(Names.PARTIAL_COUNTS_OPTION, spec));
         made.set(at, new ReadPlans.Made(source, partial));
         Object[] args = PruneCarbonRelations.args(agg);  // (groupings, aggregates, child, ...)
         args[0] = PruneCarbonRelations.seq(new ArrayList<Expression>(keyAttrs));
@@ -182,22 +179,17 @@ final class PartialCounts {
     }
 
     /** The key's request for the Python side, or null when it is no key counted there. */
-    private static ObjectNode key(Expression g, Map<Long, String> names) {
-        ObjectNode key = SchemaCall.JSON.createObjectNode();
+    private static Bridge.CountKey key(Expression g, Map<Long, String> names) {
         if (g instanceof AttributeReference a && names.containsKey(a.exprId().id()) && groupable(a.dataType())) {
-            key.put("column", names.get(a.exprId().id()));
-            return key;
+            return new Bridge.CountKey(names.get(a.exprId().id()), null);
         }
         if (g instanceof Cast cast && cast.dataType() == DataTypes.DateType
-                && cast.child() instanceof AttributeReference a && names.containsKey(a.exprId().id())) {
-            key.put("column", names.get(a.exprId().id()));
-            if (a.dataType() instanceof TimestampType && cast.timeZoneId().isDefined()) {
-                try {
-                    key.set("day", day(ZoneId.of(cast.timeZoneId().get())));
-                } catch (RuntimeException e) {
-                    return null;
-                }
-                return key;
+                && cast.child() instanceof AttributeReference a && names.containsKey(a.exprId().id())
+                && a.dataType() instanceof TimestampType && cast.timeZoneId().isDefined()) {
+            try {
+                return new Bridge.CountKey(names.get(a.exprId().id()), day(ZoneId.of(cast.timeZoneId().get())));
+            } catch (RuntimeException e) {
+                return null;
             }
         }
         return null;
@@ -208,24 +200,22 @@ final class PartialCounts {
      * {@code at}, {@code offsets[i]} from {@code at[i-1]} on; past {@code until} (given when the zone still
      * has transitions then) the Python side asks the system's time zone database for {@code zone}.
      */
-    private static ObjectNode day(ZoneId zone) {
+    private static Bridge.Day day(ZoneId zone) {
         ZoneRules rules = zone.getRules();
-        ObjectNode day = SchemaCall.JSON.createObjectNode();
-        ArrayNode offsets = day.putArray("offsets");
-        ArrayNode at = day.putArray("at");
+        List<Long> offsets = new ArrayList<>();
+        List<Long> at = new ArrayList<>();
         Instant t = Instant.ofEpochSecond(FROM_SECONDS);
-        offsets.add(rules.getOffset(t).getTotalSeconds());
+        offsets.add((long) rules.getOffset(t).getTotalSeconds());
         ZoneOffsetTransition next = rules.nextTransition(t);
         while (next != null && next.getInstant().getEpochSecond() < UNTIL_SECONDS) {
             at.add(next.getInstant().getEpochSecond());
-            offsets.add(next.getOffsetAfter().getTotalSeconds());
+            offsets.add((long) next.getOffsetAfter().getTotalSeconds());
             next = rules.nextTransition(next.getInstant());
         }
-        if (next != null) {
-            day.put("until", UNTIL_SECONDS);
-            day.put("zone", zone.getId());
+        if (next == null) {
+            return new Bridge.Day(offsets, at, null, null);
         }
-        return day;
+        return new Bridge.Day(offsets, at, UNTIL_SECONDS, zone.getId());
     }
 
     private static boolean groupable(DataType type) {

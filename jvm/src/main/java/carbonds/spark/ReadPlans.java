@@ -240,11 +240,12 @@ final class ReadPlans {
                 Bridge.JSON.readTree(m.relation().table().schema().json()));
     }
 
-    /** The answers to {@code reads}, one per read (an empty list when the Python side answered null). */
+    /** The answers to {@code reads}, one per read (an empty list when the Python side answered null, or with
+     * another version). */
     private static List<Bridge.ReadAnswer> ask(DataSourceV2Relation any, Bridge.ReadSettings settings,
                                                List<Bridge.ReadRequest> reads) throws java.io.IOException {
         Bridge.PlanReadsAnswer got = SchemaCall.ask(any, Names.PLAN_READS_OPTION,
-                new Bridge.PlanReadsRequest(settings, reads), Bridge.PlanReadsAnswer.class);
+                new Bridge.PlanReadsRequest(settings, reads, Bridge.VERSION), Bridge.PlanReadsAnswer.class);
         return got == null || got.answers() == null ? List.of() : got.answers();
     }
 }

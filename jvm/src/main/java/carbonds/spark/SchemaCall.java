@@ -3,7 +3,6 @@ package carbonds.spark;
 import java.util.HashMap;
 import java.util.Map;
 
-import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
@@ -23,15 +22,11 @@ final class SchemaCall {
     private SchemaCall() {
     }
 
-    /** {@code request} (a {@link Bridge} message) asked through option {@code option}; the answer as {@code answer}
-     * (null when the Python side answers null). */
-    static <A> A ask(DataSourceV2Relation rel, String option, Object request, Class<A> answer) throws java.io.IOException {
-        return Bridge.read(call(rel, option, Bridge.write(request)), answer);
-    }
-
-    /** The untyped form, for the questions not yet asked through {@link Bridge}'s records. */
-    static JsonNode ask(DataSourceV2Relation rel, String option, JsonNode request) throws java.io.IOException {
-        return JSON.readTree(call(rel, option, JSON.writeValueAsString(request)));
+    /** {@code request} (a {@link Bridge} message) asked through option {@code option}; the answer as {@code answer},
+     * or null when the Python side answers null or with another version ({@link Bridge#answer}). */
+    static <A extends Bridge.Versioned> A ask(DataSourceV2Relation rel, String option, Object request, Class<A> answer)
+            throws java.io.IOException {
+        return Bridge.answer(call(rel, option, Bridge.write(request)), answer);
     }
 
     private static String call(DataSourceV2Relation rel, String option, String request) {

@@ -9,8 +9,6 @@ import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
 
-import com.fasterxml.jackson.databind.JsonNode;
-
 import org.apache.hadoop.fs.Path;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.expressions.Alias;
@@ -247,19 +245,23 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         if (shape == null) {
             return null;
         }
-        com.fasterxml.jackson.databind.node.ObjectNode request = SchemaCall.JSON.createObjectNode();
-        com.fasterxml.jackson.databind.node.ArrayNode tables = request.putArray("tables");
+        List<String> tables = new ArrayList<>();
         for (DataSourceV2Relation rel : shape.rels()) {
             tables.add(rel.options().get("path"));
         }
-        request.put("localBytes", ReadPlans.localBytes(SQLConf.get()));  // a view this small comes with its rows
+        // a view this small comes with its rows
+        Bridge.ViewsRequest request = new Bridge.ViewsRequest(tables, ReadPlans.localBytes(SQLConf.get()),
+                Bridge.VERSION);
         // a join's views are kept by its main (fact) table: ask each table that has views
         for (DataSourceV2Relation rel : shape.rels()) {
             if (!hasViews(rel.options().get("path"))) {
                 continue;
             }
-            JsonNode views = SchemaCall.ask(rel, Names.MV_REWRITE_OPTION, request);
-            for (JsonNode view : views) {
+            Bridge.ViewsAnswer views = SchemaCall.ask(rel, Names.MV_REWRITE_OPTION, request, Bridge.ViewsAnswer.class);
+            if (views == null || views.views() == null) {
+                continue;
+            }
+            for (Bridge.View view : views.views()) {
                 Shape viewShape = forView(shape, rel, view);
                 LogicalPlan answered = viewShape == null ? null : answer(agg, viewShape, view);
                 if (answered != null) {
@@ -276,8 +278,8 @@ final class ViewRewrite extends Rule<LogicalPlan> {
      * gives, for each of its tables, the query relation reading it (null: none does); every query relation
      * must be one of them, and the inner joins' column equalities must be the view's join keys, each once.
      */
-    private static Shape forView(Shape shape, DataSourceV2Relation main, JsonNode view) {
-        JsonNode tables = view.get("tables");
+    private static Shape forView(Shape shape, DataSourceV2Relation main, Bridge.View view) {
+        List<Long> tables = view.tables();
         int n = shape.rels().size();
         if (tables == null || tables.size() != n) {
             return null;
@@ -285,13 +287,13 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         int[] viewIndex = new int[n];
         java.util.Arrays.fill(viewIndex, -1);
         for (int v = 0; v < n; v++) {
-            JsonNode q = tables.get(v);
-            if (q == null || !q.isInt() || q.asInt() < 0 || q.asInt() >= n || viewIndex[q.asInt()] >= 0) {
+            Long q = tables.get(v);
+            if (q == null || q < 0 || q >= n || viewIndex[q.intValue()] >= 0) {
                 return null;
             }
-            viewIndex[q.asInt()] = v;
+            viewIndex[q.intValue()] = v;
         }
-        if (shape.rels().get(tables.get(0).asInt()) != main) {
+        if (shape.rels().get(tables.get(0).intValue()) != main) {
             return null;
         }
         Map<Long, String> names = new HashMap<>();
@@ -301,10 +303,10 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         }
         Set<String> viewKeys = new HashSet<>();
         Set<String> keyColumns = new HashSet<>();
-        for (JsonNode k : view.get("keys")) {
-            viewKeys.add(pair(k.get(0).asText(), k.get(1).asText()));
-            keyColumns.add(k.get(0).asText());
-            keyColumns.add(k.get(1).asText());
+        for (Bridge.JoinKey k : view.keys()) {
+            viewKeys.add(pair(k.left(), k.right()));
+            keyColumns.add(k.left());
+            keyColumns.add(k.right());
         }
         Set<String> queryKeys = new HashSet<>();
         List<Expression> conjuncts = new ArrayList<>(shape.conjuncts());
@@ -345,10 +347,14 @@ final class ViewRewrite extends Rule<LogicalPlan> {
 
     /** The view's column attributes, by name, for a relation over the view's table. */
     private record ViewScan(DataSourceV2Relation rel, Map<String, AttributeReference> columns) {
+        /** The view's column {@code name} (any case), or null (also for a name the answer left out). */
+        AttributeReference column(String name) {
+            return name == null ? null : columns.get(name.toLowerCase(Locale.ROOT));
+        }
     }
 
-    private ViewScan scan(DataSourceV2Relation main, JsonNode view) throws Exception {
-        StructType schema = (StructType) DataType.fromJson(view.get("schema").toString());
+    private ViewScan scan(DataSourceV2Relation main, Bridge.View view) throws Exception {
+        StructType schema = (StructType) DataType.fromJson(view.schema().toString());
         List<AttributeReference> output = new ArrayList<>();
         Map<String, AttributeReference> columns = new HashMap<>();
         for (StructField f : schema.fields()) {
@@ -357,8 +363,8 @@ final class ViewRewrite extends Rule<LogicalPlan> {
             output.add(a);
             columns.put(f.name().toLowerCase(Locale.ROOT), a);
         }
-        String[] name = view.get("name").asText().split("\\.", 2);
-        Table table = view.path("arrow").isTextual() ? localRows(view, schema, output) : null;
+        String[] name = view.name().split("\\.", 2);
+        Table table = view.arrow() != null ? localRows(view, schema, output) : null;
         if (table == null) {  // read by Spark's Python tasks, as any carbondata relation
             PythonDataSourceV2 source = new PythonDataSourceV2();
             String shortName = ((PythonTable) main.table()).name();
@@ -366,8 +372,8 @@ final class ViewRewrite extends Rule<LogicalPlan> {
             table = new PythonTable(source, shortName, schema);
         }
         Map<String, String> options = new LinkedHashMap<>();
-        options.put("path", view.get("path").asText());
-        options.put(Names.SEGMENTS_OPTION, view.get("segment").asText());  // the rows whose freshness was checked
+        options.put("path", view.path());
+        options.put(Names.SEGMENTS_OPTION, view.segment());  // the rows whose freshness was checked
         Object[] args = PruneCarbonRelations.args(main);  // (table, output, catalog, identifier, options, ...)
         args[0] = table;
         args[1] = PruneCarbonRelations.seq(output);
@@ -380,28 +386,28 @@ final class ViewRewrite extends Rule<LogicalPlan> {
 
     /** The small view's rows the Python side sent with its freshness ({@link ViewRows}), or null when their
      * types are not the view schema's. */
-    private static Table localRows(JsonNode view, StructType schema, List<AttributeReference> output)
+    private static Table localRows(Bridge.View view, StructType schema, List<AttributeReference> output)
             throws Exception {
-        List<org.apache.spark.sql.catalyst.InternalRow> rows = ReadPlans.arrowRows(view.get("arrow").asText(), output);
-        return rows == null ? null : new ViewRows(view.get("name").asText(), schema, rows);
+        List<org.apache.spark.sql.catalyst.InternalRow> rows = ReadPlans.arrowRows(view.arrow(), output);
+        return rows == null ? null : new ViewRows(view.name(), schema, rows);
     }
 
-    private LogicalPlan answer(Aggregate agg, Shape shape, JsonNode view) throws Exception {
+    private LogicalPlan answer(Aggregate agg, Shape shape, Bridge.View view) throws Exception {
         ViewScan scan = scan(shape.rel(), view);
-        String zone = view.get("zone").asText();
+        String zone = view.zone();
         Map<String, AttributeReference> plainGroups = new HashMap<>();  // main column -> view column
         Map<String, String[]> timeGroups = new HashMap<>();  // main column -> (view column, granularity)
         Set<AttributeReference> viewGroups = new HashSet<>();
-        for (JsonNode g : view.get("groups")) {
-            AttributeReference a = scan.columns().get(g.get("name").asText().toLowerCase(Locale.ROOT));
+        for (Bridge.ViewGroup g : view.groups()) {
+            AttributeReference a = scan.column(g.name());
             if (a == null) {
                 return null;
             }
             viewGroups.add(a);
-            if (g.get("granularity").isNull()) {
-                plainGroups.put(g.get("column").asText(), a);
+            if (g.granularity() == null) {
+                plainGroups.put(g.column(), a);
             } else {
-                timeGroups.put(g.get("column").asText(), new String[] {a.name(), g.get("granularity").asText()});
+                timeGroups.put(g.column(), new String[] {a.name(), g.granularity()});
             }
         }
         // grouping expressions
@@ -420,7 +426,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
                 String wanted = GRANULARITY.get(f.value().toString().toLowerCase(Locale.ROOT));
                 String[] v = timeGroups.get(shape.names().get(a.exprId().id()));
                 if (wanted != null && v != null && nests(v[1], wanted)) {
-                    AttributeReference col = scan.columns().get(v[0].toLowerCase(Locale.ROOT));
+                    AttributeReference col = scan.column(v[0]);
                     if (col.dataType() instanceof TimestampType) {
                         mapped = v[1].equals(wanted) ? col
                                 : new TruncTimestamp(t.format(), col, t.timeZoneId());
@@ -447,20 +453,20 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         // the isnotnull(column) Spark infers from a condition that already drops the column's nulls
         List<Expression> viewWhere = new ArrayList<>();
         Set<String> nonNull = new HashSet<>();
-        JsonNode where = view.get("where");
-        if (where != null && !where.isNull()) {
+        List<Bridge.Condition> where = view.where();
+        if (where != null) {
             Map<String, AttributeReference> byName = new HashMap<>();
             for (AttributeReference a : PruneCarbonRelations.list(shape.rel().output())) {
                 byName.put(a.name().toLowerCase(Locale.ROOT), a);
             }
-            for (JsonNode w : where) {
+            for (Bridge.Condition w : where) {
                 Expression e = condition(w, byName);
                 if (e == null) {
                     return null;
                 }
                 viewWhere.add(e);
-                if (!"is null".equals(w.get("op").asText())) {
-                    nonNull.add("0:" + w.get("column").asText());
+                if (!"is null".equals(w.op())) {
+                    nonNull.add("0:" + w.column());
                 }
             }
         }
@@ -529,7 +535,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
      * part reads the main table's rows otherwise.
      */
     private static Expression output(Expression value, List<Expression> groups, List<Expression> newGroups,
-                                     Shape shape, JsonNode view, ViewScan scan) {
+                                     Shape shape, Bridge.View view, ViewScan scan) {
         for (int i = 0; i < groups.size(); i++) {
             if (value.semanticEquals(groups.get(i))) {
                 return newGroups.get(i);
@@ -558,12 +564,12 @@ final class ViewRewrite extends Rule<LogicalPlan> {
 
     /** One condition of the view's WHERE as Spark writes it after optimization, or null when its literals
      * do not fit the column's type. */
-    private static Expression condition(JsonNode w, Map<String, AttributeReference> byName) {
-        AttributeReference a = byName.get(w.get("column").asText());
-        if (a == null) {
+    private static Expression condition(Bridge.Condition w, Map<String, AttributeReference> byName) {
+        AttributeReference a = w.column() == null ? null : byName.get(w.column());
+        String op = w.op();
+        if (a == null || op == null) {
             return null;
         }
-        String op = w.get("op").asText();
         if (op.equals("is null")) {
             return new IsNull(a);
         }
@@ -571,7 +577,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
             return new IsNotNull(a);
         }
         List<Expression> values = new ArrayList<>();
-        for (JsonNode v : w.get("values")) {
+        for (Object v : w.values() == null ? List.of() : w.values()) {
             Literal l = literal(v, a.dataType());
             if (l == null) {
                 return null;
@@ -597,14 +603,19 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         };
     }
 
-    private static Literal literal(JsonNode v, DataType type) {
+    /** {@code v} as read from the answer's JSON: a String, or an Integer, Long or BigInteger by its size. */
+    private static Literal literal(Object v, DataType type) {
         if (type instanceof StringType) {
-            return v.isTextual() ? Literal.create(v.asText(), type) : null;
+            return v instanceof String s ? Literal.create(s, type) : null;
         }
-        if (!v.isIntegralNumber()) {
+        java.math.BigInteger n;
+        if (v instanceof Integer || v instanceof Long) {
+            n = java.math.BigInteger.valueOf(((Number) v).longValue());
+        } else if (v instanceof java.math.BigInteger b) {
+            n = b;
+        } else {
             return null;
         }
-        java.math.BigInteger n = v.bigIntegerValue();
         long lo;
         long hi;
         if (type instanceof ByteType) {
@@ -677,10 +688,9 @@ final class ViewRewrite extends Rule<LogicalPlan> {
     }
 
     /** The view's column keeping {@code func} of {@code column} (null: count(*)), or null. */
-    private static JsonNode kept(JsonNode view, String func, String column) {
-        for (JsonNode a : view.get("aggregates")) {
-            String c = a.get("column").isNull() ? null : a.get("column").asText();
-            if (a.get("func").asText().equals(func) && java.util.Objects.equals(c, column)) {
+    private static Bridge.ViewAggregate kept(Bridge.View view, String func, String column) {
+        for (Bridge.ViewAggregate a : view.aggregates()) {
+            if (func.equals(a.func()) && java.util.Objects.equals(a.column(), column)) {
                 return a;
             }
         }
@@ -701,13 +711,13 @@ final class ViewRewrite extends Rule<LogicalPlan> {
      * over the view's rows is the same; null for anything else.
      */
     private static Expression distinctCount(AggregateExpression ae, AggregateFunction f, List<Expression> args,
-                                            String column, JsonNode view, ViewScan scan) {
+                                            String column, Bridge.View view, ViewScan scan) {
         if (!(f instanceof Count) || args.size() != 1 || column == null) {
             return null;
         }
-        for (JsonNode g : view.get("groups")) {
-            if (g.get("granularity").isNull() && g.get("column").asText().equals(column)) {
-                AttributeReference col = scan.columns().get(g.get("name").asText().toLowerCase(Locale.ROOT));
+        for (Bridge.ViewGroup g : view.groups()) {
+            if (g.granularity() == null && column.equals(g.column())) {
+                AttributeReference col = scan.column(g.name());
                 if (col == null || !col.dataType().equals(args.get(0).dataType())) {
                     return null;
                 }
@@ -720,7 +730,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
     }
 
     /** The aggregate over the view's rows giving what {@code ae} gives over the main table's, or null. */
-    private static Expression reaggregate(AggregateExpression ae, Shape shape, JsonNode view, ViewScan scan) {
+    private static Expression reaggregate(AggregateExpression ae, Shape shape, Bridge.View view, ViewScan scan) {
         if (ae.filter().isDefined()) {
             return null;
         }
@@ -736,8 +746,8 @@ final class ViewRewrite extends Rule<LogicalPlan> {
         Expression out = null;
         if (f instanceof Count) {
             boolean star = !args.isEmpty() && args.stream().allMatch(x -> x instanceof Literal l && l.value() != null);
-            JsonNode k = star ? kept(view, "count", null) : column != null ? kept(view, "count", column) : null;
-            AttributeReference col = k == null ? null : scan.columns().get(k.get("name").asText().toLowerCase(Locale.ROOT));
+            Bridge.ViewAggregate k = star ? kept(view, "count", null) : column != null ? kept(view, "count", column) : null;
+            AttributeReference col = k == null ? null : scan.column(k.name());
             if (col != null) {
                 out = new Coalesce(PruneCarbonRelations.seq(List.of(summed(col), Literal.create(0L, DataTypes.LongType))));
             }
@@ -745,25 +755,25 @@ final class ViewRewrite extends Rule<LogicalPlan> {
             return null;
         } else if (f instanceof Sum || f instanceof Min || f instanceof Max) {
             String func = f instanceof Sum ? "sum" : f instanceof Min ? "min" : "max";
-            JsonNode k = kept(view, func, column);
-            AttributeReference col = k == null ? null : scan.columns().get(k.get("name").asText().toLowerCase(Locale.ROOT));
+            Bridge.ViewAggregate k = kept(view, func, column);
+            AttributeReference col = k == null ? null : scan.column(k.name());
             if (col != null && (f instanceof Sum || col.dataType().equals(args.get(0).dataType()))) {
                 // the same function (its evaluation mode kept) over the view's column
                 out = aggregate((AggregateFunction) f.withNewChildren(PruneCarbonRelations.seq(List.of(col))));
             }
         } else if (f instanceof Average && !(args.get(0).dataType() instanceof DecimalType)) {
-            JsonNode k = kept(view, "avg", column);
+            Bridge.ViewAggregate k = kept(view, "avg", column);
             AttributeReference total = null;
             AttributeReference count = null;
             if (k != null) {
-                total = scan.columns().get(k.get("sum").asText().toLowerCase(Locale.ROOT));
-                count = scan.columns().get(k.get("count").asText().toLowerCase(Locale.ROOT));
+                total = scan.column(k.sum());
+                count = scan.column(k.count());
             } else {
-                JsonNode s = kept(view, "sum", column);
-                JsonNode c = kept(view, "count", column);
+                Bridge.ViewAggregate s = kept(view, "sum", column);
+                Bridge.ViewAggregate c = kept(view, "count", column);
                 if (s != null && c != null) {
-                    total = scan.columns().get(s.get("name").asText().toLowerCase(Locale.ROOT));
-                    count = scan.columns().get(c.get("name").asText().toLowerCase(Locale.ROOT));
+                    total = scan.column(s.name());
+                    count = scan.column(c.name());
                 }
             }
             if (total != null && count != null && !(total.dataType() instanceof DecimalType)) {
