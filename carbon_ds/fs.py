@@ -22,6 +22,7 @@ import hashlib
 import os
 import posixpath
 import threading
+import time
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -233,6 +234,11 @@ class Storage:
         if not self.is_local:
             self.write_bytes(path, data)
             return
+        self._replace_local(path, data)
+
+    @staticmethod
+    def _replace_local(path: str, data: bytes) -> os.stat_result:
+        """``write_atomic`` on a local disk; the new file's status, taken after the rename."""
         folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
         tmp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
@@ -240,7 +246,8 @@ class Storage:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.replace(tmp, path)
+            os.replace(tmp, path)
+            return os.fstat(f.fileno())
 
     # --------------------------------------------------------------- atomic primitives
     def conditional_writes(self, path: str) -> bool:
@@ -293,11 +300,13 @@ class Storage:
         if client is not None:
             got = client.read(path)
             return (None, None) if got is None else got
+        if self.is_local:
+            return _LOCAL_VERSIONS.read(path)
         try:
             data = self.read_bytes(path)
         except CarbonMissingFileError:
             return None, None
-        return data, _LOCAL_VERSIONS.version(self.uri(path), data) if self.is_local else _digest(data)
+        return data, _digest(data)
 
     def replace_if(self, path: str, data: bytes, version: str | None) -> bool:
         """Replace ``path`` with ``data`` only if it is still at ``version`` (None: still absent); True when
@@ -310,7 +319,10 @@ class Storage:
             return client.replace(path, data, version)
         if self.read_versioned(path)[1] != version:
             return False
-        self.write_atomic(path, data)
+        if self.is_local:
+            _LOCAL_VERSIONS.wrote(path, data, self._replace_local(path, data))
+        else:
+            self.write_atomic(path, data)
         return True
 
     def delete(self, path: str) -> None:
@@ -414,29 +426,68 @@ def _digest(data: bytes) -> str:
 
 class _LocalVersions:
     """Versions of local files for ``replace_if``: one token per content met at a path, given again while
-    the file reads the same bytes. A commit of a table of 10,000 segments reads its 2 MB tablestatus four
-    times; comparing the bytes with those read last costs a fraction of hashing them each time. A content
-    that comes back after another was read at that path gets a new token (``replace_if`` then refuses, as
-    a change in between deserves)."""
+    the file reads the same bytes. A content that comes back after another was read at that path gets a new
+    token (``replace_if`` then refuses, as a change in between deserves).
+
+    A commit of a table of 10,000 segments reads its 2 MB tablestatus four times. The bytes and token last
+    met at a path are kept with the file's status (size, mtime, ctime, inode; taken from the open file), and
+    while ``stat`` gives the same, the file is not read again: a replace by rename makes another inode (the
+    old one is in use while the new file is written, so they cannot share it), a write in place another
+    ctime. Within a clock tick, though, a kernel that stamps files with a coarse clock gives a write in place
+    the same times: a file read less than ``_TICK_NS`` after its ctime is read again and compared (as git
+    treats "racily clean" files). A file this process wrote is trusted by its status: it was made by a
+    rename under the table lock, and only a writer in place that ignores the lock, within the tick, writing
+    the same size, could go unnoticed (kernels since 6.13 stamp a file whose status was taken, as here, with a
+    fine clock, so not even that)."""
 
     def __init__(self, max_paths: int = 16):
         self._max = max_paths
-        self._seen: OrderedDict[str, tuple[bytes, str]] = OrderedDict()
+        # path -> (bytes, token, file status, whether this process wrote it, when it was read)
+        self._seen: OrderedDict[str, tuple[bytes, str, tuple[int, int, int, int], bool, int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def version(self, path: str, data: bytes) -> str:
+    def read(self, path: str) -> tuple[bytes | None, str | None]:
+        """(content, version) of the local file ``path``; (None, None) when absent."""
+        try:
+            st = os.stat(path)
+        except FileNotFoundError:
+            return None, None
         with self._lock:
             seen = self._seen.get(path)
-            if seen is not None and seen[0] == data:
-                self._seen.move_to_end(path)
-                return seen[1]
-            token = f"local-{len(data)}-{uuid.uuid4().hex}"
-            self._seen[path] = (data, token)
+        if seen is not None and seen[2] == _status(st) and (seen[3] or seen[4] - st.st_ctime_ns > _TICK_NS):
+            return seen[0], seen[1]
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+                st = os.fstat(f.fileno())
+        except FileNotFoundError:
+            return None, None
+        return data, self._record(path, data, st, new=False)
+
+    def wrote(self, path: str, data: bytes, st: os.stat_result) -> None:
+        """This process just replaced ``path`` with ``data``, whose file has status ``st``."""
+        self._record(path, data, st, new=True)
+
+    def _record(self, path: str, data: bytes, st: os.stat_result, new: bool) -> str:
+        with self._lock:
+            seen = self._seen.get(path)
+            if not new and seen is not None and seen[0] == data:
+                token = seen[1]
+            else:
+                token = f"local-{len(data)}-{uuid.uuid4().hex}"
+            self._seen[path] = (data, token, _status(st), new, time.time_ns())
             self._seen.move_to_end(path)
             while len(self._seen) > self._max:
                 self._seen.popitem(last=False)
             return token
 
+
+def _status(st: os.stat_result) -> tuple[int, int, int, int]:
+    return st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino
+
+
+# Coarse file clocks tick every jiffy (4 ms at HZ=250, 10 ms at HZ=100)
+_TICK_NS = 20_000_000
 
 _LOCAL_VERSIONS = _LocalVersions()
 

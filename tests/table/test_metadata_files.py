@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
 import threading
+import time
 from datetime import datetime
 
 import pyarrow as pa
 import pytest
 
 import carbon_ds
+from carbon_ds import fs as fs_module
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta import schema_file, tablestatus
@@ -137,6 +140,47 @@ def test_replace_if_takes_only_the_version_read(tmp_path):
     assert storage.read_versioned(path)[0] == b"[7]"
     assert storage.replace_if(str(tmp_path / "absent"), b"[8]", None)  # None: created only while absent
     assert not storage.replace_if(str(tmp_path / "absent"), b"[8]", None)
+
+
+def test_a_file_known_by_its_status_is_not_read_again_until_it_changes(tmp_path, monkeypatch):
+    """A file this process wrote, or read more than a clock tick after it was written, is answered from its
+    status (size, times, inode) without reading it; any write by another (a rename, or in place with the same
+    length) is read."""
+    storage, path = Storage.for_path(tmp_path / "tablestatus")
+    opened: list[str] = []
+    real_open = open
+
+    def counting_open(file, *args, **kwargs):
+        opened.append(str(file))
+        return real_open(file, *args, **kwargs)
+
+    monkeypatch.setattr(fs_module, "open", counting_open, raising=False)
+    storage.write_atomic(path, b"[1]")
+    data, first = storage.read_versioned(path)
+    assert storage.replace_if(path, b"[2]", first)
+    opened.clear()
+    data, second = storage.read_versioned(path)
+    assert data == b"[2]" and opened == []  # written here: known by its status
+    os.replace(_other_writer(tmp_path, b"[3]"), path)  # another writer, by rename
+    data, third = storage.read_versioned(path)
+    assert data == b"[3]" and third != second and opened == [path]
+    time.sleep(0.05)  # past a coarse clock's tick
+    data, _ = storage.read_versioned(path)
+    assert data == b"[3]" and opened == [path, path]  # read within the tick of its write: read again
+    opened.clear()
+    assert storage.read_versioned(path) == (b"[3]", third) and opened == []
+    with real_open(path, "wb") as f:  # in place, the same length
+        f.write(b"[4]")
+    data, fourth = storage.read_versioned(path)
+    assert data == b"[4]" and fourth != third and opened == [path]
+    assert not storage.replace_if(path, b"[5]", third)
+
+
+def _other_writer(folder, data: bytes) -> str:
+    tmp = os.path.join(folder, ".other.tmp")
+    with open(tmp, "wb") as f:
+        f.write(data)
+    return tmp
 
 
 def test_schema_file_like_carbondata(tmp_path, corpus):
