@@ -14,7 +14,7 @@ import carbon_ds
 from carbon_ds.errors import CarbonError, CarbonFormatError
 from carbon_ds.fs import Storage
 from carbon_ds.table import CarbonTable
-from carbon_ds.table.meta import status_doc
+from carbon_ds.table.meta import shared_prefix, status_doc
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.status_doc import EntryList
 from carbon_ds.table.meta.tablestatus import LoadDetail
@@ -73,42 +73,65 @@ def test_damage_is_reported_as_before(tmp_path):
         assert str(got.value) == str(want.value)
 
 
-def test_entry_list_edits_write_what_a_full_rewrite_writes():
+def test_entry_list_edits_write_what_a_full_rewrite_writes(monkeypatch):
+    """Edits, and edits continued from what an edit wrote (sharing its lists' prefix, meta.shared_prefix),
+    render what ``tablestatus.dumps`` renders; the docs written before stay what they were."""
+    monkeypatch.setattr(shared_prefix, "_FOLD", 3)
     rng = random.Random(48)
     for _round in range(60):
         raw = [_entry(i) for i in range(rng.randint(0, 12))]
         data = json.dumps(raw, separators=(",", ":")).encode()
         doc = status_doc.parse_doc(data, "t", None)
         edited, plain = EntryList(doc), ts.parse(data.decode())
-        for _step in range(rng.randint(1, 6)):
-            op = rng.choice(["append", "flip", "delete", "drop_some", "find"])
-            if op == "append":
-                n = max([int(e.name) for e in plain], default=-1) + 1
-                for target in (edited, plain):
-                    target.append(LoadDetail(name=str(n), status=ts.IN_PROGRESS, visibility="true"))
-            elif op == "flip" and plain:
-                i = rng.randrange(len(plain))
-                for target in (edited, plain):
-                    target[i].status = ts.COMPACTED
-                    target[i].merged_load_name = "0.1"
-            elif op == "delete" and plain:
-                i = rng.randrange(len(plain))
-                del edited[i], plain[i]
-            elif op == "drop_some":
-                keep = {e.name for e in plain if rng.random() < 0.7}
-                edited[:] = [e for e in edited if e.name in keep]
-                plain[:] = [e for e in plain if e.name in keep]
-            elif op == "find" and plain:
-                name = rng.choice(plain).name
-                assert edited.find(name) == ts.find(plain, name)
-            assert ts.next_segment_id(edited) == ts.next_segment_id(list(plain))
-            assert (ts.with_status(edited, frozenset({ts.IN_PROGRESS})) ==
-                [e for e in plain if e.status == ts.IN_PROGRESS])
-        text = status_doc.text_of(edited.texts())
-        assert text == ts.dumps(plain)  # canonical rows render exactly as before
-        assert edited.changed() == (ts.dumps(plain) != data.decode())
-        written = edited.written(text.encode(), edited.texts())
-        assert written.details == plain and not edited.changed()
+        earlier: list[tuple[status_doc.Doc, list[LoadDetail]]] = []
+        for _edit in range(rng.randint(1, 4)):
+            data = _edit_round(rng, edited, plain, data)
+            earlier.append((edited.base, [e.copy() for e in plain]))
+            for was, entries in earlier:
+                assert list(was.details) == entries and list(was.statuses) == [e.status for e in entries]
+                assert was.data.decode() == ts.dumps(entries)
+
+
+def _edit_round(rng: random.Random, edited: EntryList, plain: list[LoadDetail], data: bytes) -> bytes:
+    """A few random steps on both lists, checked, then written; the bytes written."""
+    for _step in range(rng.randint(1, 6)):
+        op = rng.choice(["append", "flip", "finish", "delete", "drop_some", "find"])
+        if op == "append":
+            n = max([int(e.name) for e in plain], default=-1) + 1
+            for target in (edited, plain):
+                target.append(LoadDetail(name=str(n), status=ts.IN_PROGRESS, visibility="true"))
+        elif op == "flip" and plain:
+            i = rng.randrange(len(plain))
+            for target in (edited, plain):
+                target[i].status = ts.COMPACTED
+                target[i].merged_load_name = "0.1"
+        elif op == "finish" and plain:  # a load's commit: its entry, the last, flips to Success
+            for target in (edited, plain):
+                target[-1].status = ts.SUCCESS
+                target[-1].segment_file = f"{target[-1].name}_1.segment"
+        elif op == "delete" and plain:
+            i = rng.randrange(len(plain))
+            del edited[i], plain[i]
+        elif op == "drop_some":
+            keep = {e.name for e in plain if rng.random() < 0.7}
+            edited[:] = [e for e in edited if e.name in keep]
+            plain[:] = [e for e in plain if e.name in keep]
+        elif op == "find" and plain:
+            name = rng.choice(plain).name
+            assert edited.find(name) == ts.find(plain, name)
+        assert ts.next_segment_id(edited) == ts.next_segment_id(list(plain))
+        assert (ts.with_status(edited, frozenset({ts.IN_PROGRESS})) ==
+            [e for e in plain if e.status == ts.IN_PROGRESS])
+    texts = edited.texts()
+    assert status_doc.text_of(texts) == ts.dumps(plain)  # canonical rows render exactly as before
+    assert edited.changed() == (ts.dumps(plain) != data.decode())
+    out = edited.data(texts)
+    assert out.decode() == ts.dumps(plain)
+    written = edited.written(out, texts)
+    assert written.details == plain and not edited.changed()
+    assert written.compact == (out.isascii() and written.exact)
+    assert written.rare == tuple(i for i, e in enumerate(plain) if e.status not in status_doc._COMMON)
+    return out
 
 
 def test_untouched_entries_keep_their_text(tmp_path):

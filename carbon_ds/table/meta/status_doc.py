@@ -15,7 +15,8 @@ keeps the entries of the longest unchanged prefix and parses only the rest. Dama
 A commit (``StatusEdit``) gets an ``EntryList``: a list of the entries whose changeable objects are made
 only for the entries it touches; its text joins the untouched entries' texts as read with the touched ones
 rendered again. A load's reservation and commit so do work in proportion to the entries they touch; only
-byte-level steps (read, digest, compare, join, write) see the whole file.
+byte-level steps (compare, join, write) see the whole file. The per-entry lists of a doc, of an edit and of
+the doc it writes share their unchanged prefix (meta.shared_prefix), so that none of them is copied whole.
 """
 
 from __future__ import annotations
@@ -33,11 +34,15 @@ from typing import overload
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.shared_prefix import SharedPrefixList
 from carbon_ds.table.meta.tablestatus import LoadDetail, SharedLoadDetail
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODE = json.JSONDecoder().raw_decode
 _KEPT = 64  # status files whose parse a process keeps
+# The statuses of nearly every entry of a long-lived table; a doc lists where the others are, so that
+# finding a table's loads in progress does not scan every entry.
+_COMMON = frozenset({ts.SUCCESS, ts.COMPACTED, ts.MARKED_FOR_DELETE})
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,16 +50,28 @@ class Doc:
     """One status file content, parsed."""
 
     data: bytes
-    texts: list[str]  # never changed once made (lists: slicing and joining them stays in C)
-    names: list[str]
-    statuses: list[str]
-    details: list[SharedLoadDetail]
+    # one item per entry, never changed once made (forks of them are: ``SharedPrefixList.fork``)
+    texts: SharedPrefixList[str]
+    names: SharedPrefixList[str]
+    statuses: SharedPrefixList[str]
+    details: SharedPrefixList[SharedLoadDetail]
     max_id: int  # the largest integral segment id, -1 when none
     exact: bool = True  # ``texts`` are slices of ``data`` in order (False: entries rendered again)
+    known_compact: bool | None = None  # ``compact`` when the maker knows it (None: found out when asked)
+    known_rare: tuple[int, ...] | None = None  # ``rare``, likewise
+
+    @cached_property
+    def rare(self) -> tuple[int, ...]:
+        """Positions of the entries whose status is not one of ``_COMMON``, in order."""
+        if self.known_rare is not None:
+            return self.known_rare
+        return tuple(i for i, status in enumerate(self.statuses) if status not in _COMMON)
 
     @cached_property
     def compact(self) -> bool:
         """Whether ``data`` is ``text_of(texts)`` in ASCII, so that text offsets are byte offsets."""
+        if self.known_compact is not None:
+            return self.known_compact
         return (self.exact and self.data.isascii()
                 and len(self.data) == 2 + sum(map(len, self.texts)) + max(len(self.texts) - 1, 0))
 
@@ -71,7 +88,7 @@ class Doc:
         return len(self.data) - 1 - sum(map(len, tail)) - len(tail)
 
 
-EMPTY = Doc(b"", [], [], [], [], -1)
+EMPTY = Doc(b"", SharedPrefixList(), SharedPrefixList(), SharedPrefixList(), SharedPrefixList(), -1)
 
 
 def _max_id(names: Iterable[str], start: int = -1) -> int:
@@ -141,22 +158,27 @@ def parse_doc(data: bytes, where: str, base: Doc | None) -> Doc:
         details = [SharedLoadDetail.seal(e) for e in ts.parse(text, where)]  # its errors, or a lenient parse
         texts = [e.text() for e in details]
         exact = False
+    new_names = [d.name for d in details]
+    new_statuses = [d.status for d in details]
     if keep:
         assert base is not None
-        texts = base.texts[:keep] + texts
-        details = base.details[:keep] + details
-        names = base.names[:keep] + [d.name for d in details[keep:]]
-        statuses = base.statuses[:keep] + [d.status for d in details[keep:]]
-        top = base.max_id if keep == len(base.names) else _max_id(names[:keep])
-        top = _max_id(names[keep:], top)
+        top = base.max_id if keep == len(base.names) else _max_id(base.names[:keep])
+        top = _max_id(new_names, top)
+        columns = [base.texts.prefix(keep), base.names.prefix(keep), base.statuses.prefix(keep),
+                   base.details.prefix(keep)]
+        for column, new in zip(columns, (texts, new_names, new_statuses, details), strict=True):
+            column.extend(new)
+        all_texts, names, statuses, all_details = columns
     else:
-        names = [d.name for d in details]
-        statuses = [d.status for d in details]
-        top = _max_id(names)
-    if len(set(names)) != len(names):
-        twice = sorted({n for n in names if names.count(n) > 1})
+        top = _max_id(new_names)
+        all_texts, names, statuses, all_details = (SharedPrefixList(c) for c in (texts, new_names, new_statuses,
+                                                                                  details))
+    seen = set(names)
+    if len(seen) != len(names):
+        listed = list(names)
+        twice = sorted({n for n in seen if listed.count(n) > 1})
         raise CarbonFormatError(f"tablestatus lists segment {twice[0]!r} more than once", where)
-    return Doc(data, texts, names, statuses, details, top, exact)
+    return Doc(data, all_texts, names, statuses, all_details, top, exact)
 
 
 def _unchanged_prefix(base: Doc, data: bytes) -> int:
@@ -243,17 +265,21 @@ def remember(storage: Storage, path: str, doc: Doc) -> None:
 
 
 class EntryList(MutableSequence[LoadDetail]):
-    """A commit's entries: a list whose changeable objects are made only for the entries it touches."""
+    """A commit's entries: a list whose changeable objects are made only for the entries it touches.
+
+    While entries are only changed in place or appended, its per-entry lists are forks of the doc's
+    (meta.shared_prefix); the first removal or insertion before the end makes them plain lists."""
 
     def __init__(self, doc: Doc):
         self._base = doc
         self._items: list[LoadDetail | None] = [None] * len(doc.texts)  # None: untouched, still ``_src``
-        self._src: list[SharedLoadDetail | None] = list(doc.details)  # as read (None: a new entry)
-        self._texts: list[str | None] = list(doc.texts)
-        self._names: list[str] = list(doc.names)
-        self._statuses: list[str] = list(doc.statuses)
+        self._src: MutableSequence[SharedLoadDetail | None] = doc.details.fork()  # as read (None: a new entry)
+        self._texts: MutableSequence[str | None] = doc.texts.fork()
+        self._names: MutableSequence[str] = doc.names.fork()
+        self._statuses: MutableSequence[str] = doc.statuses.fork()
         self._touched: set[int] = set()  # positions made changeable, while nothing moved
         self._moved = False  # entries removed, replaced or inserted before the end
+        self._compact: bool | None = None  # whether the last ``data`` is compact ASCII (Doc.compact)
 
     @property
     def base(self) -> Doc:
@@ -284,7 +310,15 @@ class EntryList(MutableSequence[LoadDetail]):
         for i in range(len(self)):
             yield self[i]
 
+    def _move(self) -> None:
+        """Entries are about to move: the per-entry lists become plain lists."""
+        if not self._moved:
+            self._src, self._texts = list(self._src), list(self._texts)
+            self._names, self._statuses = list(self._names), list(self._statuses)
+            self._moved = True
+
     def __setitem__(self, i, value) -> None:
+        self._move()
         if isinstance(i, slice):
             # entries kept keep their text as read: a slice assignment that only drops entries rewrites none
             new = list(value)
@@ -298,22 +332,21 @@ class EntryList(MutableSequence[LoadDetail]):
             i = range(len(self))[i]
             self._items[i], self._texts[i], self._src[i] = value, None, None
             self._names[i], self._statuses[i] = value.name, value.status
-        self._moved = True
 
     def __delitem__(self, i) -> None:
+        self._move()
         for column in (self._items, self._texts, self._src, self._names, self._statuses):
             del column[i]
-        self._moved = True
 
     def insert(self, index: int, value: LoadDetail) -> None:
         at_end = index >= len(self)
+        if not at_end:
+            self._move()
         for column, v in ((self._items, value), (self._texts, None), (self._src, None), (self._names, value.name),
                           (self._statuses, value.status)):
             column.insert(index, v)
         if at_end and not self._moved:
             self._touched.add(len(self) - 1)
-        else:
-            self._moved = True
 
     # ---------------------------------------------------------------- what commits ask often
     def _name(self, i: int) -> str:
@@ -336,6 +369,9 @@ class EntryList(MutableSequence[LoadDetail]):
         wanted = set(statuses)
         if self._moved:
             return [self[i] for i in range(len(self)) if self._status(i) in wanted]
+        if not wanted & _COMMON:  # untouched entries of such a status are the doc's rare ones
+            found = self._touched.union(self._base.rare)
+            return [self[i] for i in sorted(found) if self._status(i) in wanted]
         found = set(self._touched)
         for status in wanted:
             at = -1
@@ -357,23 +393,24 @@ class EntryList(MutableSequence[LoadDetail]):
     def changed(self) -> bool:
         """Whether writing the entries would change the file."""
         if self._moved:
-            return self.texts() != self._base.texts
+            return self.texts() != list(self._base.texts)
         return len(self) != len(self._base.texts) or any(self._items[i] != self._src[i] for i in self._touched)
 
-    def texts(self) -> list[str]:
+    def texts(self) -> MutableSequence[str]:
         """Each entry's text: as read where unchanged, rendered again where changed."""
-        out = list(self._texts)
-        for i in (range(len(self)) if self._moved else self._touched):
+        out = list(self._texts) if self._moved else self._texts.fork()  # type: ignore[attr-defined]
+        for i in (range(len(self)) if self._moved else sorted(self._touched)):
             item, src = self._items[i], self._src[i]
             if item is not None and (src is None or item != src):
                 out[i] = item.text()
         return out  # type: ignore[return-value]
 
-    def data(self, texts: list[str]) -> bytes:
+    def data(self, texts: MutableSequence[str]) -> bytes:
         """The file's bytes for ``texts`` (what ``texts()`` gave): ``text_of(texts)`` in UTF-8. The entries
         before the first changed one are taken as bytes from the file as read, not joined and encoded again
         (a load's two writes change only the last entry or add one)."""
         base = self._base
+        self._compact = None
         if self._moved or not base.compact:  # entries moved: no prefix is known unchanged without comparing
             return text_of(texts).encode("utf-8")
         known = len(base.texts)
@@ -382,28 +419,38 @@ class EntryList(MutableSequence[LoadDetail]):
             return text_of(texts).encode("utf-8")
         rest = texts[keep:]
         tail = (("," if rest else "") + ",".join(rest) + "]").encode("utf-8")
+        self._compact = tail.isascii()  # the kept prefix is compact ASCII: the whole is, if the tail is
         return b"".join((memoryview(base.data)[:base.end_of(keep)], tail))
 
-    def written(self, data: bytes, texts: list[str]) -> Doc:
+    def written(self, data: bytes, texts: MutableSequence[str]) -> Doc:
         """The doc of what was just written (``data``, made of ``texts``); this list continues from it."""
         changed = range(len(self)) if self._moved else sorted(self._touched)
-        details: list[SharedLoadDetail] = list(self._src)  # type: ignore[arg-type]  # None where changed
-        statuses = list(self._statuses)
+        details = _forked(self._src)  # None where changed, filled below
+        statuses = _forked(self._statuses)
         for i in changed:
             item, src = self._items[i], self._src[i]
             if item is not None and (src is None or item != src):
                 details[i] = SharedLoadDetail.seal(item.copy())
-            statuses[i] = details[i].status
-        names = [d.name for d in details] if self._moved else self._names
-        doc = Doc(data, texts, list(names), statuses, details,
-                  _max_id(names) if self._moved else self.max_id())
-        self._base, self._src, self._texts = doc, list(details), list(texts)  # type: ignore[arg-type]
-        self._names, self._statuses = list(doc.names), list(doc.statuses)
+            statuses[i] = details[i].status  # type: ignore[union-attr]
+        names = SharedPrefixList(d.name for d in details) if self._moved else _forked(self._names)
+        top = _max_id(names) if self._moved else self.max_id()
+        rare = None if self._moved else tuple(sorted(
+            i for i in set(self._base.rare).union(changed) if statuses[i] not in _COMMON))
+        doc = Doc(data, _forked(texts), names, statuses, details, top,  # type: ignore[arg-type]
+                  known_compact=self._compact, known_rare=rare)
+        self._base, self._src, self._texts = doc, doc.details.fork(), doc.texts.fork()
+        self._names, self._statuses = doc.names.fork(), doc.statuses.fork()
         if self._moved:
             self._touched = {i for i, it in enumerate(self._items) if it is not None}
         self._moved = False
+        self._compact = None
         return doc
 
 
-def text_of(texts: list[str]) -> str:
+def _forked(column: MutableSequence) -> SharedPrefixList:
+    """A shared-prefix list of ``column``'s items that it does not change."""
+    return column.fork() if isinstance(column, SharedPrefixList) else SharedPrefixList(column)
+
+
+def text_of(texts: Iterable[str]) -> str:
     return "[" + ",".join(texts) + "]"
