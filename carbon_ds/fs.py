@@ -41,6 +41,9 @@ from carbon_ds.errors import (
     see,
 )
 
+# A file's content: its bytes, or parts (bytes, memoryviews) to write one after the other
+Content = bytes | tuple[bytes | memoryview, ...]
+
 
 @dataclass(frozen=True)
 class FileInfo:
@@ -237,13 +240,14 @@ class Storage:
         self._replace_local(path, data)
 
     @staticmethod
-    def _replace_local(path: str, data: bytes) -> os.stat_result:
+    def _replace_local(path: str, data: Content) -> os.stat_result:
         """``write_atomic`` on a local disk; the new file's status, taken after the rename."""
         folder = os.path.dirname(path)
         os.makedirs(folder, exist_ok=True)
         tmp = os.path.join(folder, f".{os.path.basename(path)}.{uuid.uuid4().hex}.tmp")
         with open(tmp, "wb") as f:
-            f.write(data)
+            for part in (data,) if isinstance(data, bytes) else data:
+                f.write(part)
             f.flush()
             os.fsync(f.fileno())
             os.replace(tmp, path)
@@ -308,21 +312,28 @@ class Storage:
             return None, None
         return data, _digest(data)
 
-    def replace_if(self, path: str, data: bytes, version: str | None) -> bool:
-        """Replace ``path`` with ``data`` only if it is still at ``version`` (None: still absent); True when
-        replaced. Readers see the old bytes or the new ones.
+    def known_version(self, path: str) -> str | None:
+        """The version ``read_versioned`` would give, when this process knows it without reading the file (a
+        local file it wrote or read, unchanged since); None otherwise."""
+        return _LOCAL_VERSIONS.known(path) if self.is_local else None
+
+    def replace_if(self, path: str, data: Content, version: str | None) -> bool:
+        """Replace ``path`` with ``data`` (bytes, or the parts to write one after the other) only if it is still
+        at ``version`` (None: still absent); True when replaced. Readers see the old bytes or the new ones.
 
         S3 with conditional PUTs: one request the store decides. Elsewhere the check and the write are two
         steps: atomic only against writers that hold the table lock (always true on local disks)."""
         client = self._s3(probe_near=path)
         if client is not None:
-            return client.replace(path, data, version)
+            return client.replace(path, joined(data), version)
+        if self.is_local:
+            if _LOCAL_VERSIONS.token(path) != version:
+                return False
+            _LOCAL_VERSIONS.wrote(path, data, self._replace_local(path, data))
+            return True
         if self.read_versioned(path)[1] != version:
             return False
-        if self.is_local:
-            _LOCAL_VERSIONS.wrote(path, data, self._replace_local(path, data))
-        else:
-            self.write_atomic(path, data)
+        self.write_atomic(path, joined(data))
         return True
 
     def delete(self, path: str) -> None:
@@ -429,7 +440,7 @@ class _LocalVersions:
     the file reads the same bytes. A content that comes back after another was read at that path gets a new
     token (``replace_if`` then refuses, as a change in between deserves).
 
-    A commit of a table of 10,000 segments reads its 2 MB tablestatus four times. The bytes and token last
+    A commit of a table of 10,000 segments reads its 2 MB tablestatus four times. The content and token last
     met at a path are kept with the file's status (size, mtime, ctime, inode; taken from the open file), and
     while ``stat`` gives the same, the file is not read again: a replace by rename makes another inode (the
     old one is in use while the new file is written, so they cannot share it), a write in place another
@@ -438,24 +449,41 @@ class _LocalVersions:
     treats "racily clean" files). A file this process wrote is trusted by its status: it was made by a
     rename under the table lock, and only a writer in place that ignores the lock, within the tick, writing
     the same size, could go unnoticed (kernels since 6.13 stamp a file whose status was taken, as here, with a
-    fine clock, so not even that)."""
+    fine clock, so not even that). What this process wrote is kept as written (parts, not joined until
+    someone reads the bytes)."""
 
     def __init__(self, max_paths: int = 16):
         self._max = max_paths
-        # path -> (bytes, token, file status, whether this process wrote it, when it was read)
-        self._seen: OrderedDict[str, tuple[bytes, str, tuple[int, int, int, int], bool, int]] = OrderedDict()
+        # path -> (content, token, file status, whether this process wrote it, when it was read)
+        self._seen: OrderedDict[str, tuple[Content, str, tuple[int, int, int, int], bool, int]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def read(self, path: str) -> tuple[bytes | None, str | None]:
-        """(content, version) of the local file ``path``; (None, None) when absent."""
+    def known(self, path: str) -> str | None:
+        """The token of ``path`` when its kept content is still the file's, without reading it."""
         try:
             st = os.stat(path)
         except FileNotFoundError:
-            return None, None
+            return None
         with self._lock:
             seen = self._seen.get(path)
         if seen is not None and seen[2] == _status(st) and (seen[3] or seen[4] - st.st_ctime_ns > _TICK_NS):
-            return seen[0], seen[1]
+            return seen[1]
+        return None
+
+    def token(self, path: str) -> str | None:
+        """The token of ``path`` (None when absent), reading it only when not known."""
+        known = self.known(path)
+        return known if known is not None else self.read(path)[1]
+
+    def read(self, path: str) -> tuple[bytes | None, str | None]:
+        """(content, version) of the local file ``path``; (None, None) when absent."""
+        if self.known(path) is not None:
+            with self._lock:
+                seen = self._seen.get(path)
+                if seen is not None:
+                    if not isinstance(seen[0], bytes):  # kept as written: joined once, when first read
+                        seen = self._seen[path] = (joined(seen[0]), *seen[1:])
+                    return seen[0], seen[1]  # type: ignore[return-value]
         try:
             with open(path, "rb") as f:
                 data = f.read()
@@ -464,22 +492,27 @@ class _LocalVersions:
             return None, None
         return data, self._record(path, data, st, new=False)
 
-    def wrote(self, path: str, data: bytes, st: os.stat_result) -> None:
+    def wrote(self, path: str, data: Content, st: os.stat_result) -> None:
         """This process just replaced ``path`` with ``data``, whose file has status ``st``."""
         self._record(path, data, st, new=True)
 
-    def _record(self, path: str, data: bytes, st: os.stat_result, new: bool) -> str:
+    def _record(self, path: str, data: Content, st: os.stat_result, new: bool) -> str:
         with self._lock:
             seen = self._seen.get(path)
-            if not new and seen is not None and seen[0] == data:
+            if not new and seen is not None and joined(seen[0]) == data:
                 token = seen[1]
             else:
-                token = f"local-{len(data)}-{uuid.uuid4().hex}"
+                token = f"local-{sum(map(len, (data,) if isinstance(data, bytes) else data))}-{uuid.uuid4().hex}"
             self._seen[path] = (data, token, _status(st), new, time.time_ns())
             self._seen.move_to_end(path)
             while len(self._seen) > self._max:
                 self._seen.popitem(last=False)
             return token
+
+
+def joined(data: Content) -> bytes:
+    """The bytes of a content given as parts (``replace_if``)."""
+    return data if isinstance(data, bytes) else b"".join(data)
 
 
 def _status(st: os.stat_result) -> tuple[int, int, int, int]:

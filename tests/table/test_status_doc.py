@@ -12,7 +12,7 @@ import pytest
 
 import carbon_ds
 from carbon_ds.errors import CarbonError, CarbonFormatError
-from carbon_ds.fs import Storage
+from carbon_ds.fs import Storage, joined
 from carbon_ds.table import CarbonTable
 from carbon_ds.table.meta import shared_prefix, status_doc
 from carbon_ds.table.meta import tablestatus as ts
@@ -77,6 +77,7 @@ def test_entry_list_edits_write_what_a_full_rewrite_writes(monkeypatch):
     """Edits, and edits continued from what an edit wrote (sharing its lists' prefix, meta.shared_prefix),
     render what ``tablestatus.dumps`` renders; the docs written before stay what they were."""
     monkeypatch.setattr(shared_prefix, "_FOLD", 3)
+    monkeypatch.setattr(status_doc, "_PARTS", 3)  # contents of parts joined often too
     rng = random.Random(48)
     for _round in range(60):
         raw = [_entry(i) for i in range(rng.randint(0, 12))]
@@ -84,7 +85,7 @@ def test_entry_list_edits_write_what_a_full_rewrite_writes(monkeypatch):
         doc = status_doc.parse_doc(data, "t", None)
         edited, plain = EntryList(doc), ts.parse(data.decode())
         earlier: list[tuple[status_doc.Doc, list[LoadDetail]]] = []
-        for _edit in range(rng.randint(1, 4)):
+        for _edit in range(rng.randint(1, 6)):
             data = _edit_round(rng, edited, plain, data)
             earlier.append((edited.base, [e.copy() for e in plain]))
             for was, entries in earlier:
@@ -125,10 +126,11 @@ def _edit_round(rng: random.Random, edited: EntryList, plain: list[LoadDetail], 
     texts = edited.texts()
     assert status_doc.text_of(texts) == ts.dumps(plain)  # canonical rows render exactly as before
     assert edited.changed() == (ts.dumps(plain) != data.decode())
-    out = edited.data(texts)
+    content = edited.data(texts)  # bytes, or parts: views of the bytes read, then the rest
+    out = joined(content)
     assert out.decode() == ts.dumps(plain)
-    written = edited.written(out, texts)
-    assert written.details == plain and not edited.changed()
+    written = edited.written(content, texts)
+    assert written.details == plain and not edited.changed() and written.data == out
     assert written.compact == (out.isascii() and written.exact)
     assert written.rare == tuple(i for i, e in enumerate(plain) if e.status not in status_doc._COMMON)
     return out

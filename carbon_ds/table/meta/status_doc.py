@@ -32,7 +32,7 @@ from itertools import accumulate
 from typing import overload
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.fs import Storage
+from carbon_ds.fs import Content, Storage, joined
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.shared_prefix import SharedPrefixList
 from carbon_ds.table.meta.tablestatus import LoadDetail, SharedLoadDetail
@@ -40,6 +40,7 @@ from carbon_ds.table.meta.tablestatus import LoadDetail, SharedLoadDetail
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODE = json.JSONDecoder().raw_decode
 _KEPT = 64  # status files whose parse a process keeps
+_PARTS = 16  # a commit's content in more parts than this is joined (each commit adds one)
 # The statuses of nearly every entry of a long-lived table; a doc lists where the others are, so that
 # finding a table's loads in progress does not scan every entry.
 _COMMON = frozenset({ts.SUCCESS, ts.COMPACTED, ts.MARKED_FOR_DELETE})
@@ -49,7 +50,7 @@ _COMMON = frozenset({ts.SUCCESS, ts.COMPACTED, ts.MARKED_FOR_DELETE})
 class Doc:
     """One status file content, parsed."""
 
-    data: bytes
+    content: Content  # the file's bytes, or (a doc a commit wrote) the parts it wrote: ``data`` joins them
     # one item per entry, never changed once made (forks of them are: ``SharedPrefixList.fork``)
     texts: SharedPrefixList[str]
     names: SharedPrefixList[str]
@@ -66,6 +67,25 @@ class Doc:
         if self.known_rare is not None:
             return self.known_rare
         return tuple(i for i, status in enumerate(self.statuses) if status not in _COMMON)
+
+    @cached_property
+    def data(self) -> bytes:
+        return joined(self.content)
+
+    @cached_property
+    def size(self) -> int:
+        return len(self.content) if isinstance(self.content, bytes) else sum(map(len, self.content))
+
+    def prefix(self, end: int) -> tuple[bytes | memoryview, ...]:
+        """The first ``end`` bytes of the file, as parts (views of the parts, not copies)."""
+        parts = (self.content,) if isinstance(self.content, bytes) else self.content
+        out: list[bytes | memoryview] = []
+        for part in parts:
+            if end <= 0:
+                break
+            out.append(part if len(part) <= end else memoryview(part)[:end])
+            end -= len(part)
+        return tuple(out)
 
     @cached_property
     def compact(self) -> bool:
@@ -85,7 +105,7 @@ class Doc:
         """Byte offset just past the ``k``-th entry's text (``k`` >= 1) of a compact doc, counted from the
         end: commits change the last entries."""
         tail = self.texts[k:]
-        return len(self.data) - 1 - sum(map(len, tail)) - len(tail)
+        return self.size - 1 - sum(map(len, tail)) - len(tail)
 
 
 EMPTY = Doc(b"", SharedPrefixList(), SharedPrefixList(), SharedPrefixList(), SharedPrefixList(), -1)
@@ -208,19 +228,19 @@ class _Kept:
     """The parses this process keeps, by file (least recently used first out)."""
 
     def __init__(self) -> None:
-        self._docs: OrderedDict[str, Doc] = OrderedDict()
+        self._docs: OrderedDict[str, tuple[Doc, str | None]] = OrderedDict()  # (parse, its storage version)
         self._lock = threading.Lock()
 
-    def get(self, key: str) -> Doc | None:
+    def get(self, key: str) -> tuple[Doc, str | None] | None:
         with self._lock:
             doc = self._docs.get(key)
             if doc is not None:
                 self._docs.move_to_end(key)
             return doc
 
-    def put(self, key: str, doc: Doc) -> None:
+    def put(self, key: str, doc: Doc, version: str | None) -> None:
         with self._lock:
-            self._docs[key] = doc
+            self._docs[key] = (doc, version)
             self._docs.move_to_end(key)
             while len(self._docs) > _KEPT:
                 self._docs.popitem(last=False)
@@ -238,18 +258,21 @@ def read_doc(storage: Storage, path: str) -> tuple[Doc, str | None]:
     A torn read on a remote store (a commit landing in between) is read again, as ``tablestatus.read_versioned``
     does."""
     where = storage.uri(path)
+    kept = KEPT.get(where)
+    if kept is not None and kept[1] is not None and storage.known_version(path) == kept[1]:
+        return kept  # the file is still the content kept: not read (a local file this process wrote)
     for attempt in range(ts.READ_ATTEMPTS):
         data, version = storage.read_versioned(path)
         if data is None:
             return EMPTY, None
         try:
-            doc = parse_doc(data, where, KEPT.get(where))
+            doc = parse_doc(data, where, kept[0] if kept is not None else None)
             break
         except CarbonFormatError:
             if storage.is_local or attempt == ts.READ_ATTEMPTS - 1:
                 raise
             ts.pause(attempt)
-    KEPT.put(where, doc)
+    KEPT.put(where, doc, version)
     return doc, version
 
 
@@ -261,7 +284,7 @@ def read_versioned(storage: Storage, path: str) -> tuple[list[LoadDetail], str |
 
 def remember(storage: Storage, path: str, doc: Doc) -> None:
     """``doc`` is what this process just wrote at ``path``."""
-    KEPT.put(storage.uri(path), doc)
+    KEPT.put(storage.uri(path), doc, storage.known_version(path))
 
 
 class EntryList(MutableSequence[LoadDetail]):
@@ -405,10 +428,11 @@ class EntryList(MutableSequence[LoadDetail]):
                 out[i] = item.text()
         return out  # type: ignore[return-value]
 
-    def data(self, texts: MutableSequence[str]) -> bytes:
-        """The file's bytes for ``texts`` (what ``texts()`` gave): ``text_of(texts)`` in UTF-8. The entries
-        before the first changed one are taken as bytes from the file as read, not joined and encoded again
-        (a load's two writes change only the last entry or add one)."""
+    def data(self, texts: MutableSequence[str]) -> Content:
+        """The file's content for ``texts`` (what ``texts()`` gave): ``text_of(texts)`` in UTF-8. The entries
+        before the first changed one are the bytes of the file as read, not joined and encoded again nor
+        copied: the content is those bytes' parts followed by the rest (a load's two writes change only the
+        last entry or add one)."""
         base = self._base
         self._compact = None
         if self._moved or not base.compact:  # entries moved: no prefix is known unchanged without comparing
@@ -420,9 +444,10 @@ class EntryList(MutableSequence[LoadDetail]):
         rest = texts[keep:]
         tail = (("," if rest else "") + ",".join(rest) + "]").encode("utf-8")
         self._compact = tail.isascii()  # the kept prefix is compact ASCII: the whole is, if the tail is
-        return b"".join((memoryview(base.data)[:base.end_of(keep)], tail))
+        parts = (*base.prefix(base.end_of(keep)), tail)
+        return parts if len(parts) <= _PARTS else joined(parts)
 
-    def written(self, data: bytes, texts: MutableSequence[str]) -> Doc:
+    def written(self, data: Content, texts: MutableSequence[str]) -> Doc:
         """The doc of what was just written (``data``, made of ``texts``); this list continues from it."""
         changed = range(len(self)) if self._moved else sorted(self._touched)
         details = _forked(self._src)  # None where changed, filled below

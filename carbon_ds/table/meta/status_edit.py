@@ -19,7 +19,7 @@ from collections.abc import Callable
 from types import TracebackType
 
 from carbon_ds.errors import CarbonConcurrentError, CarbonStatusVersionWarning
-from carbon_ds.fs import Storage
+from carbon_ds.fs import Content, Storage, joined
 from carbon_ds.table.meta import status_doc
 from carbon_ds.table.meta import status_versions as sv
 from carbon_ds.table.meta import tablestatus as ts
@@ -77,7 +77,7 @@ class StatusEdit:
             self._commit_version(data)
         else:
             if self._written:  # our own earlier write of this edit is the base
-                self._version = self.storage.read_versioned(self.path)[1]
+                self._version = self.storage.known_version(self.path) or self.storage.read_versioned(self.path)[1]
             ts.replace_if_version(self.storage, self.path, entries, self._version, data)  # type: ignore[arg-type]
         status_doc.remember(self.storage, self.path, entries.written(data, texts))
         self._written = True
@@ -88,13 +88,14 @@ class StatusEdit:
         """Segments reserved ("In Progress") in what the edit read or last wrote."""
         return {e.name for e in self.entries.base.details if e.status in _RESERVED}
 
-    def _commit_version(self, data: bytes) -> None:
+    def _commit_version(self, data: Content) -> None:
         """A new ``tablestatus_<version>`` after the one read, if that is still the newest."""
         assert self.live is not None
         base = self.live.version
         now_newest = sv.newest(self.storage, self.table_path)
         new = sv.next_version(base)
-        if now_newest != base or not self.storage.create_exclusive(sv.status_path(self.table_path, new), data):
+        if now_newest != base or not self.storage.create_exclusive(sv.status_path(self.table_path, new),
+                                                                   joined(data)):
             raise CarbonConcurrentError(
                 f"commit to {self.storage.uri(self.live.path)} refused: another writer committed version "
                 f"{now_newest if now_newest != base else new} of the table's status after this writer read "

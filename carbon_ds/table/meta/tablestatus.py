@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from carbon_ds.errors import CarbonConcurrentError, CarbonError, CarbonFormatError
-from carbon_ds.fs import Storage
+from carbon_ds.fs import Content, Storage, joined
 
 SUCCESS = "Success"
 FAILURE = "Failure"
@@ -274,7 +274,7 @@ def decode_text(data: bytes, where: str) -> str:
 
 
 def replace_if_version(storage: Storage, path: str, entries: list[LoadDetail], version: str | None,
-                       data: bytes | None = None) -> None:
+                       data: Content | None = None) -> None:
     """Replace the file in one step, only if it is still ``version`` (what the edit read under the table
     lock): a concurrent reader sees the old list or the new one, never a mix. Only ``StatusEdit`` (the
     table's ``edit_status``) calls this.
@@ -290,7 +290,7 @@ def replace_if_version(storage: Storage, path: str, entries: list[LoadDetail], v
             "table lock, so another writer committed at the same time; this commit was not applied, retry it"
         )
     if not storage.conditional_writes(path):
-        _check_kept(storage, path, data, entries)
+        _check_kept(storage, path, joined(data), entries)
 
 
 def write_history(storage: Storage, path: str, entries: list[LoadDetail]) -> None:
