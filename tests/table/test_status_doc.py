@@ -5,7 +5,9 @@ reader never sees a stale or half-changed list, and the file written is the one 
 from __future__ import annotations
 
 import json
+import os
 import random
+import time
 
 import pyarrow as pa
 import pytest
@@ -202,3 +204,27 @@ def test_a_commit_parses_and_renders_only_what_it_touches(tmp_path, monkeypatch)
         monkeypatch.undo()
         assert [e.name for e in CarbonTable.open(path).load_details()][-4:] == [str(n + k) for k in range(4)]
     assert spent[300] == spent[3] and spent[3]["rendered"] <= 3 * 3
+
+
+def test_a_status_file_changed_by_another_writer_is_read_again(tmp_path):
+    """After a commit, the file this process wrote is answered from its kept parse; once another writer
+    replaced it (by rename, or in place with the same length), the next read and the next commit see that."""
+    path = tmp_path / "t"
+    for i in range(3):
+        carbon_ds.write_table(pa.table({"a": [i]}), path)
+    status = path / "Metadata" / "tablestatus"
+    assert [e.status for e in CarbonTable.open(path).load_details()] == [ts.SUCCESS] * 3
+    changed = status.read_text().replace('"loadStatus":"Success"', '"loadStatus":"Failure"', 1)  # same length
+    other = tmp_path / "other"
+    other.write_text(changed)
+    os.replace(other, status)
+    assert [e.status for e in CarbonTable.open(path).load_details()] == [ts.FAILURE, ts.SUCCESS, ts.SUCCESS]
+    time.sleep(0.05)  # past a coarse clock's tick
+    CarbonTable.open(path).load_details()  # read a tick after its change: known by its status from now on
+    text = status.read_text().replace('"Success"', '"Failure"')
+    with open(status, "r+") as f:  # in place, the same length
+        f.write(text)
+    assert [e.status for e in CarbonTable.open(path).load_details()] == [ts.FAILURE] * 3
+    carbon_ds.write_table(pa.table({"a": [9]}), path)  # a commit reads it as it is now
+    assert [e.status for e in CarbonTable.open(path).load_details()] == [ts.FAILURE] * 3 + [ts.SUCCESS]
+    assert carbon_ds.read_table(path).column("a").to_pylist() == [9]
