@@ -111,7 +111,9 @@ def test_java_takes_only_an_answer_of_its_version(bridge, message):
     current = json.loads(protocol.to_json(message))
     assert current["v"] == protocol.VERSION and bridge.taken(kind, json.dumps(current))
     for v in (protocol.VERSION - 1, protocol.VERSION + 1):
+        dropped = bridge.droppedAnswers()
         assert not bridge.taken(kind, json.dumps({**current, "v": v}))
+        assert bridge.droppedAnswers() == dropped + 1  # counted, and said in the driver's log once per JVM
     del current["v"]
     assert not bridge.taken(kind, json.dumps(current))  # a text without "v" is no answer of this version
     assert not bridge.taken(kind, "null")

@@ -259,24 +259,24 @@ def _encode(value: Any) -> Any:
 def from_json(cls: type, text: str, *, strict: bool = False) -> Any:
     """The message ``cls`` from ``text``; ``strict``: a key the message does not declare is an error too (the
     tests; production takes a newer side's added keys)."""
-    try:
-        data = json.loads(text)
-    except (TypeError, ValueError) as e:
-        shown = text if not isinstance(text, str) or len(text) <= 200 else text[:200] + "..."
-        raise CarbonOptionError(f"{cls.__name__}: expected JSON text, found {shown!r} ({e})") from None
-    return _decode(data, cls, cls.__name__, strict)
+    return _decode(_parsed(cls, text), cls, cls.__name__, strict)
 
 
 def read_request(cls: type, text: str) -> Any:
     """The request ``cls`` from ``text``, or None when its version is not this package's (a newer or older
     jar's): read before the rest, which may not be this version's shape."""
-    try:
-        data = json.loads(text)
-    except (TypeError, ValueError):
-        data = None
+    data = _parsed(cls, text)
     if isinstance(data, dict) and data.get("v", UNVERSIONED) != VERSION:
         return None
-    return from_json(cls, text)
+    return _decode(data, cls, cls.__name__, False)
+
+
+def _parsed(cls: type, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except (TypeError, ValueError) as e:
+        shown = text if not isinstance(text, str) or len(text) <= 200 else text[:200] + "..."
+        raise CarbonOptionError(f"{cls.__name__}: expected JSON text, found {shown!r} ({e})") from None
 
 
 @functools.cache

@@ -12,8 +12,9 @@ writes its own files into the segment folder and returns their names; ``commit()
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import pyarrow as pa
 from pyspark import TaskContext
@@ -114,39 +115,34 @@ class CarbonDataSource(DataSource):
 
     @short_errors
     def schema(self) -> StructType:
-        # a request of another version (a jar not shipped with this package) is answered with nothing
-        if self.options.get(NATIVE_PLAN_OPTION):
-            native = read_request(NativePlanRequest, self.options[NATIVE_PLAN_OPTION])
-            if native is None:
-                return _answer(NATIVE_PLAN_OPTION, NativePlanAnswer(plan=None))
-            return self._native_plan(native)
-        if self.options.get(PLAN_READS_OPTION):
-            # the extension's planning of many relations in one call (carbon_ds.spark.bridge.read_plans)
-            reads = read_request(PlanReadsRequest, self.options[PLAN_READS_OPTION])
-            answer = PlanReadsAnswer(answers=()) if reads is None else plan_reads(type(self), reads)
-            return _answer(PLAN_READS_OPTION, answer)
-        if self.options.get(MV_REWRITE_OPTION):
-            # the extension's query rewrite: which views of this table are fresh now (carbon_ds.spark.bridge.view_rewrite)
-            views = read_request(ViewsRequest, self.options[MV_REWRITE_OPTION])
-            fresh = ViewsAnswer(views=()) if views is None else fresh_views(self._table(), views)
-            return _answer(MV_REWRITE_OPTION, fresh)
+        for option, (request_type, nothing, answer) in _QUESTIONS.items():
+            if self.options.get(option):
+                # a request of another version (a jar not shipped with this package) is answered with nothing
+                request = read_request(request_type, self.options[option])
+                return _answer(option, nothing if request is None else answer(self, request))
         handle = self._table()
         schema = handle.schema if handle is not None else arrow_schema_of(resolved_path(_path(self.options), self.storage))
         if positions_option(self.options):
             schema = pa.schema([*schema, *POSITION_FIELDS])
         return from_arrow_schema(schema, prefer_timestamp_ntz=False)
 
-    def _native_plan(self, request: NativePlanRequest) -> StructType:
+    def _native_plan(self, request: NativePlanRequest) -> NativePlanAnswer:
         """The Spark extension's question (jvm/src NativeUnion): how to read this table's external segments
-        with Spark's own scans. The answer (native_read.describe, as JSON, or null) travels back as the
-        metadata of a one-field schema: the only value a planner call hands the JVM."""
+        with Spark's own scans (native_read.describe, or None)."""
         handle = self._table()
-        plan = None
-        if handle is not None:
-            known = {k: StructType.fromJson(dict(v)) for k, v in request.known.items()}
-            declared = StructType.fromJson(dict(request.declared))
-            plan = describe(handle, declared, self.options.get(SEGMENTS_OPTION), known)
-        return _answer(NATIVE_PLAN_OPTION, NativePlanAnswer(plan=plan))
+        if handle is None:
+            return NativePlanAnswer(plan=None)
+        known = {k: StructType.fromJson(dict(v)) for k, v in request.known.items()}
+        declared = StructType.fromJson(dict(request.declared))
+        return NativePlanAnswer(plan=describe(handle, declared, self.options.get(SEGMENTS_OPTION), known))
+
+    def _plan_reads(self, request: PlanReadsRequest) -> PlanReadsAnswer:
+        """The extension's planning of many relations in one call (carbon_ds.spark.bridge.read_plans)."""
+        return plan_reads(type(self), request)
+
+    def _fresh_views(self, request: ViewsRequest) -> ViewsAnswer:
+        """The extension's query rewrite: which views of this table are fresh now (bridge.view_rewrite)."""
+        return fresh_views(self._table(), request)
 
     @short_errors
     def reader(self, schema: StructType) -> CarbonReader:
@@ -164,6 +160,16 @@ class CarbonDataSource(DataSource):
     @short_errors
     def streamReader(self, schema: StructType) -> CarbonStreamReader:  # noqa: N802 - Spark's name
         return CarbonStreamReader(_path(self.options), schema, normalize(dict(self.options)))
+
+
+# The extension's questions, each asked in a string option of a fresh source's ``schema()`` call and
+# answered as JSON in the metadata of its one field (the only value a planner call hands the JVM):
+# option -> (request, the answer to another version's request, how this version answers)
+_QUESTIONS: dict[str, tuple[type, object, Callable[[CarbonDataSource, Any], object]]] = {
+    NATIVE_PLAN_OPTION: (NativePlanRequest, NativePlanAnswer(plan=None), CarbonDataSource._native_plan),
+    PLAN_READS_OPTION: (PlanReadsRequest, PlanReadsAnswer(answers=()), CarbonDataSource._plan_reads),
+    MV_REWRITE_OPTION: (ViewsRequest, ViewsAnswer(views=()), CarbonDataSource._fresh_views),
+}
 
 
 class CarbonPushdownDataSource(CarbonDataSource):

@@ -9,6 +9,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.atomic.AtomicLong;
 
 import com.fasterxml.jackson.annotation.JsonFormat;
 import com.fasterxml.jackson.annotation.JsonInclude;
@@ -18,6 +19,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.MapperFeature;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.json.JsonMapper;
+import org.slf4j.LoggerFactory;
 
 /**
  * The messages between this extension and the Python data source, typed: the records mirror
@@ -152,8 +154,25 @@ public final class Bridge {
      * extension). */
     static <A extends Versioned> A answer(String json, Class<A> type) throws IOException {
         A got = read(json, type);
-        return got == null || got.v() != VERSION ? null : got;
+        if (got == null || got.v() == VERSION) {
+            return got;
+        }
+        if (DROPPED.getAndIncrement() == 0) {  // said once per JVM: every query would say it again
+            LoggerFactory.getLogger(Bridge.class).warn(
+                    "carbon-ds: the Python package answered the extension with message version {} ({}), this jar "
+                    + "speaks version {}: such answers are ignored and queries over carbondata tables are planned "
+                    + "as without the extension. Install carbon-ds from one wheel (its jar and its Python package "
+                    + "together) on the driver.", got.v(), type.getSimpleName(), VERSION);
+        }
+        return null;
     }
+
+    /** Answers of another version ignored since the JVM started. */
+    public static long droppedAnswers() {
+        return DROPPED.get();
+    }
+
+    private static final AtomicLong DROPPED = new AtomicLong();
 
     /** Whether {@link #answer} takes {@code json} as the answer named {@code kind} (the version test). */
     public static boolean taken(String kind, String json) throws IOException {
