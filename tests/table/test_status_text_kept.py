@@ -16,6 +16,7 @@ import pyarrow as pa
 import pytest
 
 import carbon_ds
+from carbon_ds.fs import joined
 from carbon_ds.table import CarbonTable
 from carbon_ds.table.meta import status_doc
 from carbon_ds.table.meta import tablestatus as ts
@@ -67,10 +68,11 @@ def test_spliced_bytes_equal_a_full_rewrite():
                 elif op == "read" and len(edited):
                     assert edited[rng.randrange(len(edited))].name  # touched, unchanged
             texts = edited.texts()
-            got = edited.data(texts)
+            content = edited.data(texts)  # bytes, or parts: views of the bytes read, then the rest
+            got = joined(content)
             assert got == status_doc.text_of(texts).encode("utf-8")
             assert json.loads(got) == [e.to_json() for e in edited]
-            edited.written(got, texts)  # the next commit of the same edit splices from this one
+            edited.written(content, texts)  # the next commit of the same edit splices from this one
 
 
 def test_appends_keep_the_file_a_full_rewrite_would_write(tmp_path):
