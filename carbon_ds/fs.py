@@ -21,6 +21,7 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+import queue
 import threading
 import time
 import uuid
@@ -250,8 +251,11 @@ class Storage:
                 f.write(part)
             f.flush()
             os.fsync(f.fileno())
+            old = _RELEASER.hold(path)
             os.replace(tmp, path)
-            return os.fstat(f.fileno())
+            st = os.fstat(f.fileno())
+        _RELEASER.release(old)
+        return st
 
     # --------------------------------------------------------------- atomic primitives
     def conditional_writes(self, path: str) -> bool:
@@ -513,6 +517,48 @@ class _LocalVersions:
 def joined(data: Content) -> bytes:
     """The bytes of a content given as parts (``replace_if``)."""
     return data if isinstance(data, bytes) else b"".join(data)
+
+
+class _Releaser:
+    """Frees the blocks of files replaced by rename off the caller's path. Replacing a file frees the old
+    one's blocks within the rename (half a millisecond for a 2 MB tablestatus, twice per load); holding the
+    old file open across the rename moves that to the close, which a thread of its own does."""
+
+    def __init__(self, min_size: int = 1 << 20):
+        self._min = min_size
+        self._queue: queue.SimpleQueue[int] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def hold(self, path: str) -> int | None:
+        """A descriptor of the large file at ``path`` (None when absent or small, or where a file held open
+        cannot be renamed over: Windows)."""
+        if os.name != "posix":
+            return None
+        try:
+            fd = os.open(path, os.O_RDONLY)
+        except OSError:
+            return None
+        if os.fstat(fd).st_size < self._min:
+            os.close(fd)
+            return None
+        return fd
+
+    def release(self, fd: int | None) -> None:
+        if fd is None:
+            return
+        with self._lock:
+            if self._thread is None or not self._thread.is_alive():  # first use, or a forked child
+                self._thread = threading.Thread(target=self._run, name="carbon-ds-release", daemon=True)
+                self._thread.start()
+        self._queue.put(fd)
+
+    def _run(self) -> None:
+        while True:
+            os.close(self._queue.get())
+
+
+_RELEASER = _Releaser()
 
 
 def _status(st: os.stat_result) -> tuple[int, int, int, int]:

@@ -285,3 +285,21 @@ def test_a_partition_folder_that_lost_its_index_list_is_refused(tmp_path, damage
     want = "not an index file name" if damage == "name" else "no index file"
     with pytest.raises(CarbonFormatError, match=f"locationMap folder .*p=k0 lists .*{want}.*{seg.name}"):
         carbon_ds.read_table(str(path))
+
+
+def test_replaced_large_files_are_closed_off_the_commit_path(tmp_path):
+    """The rename of a large status file over the old one leaves freeing the old one's blocks to a thread
+    (fs._Releaser); every descriptor it held is closed and the folder holds the last content only."""
+    storage, path = Storage.for_path(tmp_path / "tablestatus")
+    open_fds = lambda: len(os.listdir("/proc/self/fd"))  # noqa: E731
+    storage.write_atomic(path, b"[" + b" " * (2 << 20) + b"]")
+    before = open_fds()
+    for i in range(40):
+        _, version = storage.read_versioned(path)
+        assert storage.replace_if(path, b"[" + str(i).encode() * (2 << 20) + b"]", version)
+    deadline = time.monotonic() + 10
+    while open_fds() > before and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert open_fds() == before
+    assert [p.path for p in storage.list(str(tmp_path))] == [path]
+    assert storage.read_versioned(path)[0] == b"[" + b"39" * (2 << 20) + b"]"
