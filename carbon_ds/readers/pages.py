@@ -97,14 +97,23 @@ def _check_against_blocklet(f: CarbonDataFile, blocklet: int, columns: list[Colu
                     "page statistics and the footer disagree)", f.path)
 
 
-def read_pruned(f: CarbonDataFile, blocklet: int, columns: list[str] | None, prune: Expr | None = None
-                ) -> BlockletRows | None:
-    """``columns`` of the pages of ``blocklet`` that ``prune`` cannot rule out (all pages without one);
-    None when no page survives."""
+def read_pruned(f: CarbonDataFile, blocklet: int, columns: list[str] | None, prune: Expr | None = None,
+                window: tuple[int, int] | None = None) -> BlockletRows | None:
+    """``columns`` of the pages of ``blocklet`` that ``prune`` cannot rule out (all pages without one), of
+    pages [first, end) only with a ``window``; None when no page survives."""
     sizes = f.page_rows(blocklet)
+    n = len(sizes)
+    lo, end = (0, n) if window is None else window
+    if not 0 <= lo < end <= n:
+        raise CarbonFormatError(f"pages {lo} to {end} of blocklet {blocklet} were planned, but it has {n} pages "
+                                "(the file changed since the read was planned)", f.path)
     if prune is None or isinstance(prune, AlwaysTrue):
-        return BlockletRows(f.read_blocklet(blocklet, columns), list(range(len(sizes))), sizes, True)
+        if (lo, end) == (0, n):
+            return BlockletRows(f.read_blocklet(blocklet, columns), list(range(n)), sizes, True)
+        keep = list(range(lo, end))
+        return BlockletRows(f.read_blocklet(blocklet, columns, pages=keep), keep, sizes[lo:end], False)
     keep, n = surviving_pages(f, blocklet, prune, hold=True)
+    keep = [j for j in keep if lo <= j < end]
     try:
         if not keep:
             return None

@@ -580,15 +580,31 @@ def pack_pieces(pieces: list[pruning.Piece], sizes: dict[str, int], min_partitio
 
 def _split(storage: Storage, piece: pruning.Piece, size: int, split: int = SPLIT_BYTES) -> list[pruning.Piece]:
     """A large file's blocklets in groups of about ``split`` bytes, one Spark partition each (what a partition
-    carries: no index claim, the pieces stay small)."""
+    carries: no index claim, the pieces stay small). A file of fewer blocklets than groups (a blocklet closes
+    at 64 MB of pages, so a file of one is common) is split by windows of its blocklets' pages instead, as
+    Spark splits a Parquet file by its row groups: every core decodes part of it."""
     piece = replace(piece, claim=None, rows=None)
     if piece.external is not None or size <= split:  # an external file is one partition (units as planned)
         return [piece]
-    blocklets = piece.blocklets
-    if blocklets is None:
-        with CarbonDataFile(piece.path, storage=storage) as f:
-            blocklets = tuple(range(f.num_blocklets))
-    n = len(blocklets)
-    groups = max(1, min(n, -(-size // split)))
-    per = -(-n // groups)
-    return [replace(piece, blocklets=tuple(blocklets[i : i + per])) for i in range(0, n, per)]
+    wanted = -(-size // split)
+    if piece.blocklets is not None and len(piece.blocklets) >= wanted:
+        return _blocklet_groups(piece, piece.blocklets, wanted)
+    with CarbonDataFile(piece.path, storage=storage) as f:
+        blocklets = piece.blocklets if piece.blocklets is not None else tuple(range(f.num_blocklets))
+        n = len(blocklets)
+        if n >= wanted:
+            return _blocklet_groups(piece, blocklets, wanted)
+        out = []
+        for b in blocklets:
+            pages = f.page_count(b)
+            step = -(-pages // min(pages, -(-wanted // n))) if pages else 1
+            for first in range(0, max(pages, 1), step):
+                end = min(pages, first + step)
+                window = None if (first, end) == (0, pages) or not pages else (first, end)
+                out.append(replace(piece, blocklets=(b,), pages=window))
+        return out
+
+
+def _blocklet_groups(piece: pruning.Piece, blocklets: tuple[int, ...], groups: int) -> list[pruning.Piece]:
+    per = -(-len(blocklets) // groups)
+    return [replace(piece, blocklets=tuple(blocklets[i : i + per])) for i in range(0, len(blocklets), per)]

@@ -108,6 +108,8 @@ class Piece:
     external: ExternalRef | None = None  # a non-carbondata file; ``blocklets`` are then its units
     claim: IndexClaim | None = field(default=None, compare=False, repr=False)
     deletes: FileDeletes | None = field(default=None, compare=False, repr=False)
+    # pages [first, end) of its one blocklet: a blocklet too large for one task is read by several
+    pages: tuple[int, int] | None = None
 
 
 @dataclass

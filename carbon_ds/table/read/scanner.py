@@ -119,10 +119,10 @@ class Scan:
                 return how.external(storage, piece, c, piece.deletes), c
             return run
 
-        def blocklet(f: CarbonDataFile, b: int, fd):
+        def blocklet(f: CarbonDataFile, b: int, fd, window: tuple[int, int] | None):
             def run():
                 c = Counts()
-                return how.blocklet(f, b, fd, c), c
+                return how.blocklet(f, b, fd, c, window), c
             return run
 
         yield from self._units(self._planned().pieces, opened, external, blocklet)
@@ -148,7 +148,7 @@ class Scan:
             if not blocklets:
                 f.close()
             for k, b in enumerate(blocklets):
-                yield blocklet(f, b, fd), f if k == len(blocklets) - 1 else None
+                yield blocklet(f, b, fd, piece.pages), f if k == len(blocklets) - 1 else None
 
     def _tables(self) -> Iterator[pa.Table]:
         """Unit results in plan order; threaded reads keep a bounded number of units in flight."""

@@ -146,7 +146,7 @@ class TaskReader:
                 yield how.external(self.storage, piece, counts, piece.deletes)
                 continue
             for b in o.blocklets:
-                table = how.blocklet(o.file, b, o.deletes, counts)
+                table = how.blocklet(o.file, b, o.deletes, counts, piece.pages)
                 if table is not None:
                     yield table
 
@@ -163,6 +163,8 @@ class TaskReader:
                     keep = list(range(n))
                 else:
                     keep, n = surviving_pages(f, b, expr)
+                if piece.pages is not None:
+                    keep = [j for j in keep if piece.pages[0] <= j < piece.pages[1]]
                 counts.pages_read += len(keep)
                 rows = f.page_row_counts[b]
                 counts.rows_read += sum(rows[j] for j in keep) if len(rows) == n else (
@@ -173,7 +175,8 @@ class TaskReader:
         """Blocklet ``b`` of ``o`` with where each row lives: (rows of ``columns`` in ``schema``'s types, page of
         each row, row in its page, live mask: False for rows committed deletes removed); pages ``prune`` rules
         out are not read (None when none is left)."""
-        unit = read_unit(o.file, b, columns, pa.schema([schema.field(n) for n in columns]), prune, o.deletes)
+        unit = read_unit(o.file, b, columns, pa.schema([schema.field(n) for n in columns]), prune, o.deletes,
+                         o.piece.pages)
         if unit is None:
             return None
         t, got, mask = unit
@@ -188,10 +191,12 @@ class TaskReader:
 
 
 def read_unit(f: CarbonDataFile, b: int, columns: list[str], target: pa.Schema, prune: Expr | None,
-              deletes: FileDeletes | None) -> tuple[pa.Table, BlockletRows, np.ndarray | None] | None:
-    """The one read of a blocklet: its pages ``prune`` leaves (None when none is left), decoded as ``target``,
-    with the live mask of its committed deletes (None: every row lives)."""
-    got = read_pruned(f, b, columns, prune)
+              deletes: FileDeletes | None, window: tuple[int, int] | None = None
+              ) -> tuple[pa.Table, BlockletRows, np.ndarray | None] | None:
+    """The one read of a blocklet: its pages ``prune`` leaves (None when none is left), of pages [first, end)
+    only with a ``window`` (Piece.pages), decoded as ``target``, with the live mask of its committed deletes
+    (None: every row lives)."""
+    got = read_pruned(f, b, columns, prune, window)
     if got is None:
         return None
     t = conform(pa.Table.from_batches([got.batch]), target, f.path)
@@ -330,9 +335,10 @@ class Reading:
         return self._finish(table)
 
     def blocklet(self, f: CarbonDataFile, b: int, fd: FileDeletes | None = None,
-                 counts: Counts | None = None) -> pa.Table | None:
-        """Blocklet ``b`` of the open file ``f`` less the deleted rows of ``fd``; None when every page is pruned."""
-        unit = read_unit(f, b, self.need, self.need_schema, self.prune, fd)
+                 counts: Counts | None = None, window: tuple[int, int] | None = None) -> pa.Table | None:
+        """Blocklet ``b`` of the open file ``f`` (its pages in ``window`` only: Piece.pages) less the deleted
+        rows of ``fd``; None when every page is pruned."""
+        unit = read_unit(f, b, self.need, self.need_schema, self.prune, fd, window)
         if unit is None:
             return None
         table, got, mask = unit
