@@ -183,3 +183,19 @@ def test_a_change_to_a_small_table_is_seen_by_the_next_query(spark, tables, tmp_
     finally:
         spark.catalog.dropTempView("changing")
         spark.catalog.dropTempView("changing_pq")
+
+
+def test_rows_read_at_planning_spread_over_the_cores_where_a_stage_streams_them(spark, tables):
+    """A local scan a stage streams (here under an aggregation's shuffle) makes as many partitions as Spark's
+    own local table scan: one per core up to one per row, so the stage is not run by one task. The rows are
+    the Parquet twin's."""
+    query = "SELECT region, count(*) AS n, sum(price) AS p FROM {dim} GROUP BY region"
+    with confs(spark, **{"spark.sql.adaptive.enabled": "false"}):
+        df = spark.sql(query.format(dim="dim"))
+        assert _rows(df) == _rows(spark.sql(query.format(dim="dim_pq")))
+        leaves = df._jdf.queryExecution().executedPlan().collectLeaves()
+        scans = [leaves.apply(i) for i in range(leaves.size())
+                 if leaves.apply(i).getClass().getSimpleName() == "CheckedLocalTableScanExec"]
+        assert len(scans) == 1, df._jdf.queryExecution().executedPlan().toString()
+        cores = spark.sparkContext.defaultParallelism
+        assert cores >= 2 and scans[0].execute().getNumPartitions() == cores

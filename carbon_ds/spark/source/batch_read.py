@@ -65,7 +65,11 @@ SPARK_BATCH_ROWS = 1 << 16
 # at most LOCAL_MAX_ROWS rows, is read at planning (600,000 rows of four columns read in about 35 ms; a
 # Python task's fixed cost is a few hundred, and it holds a core the query's other scans wait for)
 LOCAL_TOUCHED_VALUES = 4_000_000
-LOCAL_MAX_ROWS = 100_000  # Spark ships a local relation's rows inside its tasks: past this, slower
+# Spark ships a local relation's rows inside the tasks of a stage that streams it, and a local relation in
+# the result stage is planned again as a Python scan: past some tens of thousands of rows the read at
+# planning costs more than it saves (TPC-DS SF 1: a limit of 40,000 rows rather than 100,000 took 14 of the
+# queries from 1.62x to 1.37x Parquet's time; Q30, Q83 read date_dim, web_returns, customer whole)
+LOCAL_MAX_ROWS = 40_000
 PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
 PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
 # Options naming the store's settings (carbon_ds.fs.resolve's storage_options): storage.<name>

@@ -147,7 +147,11 @@ public final class CheckedLocalTableScanExec extends SparkPlan {
 
     @Override
     public RDD<InternalRow> doExecute() {
-        return sparkContext().parallelize(PruneCarbonRelations.seq(Arrays.asList(current())), 1,
+        InternalRow[] now = current();
+        // as Spark's own local table scan: the rows spread over the cores, so the stage they start (a join,
+        // an aggregation) is not run by one task
+        int slices = Math.min(Math.max(now.length, 1), sparkContext().defaultParallelism());
+        return sparkContext().parallelize(PruneCarbonRelations.seq(Arrays.asList(now)), slices,
                 ClassTag$.MODULE$.apply(InternalRow.class));
     }
 
