@@ -77,3 +77,26 @@ def test_row_positions_of_page_windows_are_the_whole_blockets(one_blocklet):
     ids = windowed.column("id").to_numpy()
     assert len(ids) == ROWS and set(page) == set(range(7))
     assert ((page * 32_000 + row) == ids).all()  # rows are written in order, 32,000 to a page
+
+
+def test_a_pruned_blocklet_is_split_by_its_own_share_of_the_file(tmp_path, monkeypatch):
+    """Windows are sized by the bytes of the blocklets the plan keeps, not the whole file's: of a file of
+    several blocklets, each read in two windows, a filter keeping one blocklet is two tasks, not as many as
+    the whole file would take."""
+    rows_in = 3 * ROWS
+    data = pa.table({"id": pa.array(range(rows_in), pa.int64()),
+                     "v": pa.array([(i * 2_654_435_761) % 4_294_967_291 for i in range(rows_in)], pa.int64())})
+    path = str(tmp_path / "t")
+    carbon_ds.write_table(data, path, blocklet_size=1)  # 1 MB blocklets
+    files = [f.path for f in CarbonTable.open(path).files()]
+    with CarbonDataFile(files[0]) as f:
+        blocklets, rows = f.num_blocklets, f.blocklet_row_counts
+    assert len(files) == 1 and blocklets >= 2, blocklets
+    size = os.path.getsize(files[0])
+    monkeypatch.setattr(batch_read, "SPLIT_BYTES", size // (2 * blocklets) + 1)  # two windows a blocklet
+    monkeypatch.setattr(batch_read, "OPEN_COST", 1)
+    monkeypatch.setattr(batch_read, "PACK_BYTES", 1)
+    parts, got = _read(path)
+    assert len(parts) >= 2 * blocklets - 1 and got.sort_by("id").equals(data)
+    parts, got = _read(path, filter=f"id < {rows[0] // 2}")
+    assert len(parts) == 2 and got.sort_by("id").equals(data.slice(0, rows[0] // 2))

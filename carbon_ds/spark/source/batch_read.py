@@ -598,6 +598,11 @@ def _split(storage: Storage, piece: pruning.Piece, size: int, split: int = SPLIT
         n = len(blocklets)
         if n >= wanted:
             return _blocklet_groups(piece, blocklets, wanted)
+        # the kept blocklets' share of the file's bytes says how many windows they need (a lookup's one
+        # blocklet of a large file is not read by many tasks)
+        wanted = -(-(size * n // max(1, f.num_blocklets)) // split)
+        if wanted <= n:
+            return _blocklet_groups(piece, blocklets, n)
         out = []
         for b in blocklets:
             pages = f.page_count(b)
