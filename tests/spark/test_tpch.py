@@ -105,27 +105,32 @@ def test_plain_spark_sql_matches_parquet(plain, sides, n):
     assert equal, f"Q{n}: plain spark.sql over carbondata views vs Parquet: {note}"
 
 
+def _with_local_relations(carbon, n: int) -> tuple[list[tuple[str, str]], list]:
+    """Query ``n`` through carbon_ds.sql with carbon_ds.sql.localRelationBytes set: ((scan class, first
+    column) of each carbondata read in its optimized plan, its rows)."""
+    carbon.conf.set("carbon_ds.sql.localRelationBytes", str(64 << 20))
+    try:
+        df = carbon_ds.sql(carbon, tpch.query(n, SF))
+        optimized = df._jdf.queryExecution().optimizedPlan()
+        leaves = [optimized.collectLeaves().apply(i) for i in range(optimized.collectLeaves().size())]
+        scans = [(str(leaf.scan().getClass().getSimpleName()), str(leaf.output().apply(0).name()))
+                 for leaf in leaves if leaf.getClass().getSimpleName() == "DataSourceV2ScanRelation"]
+        return scans, df.collect()
+    finally:
+        carbon.conf.unset("carbon_ds.sql.localRelationBytes")
+
+
 @pytest.mark.parametrize("n", [2, 11, 13, 16, 20, 22], ids=lambda n: f"q{n}")
 def test_query_with_local_relations_matches_parquet(sides, n):
     """With carbon_ds.sql.localRelationBytes set, the small relations of a query are read on the driver
     and handed to Spark as local scans (at SF 0.01 every read of these queries gives at most the 40,000 rows
     read at planning: all of them; lineitem's 60,000 are not); the answer stays Parquet's."""
     carbon, parquet = sides
-    text = tpch.query(n, SF)
-    carbon.conf.set("carbon_ds.sql.localRelationBytes", str(64 << 20))
-    try:
-        df = carbon_ds.sql(carbon, text)
-        optimized = df._jdf.queryExecution().optimizedPlan()
-        leaves = [optimized.collectLeaves().apply(i) for i in range(optimized.collectLeaves().size())]
-        got = df.collect()
-    finally:
-        carbon.conf.unset("carbon_ds.sql.localRelationBytes")
+    scans, got = _with_local_relations(carbon, n)
     # every read is rows read at planning (a scan of them keeping the table's name), none a Python scan
-    scans = [str(leaf.scan().getClass().getSimpleName()) for leaf in leaves
-             if leaf.getClass().getSimpleName() == "DataSourceV2ScanRelation"]
-    assert scans and set(scans) == {"ViewRows"}, optimized.toString()
-    want = parquet.sql(text).collect()
-    equal, note = tpch.compare(got, want, tpch.ordered(text))
+    assert scans and {kind for kind, _c in scans} == {"ViewRows"}, scans
+    text = tpch.query(n, SF)
+    equal, note = tpch.compare(got, parquet.sql(text).collect(), tpch.ordered(text))
     assert equal, f"Q{n}: carbondata (local relations) vs Parquet: {note}"
 
 
@@ -134,19 +139,9 @@ def test_a_read_past_the_planning_rows_runs_as_tasks(sides):
     in Q5 at SF 0.01 lineitem's 60,000 rows are a Python scan, its five small relations local scans; the
     answer stays Parquet's."""
     carbon, parquet = sides
-    text = tpch.query(5, SF)
-    carbon.conf.set("carbon_ds.sql.localRelationBytes", str(64 << 20))
-    try:
-        df = carbon_ds.sql(carbon, text)
-        optimized = df._jdf.queryExecution().optimizedPlan()
-        leaves = [optimized.collectLeaves().apply(i) for i in range(optimized.collectLeaves().size())]
-        got = df.collect()
-    finally:
-        carbon.conf.unset("carbon_ds.sql.localRelationBytes")
-    # (scan class, first column) of each carbondata read
-    scans = [(str(leaf.scan().getClass().getSimpleName()), str(leaf.output().apply(0).name()))
-             for leaf in leaves if leaf.getClass().getSimpleName() == "DataSourceV2ScanRelation"]
+    scans, got = _with_local_relations(carbon, 5)
     assert [c for kind, c in scans if kind != "ViewRows"] == ["l_orderkey"], scans
     assert sum(kind == "ViewRows" for kind, _c in scans) == 5, scans
+    text = tpch.query(5, SF)
     equal, note = tpch.compare(got, parquet.sql(text).collect(), tpch.ordered(text))
     assert equal, f"Q5: carbondata vs Parquet: {note}"
