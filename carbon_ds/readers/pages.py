@@ -18,7 +18,7 @@ from carbon_ds.format.structs import ColumnSchema, DataChunk3
 from carbon_ds.readers import column_stats as S
 from carbon_ds.readers.carbon_file import CarbonDataFile
 
-__all__ = ["BlockletRows", "read_pruned", "surviving_pages"]
+__all__ = ["BlockletRows", "planned_pages", "read_pruned", "surviving_pages"]
 
 
 @dataclass(frozen=True)
@@ -97,28 +97,35 @@ def _check_against_blocklet(f: CarbonDataFile, blocklet: int, columns: list[Colu
                     "page statistics and the footer disagree)", f.path)
 
 
+def planned_pages(f: CarbonDataFile, blocklet: int, prune: Expr | None, window: tuple[int, int] | None = None,
+                  hold: bool = False) -> tuple[list[int], int]:
+    """(pages of ``blocklet`` to read, its page count): those ``prune`` cannot rule out (every page without
+    one), of pages [first, end) only with a ``window`` (Piece.pages). With ``hold``, as surviving_pages."""
+    if prune is None or isinstance(prune, AlwaysTrue):
+        n = len(f.page_rows(blocklet))
+        keep: list[int] | range = range(n)
+    else:
+        keep, n = surviving_pages(f, blocklet, prune, hold)
+    if window is None:
+        return list(keep), n
+    lo, end = window
+    if not 0 <= lo < end <= n:
+        raise CarbonFormatError(f"pages {lo} to {end} of blocklet {blocklet} were planned, but it has {n} pages "
+                                "(the file changed since the read was planned)", f.path)
+    return [j for j in keep if lo <= j < end], n
+
+
 def read_pruned(f: CarbonDataFile, blocklet: int, columns: list[str] | None, prune: Expr | None = None,
                 window: tuple[int, int] | None = None) -> BlockletRows | None:
     """``columns`` of the pages of ``blocklet`` that ``prune`` cannot rule out (all pages without one), of
     pages [first, end) only with a ``window``; None when no page survives."""
     sizes = f.page_rows(blocklet)
-    n = len(sizes)
-    lo, end = (0, n) if window is None else window
-    if not 0 <= lo < end <= n:
-        raise CarbonFormatError(f"pages {lo} to {end} of blocklet {blocklet} were planned, but it has {n} pages "
-                                "(the file changed since the read was planned)", f.path)
-    if prune is None or isinstance(prune, AlwaysTrue):
-        if (lo, end) == (0, n):
-            return BlockletRows(f.read_blocklet(blocklet, columns), list(range(n)), sizes, True)
-        keep = list(range(lo, end))
-        return BlockletRows(f.read_blocklet(blocklet, columns, pages=keep), keep, sizes[lo:end], False)
-    keep, n = surviving_pages(f, blocklet, prune, hold=True)
-    keep = [j for j in keep if lo <= j < end]
     try:
+        keep, n = planned_pages(f, blocklet, prune, window, hold=True)
         if not keep:
             return None
-        every = len(keep) == n
-        batch = f.read_blocklet(blocklet, columns) if every else f.read_blocklet(blocklet, columns, pages=keep)
-        return BlockletRows(batch, keep, [sizes[j] for j in keep], every)
+        if len(keep) == n:
+            return BlockletRows(f.read_blocklet(blocklet, columns), keep, sizes, True)
+        return BlockletRows(f.read_blocklet(blocklet, columns, pages=keep), keep, [sizes[j] for j in keep], False)
     finally:
         f.release(blocklet)

@@ -36,7 +36,7 @@ from carbon_ds.fs import Storage
 from carbon_ds.readers.carbon_file import CarbonDataFile, read_files, shares_view
 from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar, to_table_schema
-from carbon_ds.readers.pages import BlockletRows, read_pruned, surviving_pages
+from carbon_ds.readers.pages import BlockletRows, planned_pages, read_pruned
 from carbon_ds.table.meta.column_map import external_names, fill_defaults
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.deltas import FileDeletes, unit_keep_mask
@@ -158,13 +158,7 @@ class TaskReader:
                 continue
             f = o.file
             for b in o.blocklets:
-                if isinstance(expr, AlwaysTrue):
-                    n = f.page_count(b)
-                    keep = list(range(n))
-                else:
-                    keep, n = surviving_pages(f, b, expr)
-                if piece.pages is not None:
-                    keep = [j for j in keep if piece.pages[0] <= j < piece.pages[1]]
+                keep, n = planned_pages(f, b, expr, piece.pages)
                 counts.pages_read += len(keep)
                 rows = f.page_row_counts[b]
                 counts.rows_read += sum(rows[j] for j in keep) if len(rows) == n else (
