@@ -265,8 +265,12 @@ def _integral_page(
             lo, hi = kernels.decimal_integral_be3(src, base or 0, base is not None, pairs)
         else:
             lo, hi = kernels.decimal_integral(src, base or 0, base is not None, pairs)
-        if mask is None or not mask.any():  # null slots hold no value: their bounds would mislead
+        if mask is None or not mask.any():
             page.unscaled_bounds = (int(lo), int(hi))
+        else:  # a null slot holds no value: the bounds of the set ones only
+            status, lo, hi = kernels.int_bounds(pairs[0::2], ~mask)
+            if status == 0:
+                page.unscaled_bounds = (int(lo), int(hi))
         return _fixed_width(typ, values, mask)
     out_dtype = integer_dtype(typ)
     if not in_range or out_dtype is None:

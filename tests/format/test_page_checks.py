@@ -31,6 +31,7 @@ from carbon_ds.format.structs import (
     DataChunk2,
     DataType,
     Encoding,
+    PresenceMeta,
 )
 from carbon_ds.readers import CarbonDataFile
 
@@ -129,6 +130,28 @@ def test_decimal_wider_than_its_precision_is_refused():
     assert decode_page(decimal_page([99999, -99999], 5, 2)).to_pylist() == [Decimal("999.99"), Decimal("-999.99")]
     with pytest.raises(CarbonFormatError, match=r"do not fit the column's DECIMAL\(5, 2\)"):
         decode_page(decimal_page([12345, 100000], 5, 2))
+
+
+def with_nulls(p: Page, nulls: list[bool]) -> Page:
+    """``p`` with a null bitset (java BitSet.toByteArray, snappy as its data) marking ``nulls``."""
+    bits = np.packbits(np.asarray(nulls, bool), bitorder="little").tobytes()
+    p.chunk.presence = PresenceMeta(represents_presence=False, present_bit_stream=compress.compress("snappy", bits))
+    return p
+
+
+def test_decimal_bounds_of_a_page_with_nulls_are_its_set_values():
+    """A null slot's stored integer is no value: the bounds found in the decode (and checked against the
+    precision and the statistics) are those of the set slots, as Python's min/max of them."""
+    unscaled = [5, 99999, -7, -99999, 120]  # the extremes sit in null slots
+    nulls = [False, True, False, True, False]
+    p = with_nulls(decimal_page(unscaled, 3, 2, (-7, 120)), nulls)
+    got = decode_page(p)
+    assert got.to_pylist() == [Decimal("0.05"), None, Decimal("-0.07"), None, Decimal("1.20")]
+    assert p.unscaled_bounds == (-7, 120)
+    with pytest.raises(CarbonFormatError, match="outside the page's stored min/max"):
+        decode_page(with_nulls(decimal_page(unscaled, 3, 2, (-7, 119)), nulls))
+    with pytest.raises(CarbonFormatError, match=r"do not fit the column's DECIMAL\(3, 2\)"):
+        decode_page(with_nulls(decimal_page([5, 99999, 1000], 3, 2), [False, True, False]))
 
 
 # ------------------------------------------------------------------ against the page's min/max
