@@ -286,9 +286,12 @@ def _integral_page(
         if width == 3:
             kernels.integral_be3(src, base or 0, base is not None, mul, values)
         elif mul == 1 and (mask is None or not mask.any()):
-            # null slots hold no value: their bounds would mislead the page checks
             lo, hi = kernels.integral_bounded(src, base or 0, base is not None, mul, values)
             page.int_bounds = (int(lo), int(hi))
+        elif mul == 1:  # a null slot holds no value: the bounds the page checks use are the set ones'
+            status, lo, hi = kernels.integral_bounded_valid(src, base or 0, base is not None, mul, values, ~mask)
+            if status == 0:
+                page.int_bounds = (int(lo), int(hi))
         else:
             kernels.integral(src, base or 0, base is not None, mul, values)
     return _fixed_width(typ, values, mask)

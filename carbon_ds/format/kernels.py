@@ -329,6 +329,26 @@ def integral_bounded(src, base, negate, mul, out):
     return lo, hi
 
 
+@njit(cache=True, nogil=True)
+def integral_bounded_valid(src, base, negate, mul, out, valid):
+    """``integral_bounded`` whose min and max count only the values whose ``valid`` byte is set (a null
+    slot holds no value): (status, min, max), status 2 when none is set."""
+    lo = np.int64(np.iinfo(np.int64).max)
+    hi = np.int64(np.iinfo(np.int64).min)
+    seen = False
+    for i in range(src.shape[0]):
+        v = np.int64(src[i])
+        if negate:
+            v = base - v
+        out[i] = v * mul
+        if valid[i]:
+            w = np.int64(out[i])
+            lo = min(lo, w)
+            hi = max(hi, w)
+            seen = True
+    return (0 if seen else 2), lo, hi
+
+
 @njit(cache=True, nogil=True, inline="always")
 def _be3(data, i):
     """Value ``i`` of a 3-byte big-endian signed (SHORT_INT) page."""

@@ -364,6 +364,23 @@ def test_integer_values_outside_page_min_max_are_refused(delta):
         decode_page(long_page(values, MetaType.BYTE if not delta else MetaType.SHORT, (-99, 120), delta))
 
 
+@pytest.mark.parametrize("delta", [False, True])
+def test_integer_bounds_of_a_page_with_nulls_are_its_set_values(delta):
+    """With nulls, the decode's min and max are numpy's over the set slots only: a null slot's stored
+    integer (here the extremes) is no value, and a set value outside the statistics is still refused."""
+    rng = np.random.default_rng(11)
+    values = [int(v) for v in rng.integers(-30000, 30000, 400)]
+    nulls = rng.random(400) < 0.2
+    values[int(np.flatnonzero(nulls)[0])], values[int(np.flatnonzero(nulls)[1])] = 32000, -32000
+    kept = np.asarray(values)[~nulls]
+    lo, hi = int(kept.min()), int(kept.max())
+    p = with_nulls(long_page(values, MetaType.INT, (lo, hi), delta), list(nulls))
+    assert decode_page(p).to_pylist() == [None if n else v for v, n in zip(values, nulls, strict=True)]
+    assert p.int_bounds == (lo, hi)
+    with pytest.raises(CarbonFormatError, match=rf"\[{lo}, {hi}\] lie outside the page's stored min/max"):
+        decode_page(with_nulls(long_page(values, MetaType.INT, (lo, hi - 1), delta), list(nulls)))
+
+
 def test_integer_bounds_of_a_page_are_numpys():
     rng = np.random.default_rng(3)
     for store, lo, hi in [(MetaType.BYTE, -128, 127), (MetaType.SHORT, -30000, 30000), (MetaType.INT, -2**31, 2**31 - 1)]:
