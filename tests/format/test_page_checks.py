@@ -253,10 +253,10 @@ def test_page_min_max_equals_pyarrow(typ):
     values[int(np.flatnonzero(nulls)[1])] = bound  # the extremes sit in null slots: they must not count
     values[int(np.flatnonzero(nulls)[2])] = -bound
     full = pa.array([Decimal(v).scaleb(-typ.scale) for v in values] if pa.types.is_decimal(typ) else values, typ)
-    for with_nulls in (False, True):
+    for with_nulls, offset in [(False, 3), (True, 0), (True, 3), (True, 8), (True, 13)]:
         validity = pa.array(~nulls).buffers()[1] if with_nulls else None
         arr = pa.Array.from_buffers(typ, 1000, [validity, full.buffers()[1]])
-        arr = arr.slice(3, 990)  # an offset into the buffers, as a page slot has
+        arr = arr.slice(offset, 980)  # an offset into the buffers, as a page slot has
         got = page_checks.decimal_min_max(arr) if pa.types.is_decimal(typ) else page_checks.integer_min_max(arr)
         want = pc.min_max(arr)
         assert got == (want["min"].as_py(), want["max"].as_py())
