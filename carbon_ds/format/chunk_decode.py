@@ -95,7 +95,7 @@ def decode_pages(
         if arr.null_count:
             if valid is None:
                 valid = np.ones(total, np.bool_)
-            valid[pos : pos + n] = arr.is_valid().to_numpy(zero_copy_only=False)
+            valid[pos : pos + n] = page_checks.valid_of(arr)
         pos += n
     validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if valid is not None else None
     return pa.Array.from_buffers(typ, total, [validity, pa.py_buffer(values)])

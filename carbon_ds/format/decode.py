@@ -496,7 +496,7 @@ def _local_dictionary(stored: bytes, bits: bytes, comp: str, width: int, typ: pa
     offsets[n + 1] = offsets[n]
     valid = np.ones(n + 1, np.bool_)
     if values.null_count:
-        valid[:n] = _valid_of(values)
+        valid[:n] = page_checks.valid_of(values)
     valid[n] = False
     data = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
     total, nulls = kernels.take_sizes(offsets, valid, index)
@@ -505,16 +505,6 @@ def _local_dictionary(stored: bytes, bits: bytes, comp: str, width: int, typ: pa
     kernels.take_bytes(offsets, data, valid, index, out_offsets, out_values, out_valid)
     return pa.Array.from_buffers(values.type, len(index), [pa.py_buffer(np.packbits(out_valid, bitorder="little")),
                                  pa.py_buffer(out_offsets), pa.py_buffer(out_values[:total])], null_count=nulls)
-
-
-def _valid_of(arr: pa.Array) -> np.ndarray:
-    """A byte per entry of an array with a validity bitmap, set where it is not null (``is_valid``
-    without a compute call: a small file's local dictionary is looked up once per page)."""
-    bitmap = arr.buffers()[0]
-    if bitmap is None:
-        return arr.is_valid().to_numpy(zero_copy_only=False)
-    bits = np.frombuffer(bitmap, np.uint8)
-    return np.unpackbits(bits, bitorder="little")[arr.offset : arr.offset + len(arr)].view(np.bool_)
 
 
 def take_entries(dictionary: pa.Array, keys: pa.Array) -> pa.Array:
@@ -529,7 +519,7 @@ def take_entries(dictionary: pa.Array, keys: pa.Array) -> pa.Array:
     bufs = dictionary.buffers()
     offsets = np.frombuffer(bufs[1], np.int32, count=len(dictionary) + 1, offset=dictionary.offset * 4)
     values = np.frombuffer(bufs[2], np.uint8) if bufs[2] is not None else np.empty(0, np.uint8)
-    valid = _valid_of(dictionary) if dictionary.null_count else np.empty(0, np.bool_)
+    valid = page_checks.valid_of(dictionary) if dictionary.null_count else np.empty(0, np.bool_)
     total, nulls = kernels.take_sizes(offsets, valid, index)
     if total >= 1 << 31:  # beyond int32 offsets: pyarrow's take says so
         return dictionary.take(keys)
