@@ -37,6 +37,7 @@ from carbon_ds.expressions.tree import (
     visit,
 )
 from carbon_ds.format import kernels
+from carbon_ds.format.arrow_types import decimal_low_words
 
 
 def _coerce(value: Any, t: pa.DataType, column: str) -> Any:
@@ -226,37 +227,35 @@ _COMPARE = {"=": pc.equal, "!=": pc.not_equal, "<": pc.less, "<=": pc.less_equal
             ">=": pc.greater_equal}
 
 
-_OP_CODES = {"=": 0, "!=": 1, "<": 2, "<=": 3, ">": 4, ">=": 5}
-
-
-def _decimal_compare(column: pa.ChunkedArray, op: str, value: Any, scale: int) -> pa.ChunkedArray | None:
-    """``column op value`` for a decimal column of up to 18 digits, compared as unscaled int64 in one
-    compiled pass per chunk (pyarrow's decimal comparison costs about 4 ns a value, this a fraction of
-    that); None when the literal is not exact at the column's scale, or a chunk does not lend itself to it,
-    so the caller compares with pyarrow."""
-    if not isinstance(value, Decimal | int) or isinstance(value, bool):
-        return None
-    try:
-        unscaled = Decimal(value).scaleb(scale)
-        if unscaled != unscaled.to_integral_value() or not _INT64_MIN <= unscaled <= _INT64_MAX:
-            return None
-    except InvalidOperation:
-        return None
-    code, target = _OP_CODES[op], int(unscaled)
+def unscaled_int64(column: pa.ChunkedArray) -> pa.ChunkedArray | None:
+    """A decimal column of up to 18 digits as its unscaled int64 values (the same nulls), found once per
+    column and filter: then each comparison is pyarrow's int64 kernel, a fraction of its decimal one (about
+    4 ns a value). None when a slot holds more than int64 (its high word is not its low word's sign)."""
     out = []
     for chunk in column.chunks:
         data = chunk.buffers()[1]
-        if data is None or (chunk.offset and chunk.null_count):
-            return None  # the result's validity must line up with the chunk's bitmap from bit 0
-        n = len(chunk)
-        pairs = np.frombuffer(data, np.int64, count=2 * n, offset=chunk.offset * 16)
-        hits = np.empty(n, np.bool_)
-        if not kernels.decimal_compare(pairs, code, target, hits):
+        if data is None:
             return None
-        validity = chunk.buffers()[0] if chunk.null_count else None
-        bits = np.packbits(hits, bitorder="little")
-        out.append(pa.Array.from_buffers(pa.bool_(), n, [validity, pa.py_buffer(bits)]))
-    return pa.chunked_array(out, pa.bool_())
+        pairs = np.frombuffer(data, np.int64, count=2 * len(chunk), offset=chunk.offset * 16)
+        if not kernels.fits_int64(pairs):
+            return None
+        out.append(decimal_low_words(chunk))
+    return pa.chunked_array(out, pa.int64())
+
+
+def _decimal_compare(unscaled: pa.ChunkedArray, op: str, value: Any, scale: int) -> pa.ChunkedArray | None:
+    """``column op value`` for a decimal column given as its unscaled values (``unscaled_int64``) at
+    ``scale``; None when the literal is not exact at that scale or beyond int64, so the caller compares
+    with pyarrow."""
+    if not isinstance(value, Decimal | int) or isinstance(value, bool):
+        return None
+    try:
+        unscaled_value = Decimal(value).scaleb(scale)
+        if unscaled_value != unscaled_value.to_integral_value() or not _INT64_MIN <= unscaled_value <= _INT64_MAX:
+            return None
+    except InvalidOperation:
+        return None
+    return _COMPARE[op](unscaled, pa.scalar(int(unscaled_value), pa.int64()))
 
 
 _INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
@@ -272,6 +271,7 @@ class _ToArrow(ExprVisitor[Any]):
     def __init__(self, schema: pa.Schema, table: pa.Table | None = None):
         self.types = {f.name: f.type for f in schema}
         self.table = table
+        self.unscaled: dict[str, pa.ChunkedArray | None] = {}  # decimal columns as int64 (unscaled_int64)
         if table is None:
             self.column: Callable[[str], Any] = pc.field
             self.literal: Callable[[Any], Any] = pc.scalar
@@ -298,7 +298,10 @@ class _ToArrow(ExprVisitor[Any]):
         t = self.types[node.column]
         column = self.column(node.column)
         if isinstance(column, pa.ChunkedArray) and pa.types.is_decimal128(t) and t.precision <= 18:
-            fast = _decimal_compare(column, node.op, node.value, t.scale)
+            if node.column not in self.unscaled:
+                self.unscaled[node.column] = unscaled_int64(column)
+            unscaled = self.unscaled[node.column]
+            fast = None if unscaled is None else _decimal_compare(unscaled, node.op, node.value, t.scale)
             if fast is not None:
                 return fast
         return _COMPARE[node.op](column, _scalar(node.value, t))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass, field
 
+import numpy as np
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonSchemaError
@@ -255,3 +256,13 @@ def columns_for(
         col.columnProperties = {"sort_columns": "true"}
         sorts.append(col)
     return sorts + dims + varchars + complexes + measures
+
+
+def decimal_low_words(arr: pa.Array) -> pa.Array:
+    """A decimal128 array as int64 of each value's low 8 bytes (the same nulls and offset): the unscaled
+    value itself when it fits int64 (at most 18 digits always does). One strided copy in numpy."""
+    validity, values = arr.buffers()[:2]
+    words = 2 * (arr.offset + len(arr))
+    low = np.frombuffer(values, np.int64, count=words)[::2].copy() if values is not None and words else None
+    return pa.Array.from_buffers(pa.int64(), len(arr), [validity, None if low is None else pa.py_buffer(low)],
+                                 arr.null_count, arr.offset)

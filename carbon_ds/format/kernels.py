@@ -533,36 +533,13 @@ def float_bounds(values, valid):
 
 
 @njit(cache=True, nogil=True)
-def decimal_compare(pairs, op, value, out):
-    """Compare the unscaled values of decimal128 slots (``pairs``: int64 low, high words per value) with the
-    int64 ``value``; ``op`` 0..5 is =, !=, <, <=, >, >=; ``out[i]`` (bool) says whether value i compares
-    true. Returns False, leaving ``out`` unusable, when a slot holds a value beyond int64 (its high word is
-    not its low word's sign): the caller then compares another way."""
-    n = pairs.shape[0] // 2
+def fits_int64(pairs):
+    """Whether every decimal128 slot (``pairs``: int64 low, high words per value) holds an int64: its high
+    word is its low word's sign."""
     bad = 0
-    for i in range(n):  # one loop per operator: each compiles to a tight, vectorised pass
+    for i in range(pairs.shape[0] // 2):  # branch-free: the compiler vectorises it
         bad |= pairs[2 * i + 1] ^ (pairs[2 * i] >> 63)
-    if bad != 0:
-        return False
-    if op == 0:
-        for i in range(n):
-            out[i] = pairs[2 * i] == value
-    elif op == 1:
-        for i in range(n):
-            out[i] = pairs[2 * i] != value
-    elif op == 2:
-        for i in range(n):
-            out[i] = pairs[2 * i] < value
-    elif op == 3:
-        for i in range(n):
-            out[i] = pairs[2 * i] <= value
-    elif op == 4:
-        for i in range(n):
-            out[i] = pairs[2 * i] > value
-    else:
-        for i in range(n):
-            out[i] = pairs[2 * i] >= value
-    return True
+    return bad == 0
 
 
 @njit(cache=True, nogil=True)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonSchemaError
+from carbon_ds.format.arrow_types import decimal_low_words
 from carbon_ds.readers.external.base import check_type
 
 
@@ -120,14 +120,6 @@ def unscaled_decimals(data: pa.Table, names: list[str], types: dict[str, pa.Data
         if not has_unscaled_form(t):
             raise CarbonSchemaError(f"column {name!r} is {t}, not a decimal of at most "
                                     f"{UNSCALED_MAX_PRECISION} digits: it has no int64 unscaled form")
-        chunks = [_low_words(c) for c in data.column(i).chunks]
+        chunks = [decimal_low_words(c) for c in data.column(i).chunks]
         data = data.set_column(i, data.schema.field(i).name, pa.chunked_array(chunks, pa.int64()))
     return data
-
-
-def _low_words(arr: pa.Array) -> pa.Array:
-    validity, values = arr.buffers()[:2]
-    # one strided copy in numpy: a strided memoryview copies value by value, as slow as the decode itself
-    low = np.frombuffer(values, np.int64, count=values.size // 8)[::2].copy() if values is not None else None
-    return pa.Array.from_buffers(pa.int64(), len(arr), [validity, None if low is None else pa.py_buffer(low)],
-                                 arr.null_count, arr.offset)
