@@ -26,7 +26,6 @@ from carbon_ds.format.decode import (
     decode_page,
     int_meta,
     integer_dtype,
-    null_mask,
     pooled,
     take_entries,
 )
@@ -74,7 +73,7 @@ def decode_pages(
         return pa.concat_arrays([decode_page(p, dictionary, global_dictionary) for p in pages])
     values = pooled(total, dtype)
     address = None  # where ``values`` lies, found only for a page decoded apart (numpy's ctypes view is slow)
-    valid = None
+    bitmap = None
     pos = 0
     for p in pages:
         n = p.rows
@@ -93,12 +92,31 @@ def decode_pages(
         if n and (arr.offset or data.address != address + pos * dtype.itemsize):
             slot[:] = np.frombuffer(data, dtype, count=n, offset=arr.offset * dtype.itemsize)
         if arr.null_count:
-            if valid is None:
-                valid = np.ones(total, np.bool_)
-            valid[pos : pos + n] = page_checks.valid_of(arr)
+            if bitmap is None:
+                bitmap = np.full((total + 7) // 8, 0xFF, np.uint8)
+            _put_validity(bitmap, pos, arr)
         pos += n
-    validity = pa.py_buffer(np.packbits(valid, bitorder="little")) if valid is not None else None
+    validity = pa.py_buffer(bitmap) if bitmap is not None else None
     return pa.Array.from_buffers(typ, total, [validity, pa.py_buffer(values)])
+
+
+def _put_validity(bitmap: np.ndarray, at: int, arr: pa.Array) -> None:
+    """``arr``'s validity written into the packed ``bitmap`` from bit ``at`` on. Pages hold a multiple of 8
+    rows but the last, so the bytes are copied whole; a page that starts inside a byte is merged bit by bit."""
+    n = len(arr)
+    if at % 8 == 0 and arr.offset % 8 == 0:
+        first = arr.offset // 8
+        src = np.frombuffer(arr.buffers()[0], np.uint8)[first : first + (n + 7) // 8]
+        whole, tail = divmod(n, 8)
+        bitmap[at // 8 : at // 8 + whole] = src[:whole]
+        if tail:
+            keep = np.uint8((1 << tail) - 1)  # the bits of this page in the last byte; the rest stay set
+            bitmap[at // 8 + whole] = (bitmap[at // 8 + whole] & ~keep) | (src[whole] & keep)
+        return
+    lo, hi = at // 8, (at + n + 7) // 8
+    bits = np.unpackbits(bitmap[lo:hi], bitorder="little")
+    bits[at - 8 * lo : at - 8 * lo + n] = page_checks.valid_of(arr)
+    bitmap[lo:hi] = np.packbits(bits, bitorder="little")
 
 
 def decode_dictionary_chunks(chunks: list[tuple[pa.Array, list[Page]]]) -> pa.Array:
@@ -147,7 +165,7 @@ def _plain_into(page: Page, out: np.ndarray) -> bool:
     if not page.rows:
         return False
     try:
-        if null_mask(page) is not None:
+        if page.validity_bits is not None:  # a page with nulls
             return False
         col = page.column
         if col.data_type == DataType.DATE:
@@ -187,7 +205,7 @@ def _plain_integers(page: Page, meta, delta: bool, out: np.ndarray) -> bool:
     if width == 3:
         lo, hi = kernels.integral_be3_bounded(src, base, delta, out)
     else:
-        lo, hi = kernels.integral_bounded(src, base, delta, 1, out)
+        lo, hi = kernels.integral_bounded(src, base, delta, out)
     if page.check_stats:
         page_checks.check_measure_bounds(page, int(lo), int(hi))
     return True

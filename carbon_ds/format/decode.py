@@ -102,6 +102,28 @@ class Page:
         return CarbonFormatError(f"column {self.column.column_name!r}: {what}", self.path, self.offset + at)
 
     @_computed_once
+    def validity_bits(self) -> np.ndarray | None:
+        """Arrow's validity bitmap of the page (bit i set: row i has a value), as bytes; None when no row is
+        null. Made once from the presence bitset, whole bytes at a time: the fast path, the decode and the
+        checks of a page all ask."""
+        return _read_validity(self)
+
+    @_computed_once
+    def validity(self) -> pa.Buffer | None:
+        bits = self.validity_bits
+        return None if bits is None else pa.py_buffer(bits)
+
+    @_computed_once
+    def nulls(self) -> np.ndarray | None:
+        """A byte per row, set where the row is null; None when no row is. Read-only."""
+        bits = self.validity_bits
+        if bits is None:
+            return None
+        nulls = ~np.unpackbits(bits, bitorder="little")[: self.rows].view(np.bool_)
+        nulls.setflags(write=False)
+        return nulls
+
+    @_computed_once
     def encodings(self) -> set[int]:
         return set(self.chunk.encoders or [])
 
@@ -162,7 +184,14 @@ def _arrow_type_of(col: ColumnSchema) -> pa.DataType:
 
 
 def null_mask(page: Page) -> np.ndarray | None:
-    """Null positions from the page's presence bitset (java BitSet.toByteArray: bit i = row i, LSB first)."""
+    """Null positions from the page's presence bitset (``Page.nulls``: decoded once, read-only)."""
+    return page.nulls
+
+
+def _read_validity(page: Page) -> np.ndarray | None:
+    """``Page.validity_bits`` from the presence bitset (java BitSet.toByteArray: bit i = row i, LSB first,
+    trailing zero bytes left out; set where null, or where present when the page says it represents
+    presence)."""
     pres = page.chunk.presence
     if pres is None or not pres.present_bit_stream:
         return None
@@ -174,12 +203,21 @@ def null_mask(page: Page) -> np.ndarray | None:
         raise page.fail(f"null bitset: {e}") from None
     if not bits.any():
         return None
-    mask = np.unpackbits(bits, bitorder="little")[: page.rows].astype(bool)
-    if mask.shape[0] < page.rows:
-        mask = np.concatenate([mask, np.zeros(page.rows - mask.shape[0], bool)])
+    rows = page.rows
+    size = (rows + 7) // 8
+    have = min(size, bits.shape[0])
     if pres.represents_presence:
-        mask = ~mask
-    return mask
+        out = np.zeros(size, np.uint8)
+        out[:have] = bits[:have]
+    else:
+        out = np.full(size, 0xFF, np.uint8)
+        np.invert(bits[:have], out=out[:have])
+    if rows % 8:
+        out[-1] |= np.uint8(0xFF << (rows % 8) & 0xFF)  # past the last row: set, so "all set" means no null
+    if (out == 0xFF).all():
+        return None
+    out.setflags(write=False)
+    return out
 
 
 def bitset_positions(bits: np.ndarray) -> np.ndarray:
@@ -250,11 +288,10 @@ _INTEGER_DTYPES: dict[pa.DataType, np.dtype | None] = {}  # asked once per page:
 DECIMAL_SLOT = np.dtype("V16")  # one decimal128 value: a buffer slot per row, filled by the decimal kernels
 
 
-def _integral_page(
-    page: Page, data: np.ndarray, store: int, base: int | None, typ: pa.DataType, mask: np.ndarray | None
-) -> pa.Array:
+def _integral_page(page: Page, data: np.ndarray, store: int, base: int | None, typ: pa.DataType) -> pa.Array:
     """An integral adaptive page in one pass: widen the stored values, undo the delta against ``base``
     (when given), scale timestamps from milliseconds and narrow to the column's type."""
+    bits = page.validity_bits  # None: no null
     src, width = _stored_view(page, data, store)
     in_range = base is None or INT64_MIN <= base <= INT64_MAX
     if pa.types.is_decimal128(typ) and in_range:
@@ -265,36 +302,36 @@ def _integral_page(
             lo, hi = kernels.decimal_integral_be3(src, base or 0, base is not None, pairs)
         else:
             lo, hi = kernels.decimal_integral(src, base or 0, base is not None, pairs)
-        if mask is None or not mask.any():
+        if bits is None:
             page.unscaled_bounds = (int(lo), int(hi))
         else:  # a null slot holds no value: the bounds of the set ones only
-            status, lo, hi = kernels.int_bounds(pairs[0::2], ~mask)
+            status, lo, hi = kernels.int_bounds_bits(pairs[0::2], bits)
             if status == 0:
                 page.unscaled_bounds = (int(lo), int(hi))
-        return _fixed_width(typ, values, mask)
+        return _page_array(page, typ, values)
     out_dtype = integer_dtype(typ)
     if not in_range or out_dtype is None:
         stored = src.astype(np.int64) if width != 3 else stored_integers(page, data, store)
         if base is not None:
             stored = base - stored
-        return _finish_numeric(page, stored, typ, mask)
+        return _finish_numeric(page, stored, typ, page.nulls)
     mul = 1000 if pa.types.is_timestamp(typ) else 1  # CarbonData keeps epoch milliseconds
     if base is None and mul == 1 and src.dtype.itemsize == out_dtype.itemsize and width != 3:
         values = src.view(out_dtype)  # stored as is: no copy
     else:
         values = _values_buffer(page, out_dtype)
-        if width == 3:
-            kernels.integral_be3(src, base or 0, base is not None, mul, values)
-        elif mul == 1 and (mask is None or not mask.any()):
-            lo, hi = kernels.integral_bounded(src, base or 0, base is not None, mul, values)
+        if mul != 1:
+            (kernels.integral_be3 if width == 3 else kernels.integral)(src, base or 0, base is not None, mul, values)
+        elif bits is None:
+            bounded = kernels.integral_be3_bounded if width == 3 else kernels.integral_bounded
+            lo, hi = bounded(src, base or 0, base is not None, values)
             page.int_bounds = (int(lo), int(hi))
-        elif mul == 1:  # a null slot holds no value: the bounds the page checks use are the set ones'
-            status, lo, hi = kernels.integral_bounded_valid(src, base or 0, base is not None, mul, values, ~mask)
+        else:  # a null slot holds no value: the bounds the page checks use are the set ones'
+            bounded = kernels.integral_be3_bounded_valid if width == 3 else kernels.integral_bounded_valid
+            status, lo, hi = bounded(src, base or 0, base is not None, values, bits)
             if status == 0:
                 page.int_bounds = (int(lo), int(hi))
-        else:
-            kernels.integral(src, base or 0, base is not None, mul, values)
-    return _fixed_width(typ, values, mask)
+    return _page_array(page, typ, values)
 
 
 def _values_buffer(page: Page, dtype: np.dtype) -> np.ndarray:
@@ -334,6 +371,12 @@ def _direct_target(page: Page, store: int, typ: pa.DataType) -> np.ndarray | Non
         width = STORE_WIDTH.get(store)  # type: ignore[call-overload]
         ok = out.dtype.kind == "i" and width == out.dtype.itemsize and integer_dtype(typ) == out.dtype
     return out.view(np.uint8) if ok else None
+
+
+def _page_array(page: Page, typ: pa.DataType, values: np.ndarray) -> pa.Array:
+    """A primitive Arrow array over ``values`` (of the type's width, one per row of ``page``) with the page's
+    nulls, without copying them."""
+    return pa.Array.from_buffers(typ, len(values), [page.validity, pa.py_buffer(values)])
 
 
 def _fixed_width(typ: pa.DataType, values: np.ndarray, mask: np.ndarray | None) -> pa.Array:
@@ -568,7 +611,6 @@ def decode_meta_page(page: Page, dictionary: pa.Array | None) -> pa.Array:
         DataType.BINARY,
     ):
         return _meta_bytes_page(page, meta, dictionary)
-    mask = null_mask(page)
     typ = arrow_type_of(col)
     if E.RLE_INTEGRAL in encs:
         # the RLE codec writes its runs uncompressed (Java's RLECodec reads the page bytes directly)
@@ -581,20 +623,20 @@ def decode_meta_page(page: Page, dictionary: pa.Array | None) -> pa.Array:
         n = kernels.rle_integral_scan(data, width, rows)
         if n != rows:
             raise page.fail(f"RLE_INTEGRAL page holds {n} values, expected {rows}")
-        return _finish_numeric(page, kernels.rle_integral_expand(data, width, rows), typ, mask)
+        return _finish_numeric(page, kernels.rle_integral_expand(data, width, rows), typ, page.nulls)
     store = meta.store_type
     data = page.data(rows * 8 + 64, _direct_target(page, store, typ))
     if E.DIRECT_COMPRESS in encs and store in (MetaType.DOUBLE, MetaType.FLOAT):
         dtype = "<f8" if store == MetaType.DOUBLE else "<f4"
         if data.shape[0] != rows * np.dtype(dtype).itemsize:
             raise page.fail(f"page holds {data.shape[0]} bytes for {rows} {dtype} values")
-        return to_arrow(data.view(dtype), typ, mask)
+        return to_arrow(data.view(dtype), typ, page.nulls)
     if store == MetaType.BOOLEAN:
         store = MetaType.BYTE
     if E.ADAPTIVE_FLOATING in encs or E.ADAPTIVE_DELTA_FLOATING in encs:
-        return _floating_page(page, meta, data, store, typ, mask)
+        return _floating_page(page, meta, data, store, typ, page.nulls)
     base = int_meta(page, meta.max) if E.ADAPTIVE_DELTA_INTEGRAL in encs else None
-    return _integral_page(page, data, store, base, typ, mask)
+    return _integral_page(page, data, store, base, typ)
 
 
 def _floating_page(page: Page, meta, data: np.ndarray, store: int, typ: pa.DataType, mask) -> pa.Array:

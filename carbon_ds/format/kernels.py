@@ -310,9 +310,10 @@ def integral(src, base, negate, mul, out):
 
 
 @njit(cache=True, nogil=True)
-def integral_bounded(src, base, negate, mul, out):
-    """``integral`` that also returns the min and max of the values written, as narrowed into ``out``
-    (0, 0 for no value): the page checks need them, and a second pass over the page would cost as much."""
+def integral_bounded(src, base, negate, out):
+    """``integral`` (no scaling) that also returns the min and max of the values written, as narrowed into
+    ``out`` (0, 0 for no value): the page checks need them, and a second pass over the page would cost as
+    much."""
     n = src.shape[0]
     if n == 0:
         return np.int64(0), np.int64(0)
@@ -322,17 +323,23 @@ def integral_bounded(src, base, negate, mul, out):
         v = np.int64(src[i])
         if negate:
             v = base - v
-        out[i] = v * mul
+        out[i] = v
         w = np.int64(out[i])
         lo = min(lo, w)
         hi = max(hi, w)
     return lo, hi
 
 
+@njit(cache=True, nogil=True, inline="always")
+def _is_set(bits, i):
+    """Bit ``i`` of an Arrow validity bitmap (LSB first)."""
+    return (bits[i >> 3] >> (i & 7)) & 1
+
+
 @njit(cache=True, nogil=True)
-def integral_bounded_valid(src, base, negate, mul, out, valid):
-    """``integral_bounded`` whose min and max count only the values whose ``valid`` byte is set (a null
-    slot holds no value): (status, min, max), status 2 when none is set."""
+def integral_bounded_valid(src, base, negate, out, bits):
+    """``integral_bounded`` whose min and max count only the values whose bit is set in the validity
+    bitmap ``bits`` (a null slot holds no value): (status, min, max), status 2 when none is set."""
     lo = np.int64(np.iinfo(np.int64).max)
     hi = np.int64(np.iinfo(np.int64).min)
     seen = False
@@ -340,8 +347,8 @@ def integral_bounded_valid(src, base, negate, mul, out, valid):
         v = np.int64(src[i])
         if negate:
             v = base - v
-        out[i] = v * mul
-        if valid[i]:
+        out[i] = v
+        if _is_set(bits, i):
             w = np.int64(out[i])
             lo = min(lo, w)
             hi = max(hi, w)
@@ -381,6 +388,25 @@ def integral_be3_bounded(data, base, negate, out):
         lo = min(lo, w)
         hi = max(hi, w)
     return lo, hi
+
+
+@njit(cache=True, nogil=True)
+def integral_be3_bounded_valid(data, base, negate, out, bits):
+    """``integral_be3_bounded`` whose min and max count only the set values, as ``integral_bounded_valid``."""
+    lo = np.int64(np.iinfo(np.int64).max)
+    hi = np.int64(np.iinfo(np.int64).min)
+    seen = False
+    for i in range(out.shape[0]):
+        v = _be3(data, i)
+        if negate:
+            v = base - v
+        out[i] = v
+        if _is_set(bits, i):
+            w = np.int64(out[i])
+            lo = min(lo, w)
+            hi = max(hi, w)
+            seen = True
+    return (0 if seen else 2), lo, hi
 
 
 @njit(cache=True, nogil=True)
@@ -488,6 +514,26 @@ def int_bounds(values, valid):
             hi = max(hi, v)
         return 0, lo, hi
     return _bounds(values, valid, np.int64(0))
+
+
+@njit(cache=True, nogil=True)
+def int_bounds_bits(values, bits):
+    """Like ``int_bounds`` for the values whose bit is set in the validity bitmap ``bits``."""
+    lo = np.int64(0)
+    hi = np.int64(0)
+    seen = False
+    for i in range(values.shape[0]):
+        if not _is_set(bits, i):
+            continue
+        v = np.int64(values[i])
+        if not seen:
+            lo = v
+            hi = v
+            seen = True
+        else:
+            lo = min(lo, v)
+            hi = max(hi, v)
+    return (0 if seen else 2), lo, hi
 
 
 @njit(cache=True, nogil=True, inline="always")
