@@ -37,6 +37,9 @@ VERIFIED_PLANS = "carbon_ds.verified_plans"
 # Read options
 PRUNED_OPTION = "carbon_ds.pruned"
 """Set on relations the extension (or carbon_ds.sql's rewrite) made: they are final."""
+EXACT_FILTER_OPTION = "carbon_ds.exact_filter"
+"""On a relation whose filter option also holds the Filters Spark keeps above it: the part of that option that
+must hold for every row handed over (the user's own filter option; empty: none)."""
 NATIVE_PLAN_OPTION = "carbon_ds.native_plan"
 """Asks the data source's schema() for the native union's plan (carbon_ds.spark.bridge.native_read)."""
 EXPANDED_OPTION = "carbon_ds.expanded"

@@ -393,8 +393,13 @@ def to_arrow(e: Expr, schema: pa.Schema) -> pc.Expression:
     return visit(e, _ToArrow(schema))
 
 
-def filter_table(table: pa.Table, e: Expr) -> pa.Table:
+def filter_table(table: pa.Table, e: Expr, copy_below: float | None = None) -> pa.Table:
     """Rows of ``table`` for which the bound predicate is TRUE.
+
+    ``copy_below``: for a caller whose rows are filtered again downstream (Spark evaluates its Filters above a
+    carbondata relation). The rows are then copied out only when the predicate keeps fewer than this share of
+    them; otherwise ``table`` comes back whole, since copying nearly every row costs more than handing on the
+    few it would drop.
 
     The predicate is evaluated node by node with pyarrow's compute kernels on the table's columns, in the
     calling thread (the same kernels as ``to_arrow``'s expression, so the same rows, and no size limit).
@@ -413,6 +418,8 @@ def filter_table(table: pa.Table, e: Expr) -> pa.Table:
     mask = _mask(e, table) if _computes(e) else visit(e, _ToArrow(table.schema, table))
     if isinstance(mask, pa.Scalar):  # a tree of TRUE/FALSE constants only
         mask = pa.repeat(mask, table.num_rows)
+    if copy_below is not None and (pc.sum(mask).as_py() or 0) >= copy_below * table.num_rows:
+        return table
     return table.filter(mask)
 
 

@@ -95,3 +95,22 @@ def test_nested_fields_and_unknown_columns_are_named():
         to_expr(pc.field(("s", "y")) == 1)
     with pytest.raises(CarbonFilterError, match="'nope'.*did you mean"):
         bind(to_expr(pc.utf8_length(f("nope")) > 1), DATA.schema.append(pa.field("nop", pa.int32())))
+
+
+@pytest.mark.parametrize(("expr", "whole"), [
+    (f("i").is_valid(), True),  # keeps 6 of 8, at the line: 3/4 of the rows
+    (f("i") > 1, False),  # 5 of 8: the rows are copied out
+    (f("s").is_null(), False),
+])
+def test_a_loose_filter_copies_rows_out_only_below_its_share(expr, whole):
+    """``copy_below`` (a caller that filters again downstream): the table comes back whole when the predicate
+    keeps at least that share of its rows, else exactly pyarrow.dataset's rows."""
+    e = bind(to_expr(expr), DATA.schema)
+    exact = ds.dataset(DATA).to_table(filter=expr)
+    rows = repr(exact.to_pydict())  # as text: a NaN equals itself
+    got = filter_table(DATA, e, copy_below=0.75)
+    if whole:
+        assert got is DATA
+    else:
+        assert repr(got.to_pydict()) == rows
+    assert repr(filter_table(DATA, e).to_pydict()) == rows

@@ -15,6 +15,7 @@ class Read:
     columns: tuple[str, ...]  # the attributes it declares
     types: tuple[str, ...]  # their Spark types (a decimal read unscaled is a bigint)
     filter: str | None  # its filter option
+    exact_filter: str | None  # the part of it that must hold exactly (the user's; "": none), None: all of it
     pruned: bool  # made by the extension's PruneCarbonRelations
     unscaled: tuple[str, ...]  # "name:precision:scale" of each decimal read as its unscaled bigint
     local: bool  # rows read at planning, run as a local table scan
@@ -32,5 +33,5 @@ def statement_reads(spark, text: str) -> list[Read]:
 
 
 def _parse(answer: str) -> list[Read]:
-    return [Read(e["path"], tuple(e["columns"]), tuple(e["types"]), e["filter"], e["pruned"], tuple(e["unscaled"]),
-                 e["local"], e["partitions"]) for e in json.loads(answer)]
+    return [Read(e["path"], tuple(e["columns"]), tuple(e["types"]), e["filter"], e.get("exact_filter"), e["pruned"],
+                 tuple(e["unscaled"]), e["local"], e["partitions"]) for e in json.loads(answer)]

@@ -111,6 +111,29 @@ def test_dataframe_reads_only_needed_columns_and_blocklets(spark, emp):
     assert columns == ["id", "dept", "salary", "note", "x"] and text is None
 
 
+def test_the_users_filter_option_holds_exactly_beside_sparks_loose_filters(spark, emp):
+    """The extension joins the Filters Spark keeps above a relation to its filter option; Spark evaluates those
+    again, so a unit whose rows nearly all pass them may come whole (``Names.EXACT_FILTER_OPTION`` says which
+    part must hold: the user's own option). Here nearly every row passes Spark's filter, and the user's drops a
+    tenth of the last file's rows, too few to make that file's copy pay: they must still go. pyarrow's filter of
+    the written rows is the oracle."""
+    path, data = emp
+    def q(user: bool):
+        reader = spark.read.format("carbondata")
+        reader = reader.option("filter", "id < 2900") if user else reader
+        return reader.load(path).where("dept IS NOT NULL").select("id")
+
+    ((with_user,), (spark_only,)) = reads(q(True)), reads(q(False))
+    assert with_user.exact_filter == "id < 2900" and "id < 2900" in with_user.filter
+    assert "`dept` IS NOT NULL" in with_user.filter
+    assert spark_only.exact_filter == "" and "`dept` IS NOT NULL" in spark_only.filter
+    dept = pc.is_valid(data["dept"])  # 95% of the rows
+    for user in (True, False):
+        keep = pc.and_(dept, pc.less(data["id"], 2900)) if user else dept
+        got = sorted(r.id for r in q(user).collect())
+        assert got == sorted(data.filter(keep)["id"].to_pylist())
+
+
 def test_reused_dataframe_never_loses_rows(spark, emp):
     """The shape that loses rows with pushFilters on PySpark 4.1-4.3: one DataFrame, several queries."""
     path, data = emp

@@ -23,7 +23,15 @@ from carbon_ds.expressions import AlwaysTrue, and_, bind
 from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.format import direct_dictionary
 from carbon_ds.fs import Storage, resolve
-from carbon_ds.names import FILTER_OPTION, PARTIAL_COUNTS_OPTION, ROW_POSITIONS_OPTION, SEGMENTS_OPTION, UNSCALED_OPTION
+from carbon_ds.names import (
+    EXACT_FILTER_OPTION,
+    FILTER_OPTION,
+    PARTIAL_COUNTS_OPTION,
+    PRUNED_OPTION,
+    ROW_POSITIONS_OPTION,
+    SEGMENTS_OPTION,
+    UNSCALED_OPTION,
+)
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.messages import short_errors
@@ -134,7 +142,9 @@ class CarbonReader(DataSourceReader):
 
     Pruning comes only from the relation's own ``filter`` option, which is fixed for the relation, so a
     reused reader or partition list (the stale-reuse defect of PySpark 4.1-4.3, see
-    ``pushdown_is_safe``) can never carry another query's filter. Rows are filtered exactly here.
+    ``pushdown_is_safe``) can never carry another query's filter. Rows are filtered here: exactly by a
+    user's filter option; by the extension's (Spark's own Filters, which Spark evaluates again) only where a
+    unit's rows are not nearly all kept.
     """
 
     def __init__(self, path: str, schema: StructType, options: dict[str, str],
@@ -143,6 +153,10 @@ class CarbonReader(DataSourceReader):
         self.path = path = resolved_path(path, storage)
         self.segments = options.get(SEGMENTS_OPTION)
         self.filter = options.get(FILTER_OPTION) or None
+        # the extension's relation: its filter also holds the Filters Spark keeps above it (loose) unless the
+        # user's own filter option, which must hold exactly, is part of it
+        self.loose_filter = (self.filter is not None and options.get(PRUNED_OPTION) == "true"
+                             and options.get(EXACT_FILTER_OPTION) == "")
         handle = handle if handle is not None else open_table(path)
         self.is_table = handle is not None
         self.handle = handle  # planning reads this table's tablestatus: its schema file is not read again
@@ -428,7 +442,7 @@ class CarbonReader(DataSourceReader):
             # exact filtering by the option only: pushed filters are Spark's to evaluate
             tables = read_pieces(
                 storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
-                table_columns=columns, table_path=table_path,
+                table_columns=columns, table_path=table_path, loose=self.loose_filter,
             )
         if self.partial is not None:
             yield from partial_counts.counts(tables, self.partial, self.target).to_batches()

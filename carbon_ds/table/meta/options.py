@@ -10,6 +10,7 @@ from typing import Any
 from carbon_ds.errors import CarbonOptionError, see
 from carbon_ds.names import (
     COMPRESSOR_OPTION,
+    EXACT_FILTER_OPTION,
     EXPANDED_OPTION,
     FILTER_OPTION,
     MV_REWRITE_OPTION,
@@ -30,7 +31,7 @@ SORT_SCOPES = ("no_sort", "local_sort")  # CarbonData's GLOBAL_SORT needs a shuf
 # partition: a static partition spec ("day=1,hour=2" or JSON); partition_overwrite_mode: static|dynamic.
 PARTITION_OPTIONS = (PARTITION_BY_OPTION, "partition", "partition_overwrite_mode")
 WRITE_OPTIONS = (COMPRESSOR_OPTION, "blocklet_size", *TABLE_OPTIONS, *PARTITION_OPTIONS)
-READ_OPTIONS = (SEGMENTS_OPTION, FILTER_OPTION, ROW_POSITIONS_OPTION, UNSCALED_OPTION, PRUNED_OPTION,
+READ_OPTIONS = (SEGMENTS_OPTION, FILTER_OPTION, ROW_POSITIONS_OPTION, UNSCALED_OPTION, PRUNED_OPTION, EXACT_FILTER_OPTION,
                 NATIVE_PLAN_OPTION, EXPANDED_OPTION, PLAN_READS_OPTION, MV_REWRITE_OPTION, "timestamp_granularity", "cutoff_timestamp",
                 PARTIAL_COUNTS_OPTION)
 # timestamp_granularity / cutoff_timestamp: direct-dictionary timestamps (format.direct_dictionary); the

@@ -299,15 +299,22 @@ def _mm_text(mm) -> str:
     return f"min {list(mm.min_values or [])[:4]!r} max {list(mm.max_values or [])[:4]!r}"
 
 
+# A loose filter's rows are copied out of a unit only when it keeps fewer than this share of them: copying the
+# kept rows then costs less than handing Spark the dropped ones (each crosses to the JVM and is filtered there).
+LOOSE_COPY_BELOW = 0.75
+
+
 class Reading:
     """How to read one unit (a carbondata blocklet, an external file's chosen units) of a pruned read:
     the columns needed, the page pruning and the exact filter. Stateless once built, so threads share it."""
 
     def __init__(self, expr: Expr, columns: list[str] | None, schema: pa.Schema, exact: bool | Expr = True,
-                 table_columns: list[ColumnSchema] | None = None):
+                 table_columns: list[ColumnSchema] | None = None, loose: bool = False):
         self.table_columns = table_columns  # schema-evolution mapping of file columns (column_map)
         keep_rows = expr if exact is True else exact if isinstance(exact, Expr) else None
         self.keep_rows = None if isinstance(keep_rows, AlwaysTrue) else keep_rows
+        # rows the kept predicate drops are filtered again downstream: copied out only when that pays
+        self.copy_below = LOOSE_COPY_BELOW if loose else None
         self.expr = expr
         self.out_names = list(columns) if columns is not None else list(schema.names)
         self.prune = None if isinstance(expr, AlwaysTrue) else expr
@@ -317,7 +324,7 @@ class Reading:
 
     def _finish(self, table: pa.Table) -> pa.Table:
         if self.keep_rows is not None:
-            table = filter_table(table, self.keep_rows)
+            table = filter_table(table, self.keep_rows, self.copy_below)
         return table.select(self.out_names) if self.need != self.out_names else table
 
     def external(self, storage: Storage, piece: Piece, counts: Counts | None = None,
@@ -344,14 +351,16 @@ class Reading:
 
 def read_pieces(storage: Storage, pieces: list[Piece], expr: Expr, columns: list[str] | None, schema: pa.Schema,
                 exact: bool | Expr = True, counts: Counts | None = None,
-                table_columns: list[ColumnSchema] | None = None, table_path: str | None = None
-                ) -> Iterator[pa.Table]:
+                table_columns: list[ColumnSchema] | None = None, table_path: str | None = None,
+                loose: bool = False) -> Iterator[pa.Table]:
     """Tables of ``columns`` (all when None) in ``schema``'s spelling and types, pruned by ``expr``; with
     ``exact=True`` only rows where ``expr`` is TRUE, with an expression only rows where that one is TRUE
-    (it must imply nothing beyond ``expr``'s columns). ``schema`` is the table schema (each piece carries its
-    committed deletes); ``table_path``: a planned file CLEAN FILES has since moved is read from the trash."""
+    (it must imply nothing beyond ``expr``'s columns); ``loose``: those rows are a ceiling, not a promise
+    (the caller filters again), so a unit whose rows nearly all pass comes whole. ``schema`` is the table
+    schema (each piece carries its committed deletes); ``table_path``: a planned file CLEAN FILES has since
+    moved is read from the trash."""
     reader = TaskReader(storage, table_columns, table_path)
-    return reader.read(pieces, Reading(expr, columns, schema, exact, table_columns), counts)
+    return reader.read(pieces, Reading(expr, columns, schema, exact, table_columns, loose), counts)
 
 
 # ------------------------------------------------------------------------------------------ whole files

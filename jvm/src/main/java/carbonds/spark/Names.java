@@ -38,6 +38,9 @@ final class Names {
     // Read options
     /** Set on relations the extension (or carbon_ds.sql's rewrite) made: they are final. */
     static final String PRUNED_OPTION = "carbon_ds.pruned";
+    /** On a relation whose filter option also holds the Filters Spark keeps above it: the part of that option
+     *  that must hold for every row handed over (the user's own filter option; empty: none). */
+    static final String EXACT_FILTER_OPTION = "carbon_ds.exact_filter";
     /** Asks the data source's schema() for the native union's plan. */
     static final String NATIVE_PLAN_OPTION = "carbon_ds.native_plan";
     /** On the carbondata part of a native union. */

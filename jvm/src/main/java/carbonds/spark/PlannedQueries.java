@@ -109,6 +109,7 @@ public final class PlannedQueries {
                 types.add(a.dataType().simpleString());
             });
             entry.put(Names.FILTER_OPTION, PruneCarbonRelations.filterOption(rel, null));
+            entry.put("exact_filter", rel.options().get(Names.EXACT_FILTER_OPTION));
             entry.put("pruned", rel.options().containsKey(Names.PRUNED_OPTION));
             ArrayNode unscaled = entry.putArray("unscaled");
             String option = rel.options().get(Names.UNSCALED_OPTION);

@@ -280,6 +280,12 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
             options.keySet().removeIf(k -> k.equalsIgnoreCase(Names.FILTER_OPTION));
             options.put(Names.FILTER_OPTION, filter);
         }
+        if (predicate != null) {
+            // Spark evaluates the predicate again above the relation; only the user's own filter must hold
+            String exact = filterOption(rel, null);
+            options.keySet().removeIf(k -> k.equalsIgnoreCase(Names.EXACT_FILTER_OPTION));
+            options.put(Names.EXACT_FILTER_OPTION, exact == null ? "" : exact);
+        }
         options.put(Names.PRUNED_OPTION, "true");
         Object[] args = args(rel);  // (table, output, catalog, identifier, options, ...)
         for (int i = 0; i < args.length; i++) {
