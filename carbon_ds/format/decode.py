@@ -88,10 +88,10 @@ class Page:
     check_stats: bool = False
     # how direct-dictionary TIMESTAMP keys map to time (the writer's carbon.timegranularity / cutOffTimestamp)
     timestamp_keys: TimestampKeys = DEFAULT_TIMESTAMP_KEYS
-    # min and max unscaled value of a decimal page without nulls, when its decoding found them on the way
+    # min and max unscaled value of a decimal page's set values, when its decoding found them on the way
     # (the page checks then need no pass of their own)
     unscaled_bounds: tuple[int, int] | None = None
-    # an integer page's min and max found while decoding it (no null in the page)
+    # an integer page's min and max (of its set values) found while decoding it
     int_bounds: tuple[int, int] | None = None
     # a double page's min and max found while decoding it (no null in the page)
     float_bounds: tuple[float, float] | None = None
@@ -327,8 +327,7 @@ def _integral_page(page: Page, data: np.ndarray, store: int, base: int | None, t
             lo, hi = bounded(src, base or 0, base is not None, values)
             page.int_bounds = (int(lo), int(hi))
         else:  # a null slot holds no value: the bounds the page checks use are the set ones'
-            bounded = kernels.integral_be3_bounded_valid if width == 3 else kernels.integral_bounded_valid
-            status, lo, hi = bounded(src, base or 0, base is not None, values, bits)
+            status, lo, hi = kernels.integral_bounded_valid(src, width == 3, base or 0, base is not None, values, bits)
             if status == 0:
                 page.int_bounds = (int(lo), int(hi))
     return _page_array(page, typ, values)

@@ -337,14 +337,15 @@ def _is_set(bits, i):
 
 
 @njit(cache=True, nogil=True)
-def integral_bounded_valid(src, base, negate, out, bits):
-    """``integral_bounded`` whose min and max count only the values whose bit is set in the validity
-    bitmap ``bits`` (a null slot holds no value): (status, min, max), status 2 when none is set."""
+def integral_bounded_valid(src, be3, base, negate, out, bits):
+    """``integral_bounded`` (``be3``: of CarbonData's 3-byte SHORT_INT bytes, as ``integral_be3_bounded``)
+    whose min and max count only the values whose bit is set in the validity bitmap ``bits`` (a null slot
+    holds no value): (status, min, max), status 2 when none is set."""
     lo = np.int64(np.iinfo(np.int64).max)
     hi = np.int64(np.iinfo(np.int64).min)
     seen = False
-    for i in range(src.shape[0]):
-        v = np.int64(src[i])
+    for i in range(out.shape[0]):
+        v = _be3(src, i) if be3 else np.int64(src[i])
         if negate:
             v = base - v
         out[i] = v
@@ -388,25 +389,6 @@ def integral_be3_bounded(data, base, negate, out):
         lo = min(lo, w)
         hi = max(hi, w)
     return lo, hi
-
-
-@njit(cache=True, nogil=True)
-def integral_be3_bounded_valid(data, base, negate, out, bits):
-    """``integral_be3_bounded`` whose min and max count only the set values, as ``integral_bounded_valid``."""
-    lo = np.int64(np.iinfo(np.int64).max)
-    hi = np.int64(np.iinfo(np.int64).min)
-    seen = False
-    for i in range(out.shape[0]):
-        v = _be3(data, i)
-        if negate:
-            v = base - v
-        out[i] = v
-        if _is_set(bits, i):
-            w = np.int64(out[i])
-            lo = min(lo, w)
-            hi = max(hi, w)
-            seen = True
-    return (0 if seen else 2), lo, hi
 
 
 @njit(cache=True, nogil=True)
@@ -519,33 +501,19 @@ def int_bounds(values, valid):
 @njit(cache=True, nogil=True)
 def int_bounds_bits(values, bits):
     """Like ``int_bounds`` for the values whose bit is set in the validity bitmap ``bits``."""
-    lo = np.int64(0)
-    hi = np.int64(0)
-    seen = False
-    for i in range(values.shape[0]):
-        if not _is_set(bits, i):
-            continue
-        v = np.int64(values[i])
-        if not seen:
-            lo = v
-            hi = v
-            seen = True
-        else:
-            lo = min(lo, v)
-            hi = max(hi, v)
-    return (0 if seen else 2), lo, hi
+    return _bounds(values, bits, np.int64(0), True)
 
 
 @njit(cache=True, nogil=True, inline="always")
-def _bounds(values, valid, zero):
-    """Min and max, in ``zero``'s type, of the ``values`` whose ``valid`` byte is set (an empty ``valid``:
-    every value), NaN skipped; status 0, or 2 when no value counts."""
+def _bounds(values, valid, zero, packed=False):
+    """Min and max, in ``zero``'s type, of the ``values`` whose ``valid`` byte (``packed``: bit of a validity
+    bitmap) is set (an empty ``valid``: every value), NaN skipped; status 0, or 2 when no value counts."""
     lo = zero
     hi = zero
     seen = False
     masked = valid.shape[0] > 0
     for i in range(values.shape[0]):
-        if masked and not valid[i]:
+        if masked and not (_is_set(valid, i) if packed else valid[i]):
             continue
         v = zero + values[i]
         if v != v:  # NaN (never true of an integer)
