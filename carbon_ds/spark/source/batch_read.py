@@ -316,7 +316,7 @@ class CarbonReader(DataSourceReader):
         columns) planned to be read and at most LOCAL_MAX_ROWS rows and ``max_bytes`` Arrow bytes after the
         filter; else None. The Spark extension then hands them to Spark as a local relation: no Python task,
         whose fixed cost (and the core it holds) is most of a small read's time. The rows are those ``read``
-        gives the tasks."""
+        gives the tasks, filtered exactly."""
         if max_bytes <= 0 or self.positions or not self.target.names:
             return None
         parts = self.partitions()
@@ -326,7 +326,7 @@ class CarbonReader(DataSourceReader):
             return None
         batches, rows, nbytes = [], 0, 0
         for part in parts:
-            for batch in self.read(part):
+            for batch in self._batches(part, loose=False):  # exactly: every row kept here is shipped in tasks
                 rows, nbytes = rows + batch.num_rows, nbytes + batch.nbytes
                 if rows > LOCAL_MAX_ROWS or nbytes > max_bytes:
                     return None  # read no further: the tasks read it
@@ -424,6 +424,10 @@ class CarbonReader(DataSourceReader):
 
     @short_errors
     def read(self, partition: CarbonPartition | CarbonCountPartition) -> Iterator[pa.RecordBatch]:
+        # rows counted in the task must pass every filter: only rows handed to Spark may be loose
+        yield from self._batches(partition, self.loose_filter and self.partial is None)
+
+    def _batches(self, partition: CarbonPartition | CarbonCountPartition, loose: bool) -> Iterator[pa.RecordBatch]:
         resolved_path(self.path, self.storage)
         if isinstance(partition, CarbonCountPartition):
             # index row counts less deleted rows (CarbonTable.count): no data page is opened
@@ -442,7 +446,7 @@ class CarbonReader(DataSourceReader):
             # exact filtering by the option only: pushed filters are Spark's to evaluate
             tables = read_pieces(
                 storage, planned, self._prune_expr(), self.columns, self.source_schema, exact=self._option_expr(),
-                table_columns=columns, table_path=table_path, loose=self.loose_filter,
+                table_columns=columns, table_path=table_path, loose=loose,
             )
         if self.partial is not None:
             yield from partial_counts.counts(tables, self.partial, self.target).to_batches()
