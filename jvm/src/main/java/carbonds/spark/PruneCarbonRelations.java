@@ -97,7 +97,11 @@ public final class PruneCarbonRelations extends Rule<LogicalPlan> {
 
     @Override
     public LogicalPlan apply(LogicalPlan plan) {
-        if (!switchedOn() || !hasCandidate(plan)) {
+        if (!switchedOn()) {
+            return plan;
+        }
+        plan = SharedSubqueryReads.share(plan, session);  // the subqueries were optimized (and pruned) first
+        if (!hasCandidate(plan)) {
             return plan;
         }
         Set<Long> referenced = new HashSet<>();

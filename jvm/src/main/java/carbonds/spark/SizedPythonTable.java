@@ -39,6 +39,11 @@ final class SizedPythonTable extends PythonTable {
         }
     }
 
+    /** The share of the row width that {@code fields} of the same table make; below zero when unsized. */
+    double shareOf(StructField[] fields) {
+        return share <= 0 ? share : (double) rowWidth(fields) * share / rowWidth(schema().fields());
+    }
+
     /** Spark's estimated bytes of a row of {@code fields} (EstimationUtils.getSizePerRow: 8 plus the widths). */
     static long rowWidth(StructField[] fields) {
         long w = 8;
