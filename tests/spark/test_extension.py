@@ -607,8 +607,9 @@ def _spark_stamps_queries(spark) -> bool:
     return snapshot.uuid7_ms(spark.range(1).select(query_id("id")).first()[0]) is not None
 
 
-def _physical_nodes(df) -> list:
-    """Every node of ``df``'s executed physical plan, inside adaptive plans and query stages too."""
+def _physical_nodes(df, subqueries: bool = False) -> list:
+    """Every node of ``df``'s executed physical plan, inside adaptive plans and query stages too (and its
+    subqueries' plans with ``subqueries``: a reused subquery or exchange is a node without children)."""
     out, stack = [], [df._jdf.queryExecution().executedPlan()]
     while stack:
         node = stack.pop()
@@ -620,8 +621,8 @@ def _physical_nodes(df) -> list:
             stack.append(node.plan())
             continue
         out.append(node)
-        children = node.children()
-        stack.extend(children.apply(i) for i in range(children.size()))
+        for seq in (node.children(), node.subqueries()) if subqueries else (node.children(),):
+            stack.extend(seq.apply(i) for i in range(seq.size()))
     return out
 
 
@@ -707,23 +708,11 @@ def test_a_table_read_twice_alike_runs_one_exchange_as_parquet_does(spark, emp, 
 
 
 def _scans_with_subqueries(df, fmt: str) -> list[list[str]]:
-    """The columns of each scan of ``fmt`` that runs for ``df`` (after it ran), its subqueries' included; a
-    reused subquery or exchange is not a scan of its own."""
-    scans, stack = [], [df._jdf.queryExecution().executedPlan()]
-    while stack:
-        node = stack.pop()
-        kind = node.getClass().getSimpleName()
-        if kind == "AdaptiveSparkPlanExec":
-            stack.append(node.executedPlan())
-        elif kind.endswith("QueryStageExec"):
-            stack.append(node.plan())
-        else:
-            if kind in ("BatchScanExec", "FileSourceScanExec") and fmt in str(node.simpleString(200)).lower():
-                output = node.output()
-                scans.append(sorted(output.apply(i).name() for i in range(output.size())))
-            for seq in (node.children(), node.subqueries()):
-                stack.extend(seq.apply(i) for i in range(seq.size()))
-    return sorted(scans)
+    """The columns of each scan of ``fmt`` that runs for ``df`` (after it ran), its subqueries' included."""
+    scans = [n.output() for n in _physical_nodes(df, subqueries=True)
+             if n.getClass().getSimpleName() in ("BatchScanExec", "FileSourceScanExec")
+             and fmt in str(n.simpleString(200)).lower()]
+    return sorted(sorted(out.apply(i).name() for i in range(out.size())) for out in scans)
 
 
 def test_scalar_subqueries_of_one_read_merge_into_one_scan_as_parquet_does(spark, emp, tmp_path):
