@@ -71,7 +71,7 @@ final class SharedSubqueryReads {
     private static void collect(LogicalPlan node, Map<String, List<DataSourceV2ScanRelation>> groups,
                                 Set<LogicalPlan> seen) {
         for (Expression e : PruneCarbonRelations.list(node.expressions())) {
-            for (ScalarSubquery s : scalarSubqueries(e, new ArrayList<>())) {
+            for (ScalarSubquery s : instancesOf(e, ScalarSubquery.class, new ArrayList<>())) {
                 if (s.outerAttrs().isEmpty() && seen.add(s.plan())) {
                     scans(s.plan(), aggregation(s.plan()), groups);
                 }
@@ -106,7 +106,7 @@ final class SharedSubqueryReads {
             return "plan";
         }
         for (NamedExpression e : PruneCarbonRelations.list(a.aggregateExpressions())) {
-            for (AggregateExpression agg : aggregates((Expression) e, new ArrayList<>())) {
+            for (AggregateExpression agg : instancesOf((Expression) e, AggregateExpression.class, new ArrayList<>())) {
                 for (AttributeReference b : PruneCarbonRelations.list(agg.aggregateFunction().aggBufferAttributes())) {
                     if (!UnsafeRow.isMutable(b.dataType())) {
                         return "other";
@@ -117,23 +117,14 @@ final class SharedSubqueryReads {
         return "hash";
     }
 
-    private static List<AggregateExpression> aggregates(Expression e, List<AggregateExpression> out) {
-        if (e instanceof AggregateExpression agg) {
-            out.add(agg);
+    /** Every node of {@code type} in {@code e}'s tree, not looking inside one found (neither kind nests). */
+    private static <T extends Expression> List<T> instancesOf(Expression e, Class<T> type, List<T> out) {
+        if (type.isInstance(e)) {
+            out.add(type.cast(e));
             return out;
         }
         for (Expression child : PruneCarbonRelations.list(e.children())) {
-            aggregates(child, out);
-        }
-        return out;
-    }
-
-    private static List<ScalarSubquery> scalarSubqueries(Expression e, List<ScalarSubquery> out) {
-        if (e instanceof ScalarSubquery s) {
-            out.add(s);
-        }
-        for (Expression child : PruneCarbonRelations.list(e.children())) {
-            scalarSubqueries(child, out);
+            instancesOf(child, type, out);
         }
         return out;
     }
