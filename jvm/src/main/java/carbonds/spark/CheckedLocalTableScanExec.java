@@ -10,6 +10,7 @@ import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.plans.logical.Filter;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
 import org.apache.spark.sql.catalyst.plans.logical.Project;
@@ -134,8 +135,12 @@ public final class CheckedLocalTableScanExec extends SparkPlan {
         return session.sessionState().executePlan(relation, CommandExecutionMode$.MODULE$.SKIP());
     }
 
-    /** {@code read} (rows of {@code input}) as UnsafeRows of {@code output}. */
+    /** {@code read} (rows of {@code input}) as UnsafeRows of {@code output}: as they are when they already are
+     * (rows read at planning are made UnsafeRows once, {@link ReadPlans#arrowRows}). */
     private static InternalRow[] unsafe(InternalRow[] read, Seq<Attribute> input, Seq<Attribute> output) {
+        if (input.equals(output) && Arrays.stream(read).allMatch(UnsafeRow.class::isInstance)) {
+            return read;
+        }
         List<Expression> columns = new ArrayList<>(PruneCarbonRelations.list(output));
         UnsafeProjection projection = UnsafeProjection.create(PruneCarbonRelations.seq(columns), input);
         InternalRow[] out = new InternalRow[read.length];

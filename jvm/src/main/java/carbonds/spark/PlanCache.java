@@ -10,11 +10,13 @@ import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 
 /**
@@ -75,7 +77,11 @@ public final class PlanCache {
         return metadata == null ? null : metadata.state();
     }
 
-    private record ReadEntry(String state, Bridge.ReadAnswer answer) {
+    /** {@code rows}: the answer's rows read at planning, decoded once per output types ({@link #keptRows}). */
+    private record ReadEntry(String state, Bridge.ReadAnswer answer, Map<String, List<InternalRow>> rows) {
+        ReadEntry(String state, Bridge.ReadAnswer answer) {
+            this(state, answer, new ConcurrentHashMap<>());
+        }
     }
 
     /** The kept answer to read request {@code key} planned when the table was in {@code state}, or null. */
@@ -92,6 +98,28 @@ public final class PlanCache {
         if (answer.read() == null || answer.read().length() <= MAX_READ_CHARS) {
             READ_PLANS.put(key, new ReadEntry(state, answer));
         }
+    }
+
+    /**
+     * The rows of {@code answer}, kept for request {@code key} in {@code state}, as {@code decode} makes them
+     * for output types {@code types}: decoded by the first query that plans the read, shared by the next
+     * ones (a small dimension table read at planning is thousands of rows, decoded and copied per query
+     * otherwise). An answer not kept is decoded every time; a null decode (types differ) is not kept.
+     */
+    static List<InternalRow> keptRows(String key, String state, Bridge.ReadAnswer answer, String types,
+                                      Callable<List<InternalRow>> decode) throws Exception {
+        ReadEntry e = READ_PLANS.get(key);
+        if (e == null || e.answer() != answer || !e.state().equals(state)) {
+            return decode.call();
+        }
+        List<InternalRow> rows = e.rows().get(types);
+        if (rows == null) {
+            rows = decode.call();
+            if (rows != null) {
+                e.rows().put(types, rows);
+            }
+        }
+        return rows;
     }
 
     /** The kept plan of the table at {@code path} for {@code state}, or null. */

@@ -14,6 +14,7 @@ import org.apache.hadoop.conf.Configuration;
 import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
+import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
 import org.apache.spark.sql.execution.arrow.ArrowConverters$;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceReadInfo;
@@ -122,8 +123,10 @@ final class ReadPlans {
                 }
                 if (answer.arrow() != null) {
                     // only rows that stay right while the table's state does: the scan checks that state
+                    List<? extends Attribute> output = PruneCarbonRelations.list(rel.output());
                     List<InternalRow> rows = states[i] == null || !answer.keep() ? null
-                            : arrowRows(answer.arrow(), PruneCarbonRelations.list(rel.output()));
+                            : PlanCache.keptRows(keys[i], states[i], answer, types(output),
+                                    () -> arrowRows(answer.arrow(), output));
                     if (rows != null) {
                         counted.put(rel, new KnownRows.Known(answer, rows, states[i]));
                     }
@@ -189,9 +192,11 @@ final class ReadPlans {
                     return null;
                 }
             }
+            // as UnsafeRows of the output's types (equal to the stream's): what a local table scan runs on
+            UnsafeProjection unsafe = UnsafeProjection.create(read._2());
             List<InternalRow> rows = new ArrayList<>();
             while (it.hasNext()) {
-                rows.add(it.next().copy());  // the iterator reuses its row
+                rows.add(unsafe.apply(it.next()).copy());  // the projection reuses its row
             }
             return rows;
         } finally {
@@ -199,6 +204,11 @@ final class ReadPlans {
                 closeable.close();
             }
         }
+    }
+
+    /** The data types of {@code output}, as one key. */
+    private static String types(List<? extends Attribute> output) {
+        return String.join(",", output.stream().map(a -> a.dataType().catalogString()).toList());
     }
 
     /** ArrowConverters.fromIPCStream(bytes) or (bytes, context), or null when this Spark has neither. */
