@@ -138,7 +138,7 @@ public final class CheckedLocalTableScanExec extends SparkPlan {
     /** {@code read} (rows of {@code input}) as UnsafeRows of {@code output}: as they are when they already are
      * (rows read at planning are made UnsafeRows once, {@link ReadPlans#arrowRows}). */
     private static InternalRow[] unsafe(InternalRow[] read, Seq<Attribute> input, Seq<Attribute> output) {
-        if (input.equals(output) && Arrays.stream(read).allMatch(UnsafeRow.class::isInstance)) {
+        if (input.equals(output) && allUnsafe(read)) {
             return read;
         }
         List<Expression> columns = new ArrayList<>(PruneCarbonRelations.list(output));
@@ -148,6 +148,15 @@ public final class CheckedLocalTableScanExec extends SparkPlan {
             out[i] = projection.apply(read[i]).copy();
         }
         return out;
+    }
+
+    private static boolean allUnsafe(InternalRow[] rows) {
+        for (InternalRow row : rows) {
+            if (!(row instanceof UnsafeRow)) {
+                return false;
+            }
+        }
+        return true;
     }
 
     @Override
