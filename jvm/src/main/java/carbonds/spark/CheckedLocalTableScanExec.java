@@ -136,9 +136,10 @@ public final class CheckedLocalTableScanExec extends SparkPlan {
     }
 
     /** {@code read} (rows of {@code input}) as UnsafeRows of {@code output}: as they are when they already are
-     * (rows read at planning are made UnsafeRows once, {@link ReadPlans#arrowRows}). */
+     * (rows read at planning are made an array of UnsafeRows once, {@link ReadPlans#arrowRows}: its type says
+     * so without a look at each row). */
     private static InternalRow[] unsafe(InternalRow[] read, Seq<Attribute> input, Seq<Attribute> output) {
-        if (input.equals(output) && allUnsafe(read)) {
+        if (input.equals(output) && read instanceof UnsafeRow[]) {
             return read;
         }
         List<Expression> columns = new ArrayList<>(PruneCarbonRelations.list(output));
@@ -148,15 +149,6 @@ public final class CheckedLocalTableScanExec extends SparkPlan {
             out[i] = projection.apply(read[i]).copy();
         }
         return out;
-    }
-
-    private static boolean allUnsafe(InternalRow[] rows) {
-        for (InternalRow row : rows) {
-            if (!(row instanceof UnsafeRow)) {
-                return false;
-            }
-        }
-        return true;
     }
 
     @Override

@@ -11,6 +11,7 @@ import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.Cast;
 import org.apache.spark.sql.catalyst.expressions.Expression;
 import org.apache.spark.sql.catalyst.expressions.GenericInternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.catalyst.expressions.If;
 import org.apache.spark.sql.catalyst.expressions.LessThan;
 import org.apache.spark.sql.catalyst.expressions.Literal;
@@ -51,7 +52,7 @@ final class KnownRows {
 
     /** A relation's answer ({@link ReadPlans}), with the rows it carried ({@code arrow}) as Spark's and the
      * table's state ({@link PlanCache#tableState}) they are of; both null for a rows or values answer. */
-    record Known(Bridge.ReadAnswer answer, List<InternalRow> local, String state) {
+    record Known(Bridge.ReadAnswer answer, UnsafeRow[] local, String state) {
     }
 
     static LogicalPlan replace(LogicalPlan node, Map<DataSourceV2Relation, Known> known, int slices) {
@@ -86,7 +87,7 @@ final class KnownRows {
      * attributes, options, catalog and identifier, so EXPLAIN names the table it read; Spark plans a local table
      * scan of it that reads {@code rel} again if the table has changed when it runs ({@link CheckedLocalTableScanExec}).
      */
-    private static LogicalPlan localRows(DataSourceV2Relation rel, List<Attribute> output, List<InternalRow> data,
+    private static LogicalPlan localRows(DataSourceV2Relation rel, List<Attribute> output, UnsafeRow[] data,
                                          String state) {
         StructField[] fields = new StructField[output.size()];
         for (int i = 0; i < fields.length; i++) {

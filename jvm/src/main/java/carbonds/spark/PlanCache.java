@@ -12,11 +12,12 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.atomic.AtomicReference;
 
 import org.apache.hadoop.conf.Configuration;
 import org.apache.hadoop.fs.FileStatus;
 import org.apache.hadoop.fs.Path;
-import org.apache.spark.sql.catalyst.InternalRow;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.datasources.LogicalRelation;
 
 /**
@@ -77,10 +78,11 @@ public final class PlanCache {
         return metadata == null ? null : metadata.state();
     }
 
-    /** {@code rows}: the answer's rows read at planning, decoded once per output types ({@link #keptRows}). */
-    private record ReadEntry(String state, Bridge.ReadAnswer answer, Map<String, List<InternalRow>> rows) {
+    /** {@code rows}: the answer's rows read at planning, decoded by the first query that uses them
+     * ({@link #keptRows}); the request key fixes the relation's columns, so one decode serves every query. */
+    private record ReadEntry(String state, Bridge.ReadAnswer answer, AtomicReference<UnsafeRow[]> rows) {
         ReadEntry(String state, Bridge.ReadAnswer answer) {
-            this(state, answer, new ConcurrentHashMap<>());
+            this(state, answer, new AtomicReference<>());
         }
     }
 
@@ -101,23 +103,21 @@ public final class PlanCache {
     }
 
     /**
-     * The rows of {@code answer}, kept for request {@code key} in {@code state}, as {@code decode} makes them
-     * for output types {@code types}: decoded by the first query that plans the read, shared by the next
-     * ones (a small dimension table read at planning is thousands of rows, decoded and copied per query
-     * otherwise). An answer not kept is decoded every time; a null decode (types differ) is not kept.
+     * The rows of {@code answer}, kept for request {@code key} in {@code state}, as {@code decode} makes them:
+     * decoded by the first query that plans the read, shared by the next ones (a small dimension table read
+     * at planning is thousands of rows, decoded and copied per query otherwise). An answer not kept is
+     * decoded every time; a null decode (types differ) is not kept. Shared rows are never written to.
      */
-    static List<InternalRow> keptRows(String key, String state, Bridge.ReadAnswer answer, String types,
-                                      Callable<List<InternalRow>> decode) throws Exception {
+    static UnsafeRow[] keptRows(String key, String state, Bridge.ReadAnswer answer, Callable<UnsafeRow[]> decode)
+            throws Exception {
         ReadEntry e = READ_PLANS.get(key);
         if (e == null || e.answer() != answer || !e.state().equals(state)) {
             return decode.call();
         }
-        List<InternalRow> rows = e.rows().get(types);
+        UnsafeRow[] rows = e.rows().get();
         if (rows == null) {
             rows = decode.call();
-            if (rows != null) {
-                e.rows().put(types, rows);
-            }
+            e.rows().compareAndSet(null, rows);
         }
         return rows;
     }

@@ -15,6 +15,7 @@ import org.apache.spark.sql.SparkSession;
 import org.apache.spark.sql.catalyst.InternalRow;
 import org.apache.spark.sql.catalyst.expressions.Attribute;
 import org.apache.spark.sql.catalyst.expressions.UnsafeProjection;
+import org.apache.spark.sql.catalyst.expressions.UnsafeRow;
 import org.apache.spark.sql.execution.arrow.ArrowConverters$;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.python.PythonDataSourceReadInfo;
@@ -124,9 +125,8 @@ final class ReadPlans {
                 if (answer.arrow() != null) {
                     // only rows that stay right while the table's state does: the scan checks that state
                     List<? extends Attribute> output = PruneCarbonRelations.list(rel.output());
-                    List<InternalRow> rows = states[i] == null || !answer.keep() ? null
-                            : PlanCache.keptRows(keys[i], states[i], answer, types(output),
-                                    () -> arrowRows(answer.arrow(), output));
+                    UnsafeRow[] rows = states[i] == null || !answer.keep() ? null
+                            : PlanCache.keptRows(keys[i], states[i], answer, () -> arrowRows(answer.arrow(), output));
                     if (rows != null) {
                         counted.put(rel, new KnownRows.Known(answer, rows, states[i]));
                     }
@@ -172,7 +172,7 @@ final class ReadPlans {
      * Spark's reader of such a stream is found by name: its parameters differ between releases.
      */
     @SuppressWarnings("unchecked")
-    static List<InternalRow> arrowRows(String base64, List<? extends Attribute> output) throws Exception {
+    static UnsafeRow[] arrowRows(String base64, List<? extends Attribute> output) throws Exception {
         Method reader = IPC_READER;
         if (reader == null) {
             return null;
@@ -194,21 +194,16 @@ final class ReadPlans {
             }
             // as UnsafeRows of the output's types (equal to the stream's): what a local table scan runs on
             UnsafeProjection unsafe = UnsafeProjection.create(read._2());
-            List<InternalRow> rows = new ArrayList<>();
+            List<UnsafeRow> rows = new ArrayList<>();
             while (it.hasNext()) {
                 rows.add(unsafe.apply(it.next()).copy());  // the projection reuses its row
             }
-            return rows;
+            return rows.toArray(new UnsafeRow[0]);
         } finally {
             if (it instanceof AutoCloseable closeable) {  // Spark's CloseableIterator
                 closeable.close();
             }
         }
-    }
-
-    /** The data types of {@code output}, as one key. */
-    private static String types(List<? extends Attribute> output) {
-        return String.join(",", output.stream().map(a -> a.dataType().catalogString()).toList());
     }
 
     /** ArrowConverters.fromIPCStream(bytes) or (bytes, context), or null when this Spark has neither. */

@@ -84,7 +84,8 @@ final class ViewGroups {
             answered.add(project.apply(row).copy());
         }
         Object[] args = PruneCarbonRelations.args(rel);  // (table, output, catalog, identifier, options, ...)
-        args[0] = new ViewRows(rows.name(), new StructType(fields.toArray(new StructField[0])), answered);
+        args[0] = new ViewRows(rows.name(), new StructType(fields.toArray(new StructField[0])),
+                answered.toArray(new InternalRow[0]));
         args[1] = PruneCarbonRelations.seq(output);
         return (LogicalPlan) rel.makeCopy(args);
     }

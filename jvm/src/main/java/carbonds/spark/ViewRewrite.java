@@ -388,7 +388,7 @@ final class ViewRewrite extends Rule<LogicalPlan> {
      * types are not the view schema's. */
     private static Table localRows(Bridge.View view, StructType schema, List<AttributeReference> output)
             throws Exception {
-        List<org.apache.spark.sql.catalyst.InternalRow> rows = ReadPlans.arrowRows(view.arrow(), output);
+        org.apache.spark.sql.catalyst.InternalRow[] rows = ReadPlans.arrowRows(view.arrow(), output);
         return rows == null ? null : new ViewRows(view.name(), schema, rows);
     }
 

@@ -1,7 +1,6 @@
 package carbonds.spark;
 
 import java.util.EnumSet;
-import java.util.List;
 import java.util.OptionalLong;
 import java.util.Set;
 
@@ -35,17 +34,17 @@ final class ViewRows implements Table, SupportsRead, ScanBuilder, LocalScan, Sup
     private final CheckedLocalTableScanExec.Recheck check;
 
     /** A view's rows. */
-    ViewRows(String name, StructType schema, List<InternalRow> rows) {
+    ViewRows(String name, StructType schema, InternalRow[] rows) {
         this("materialized view", name, schema, rows, null);
     }
 
     /** {@code kind}: what EXPLAIN says the rows are of ("materialized view", "carbondata"); {@code check}: what
      * each run of the scan checks the table against ({@link CheckedLocalTableScanExec}), or null (rows of a view's segment). */
-    ViewRows(String kind, String name, StructType schema, List<InternalRow> rows, CheckedLocalTableScanExec.Recheck check) {
+    ViewRows(String kind, String name, StructType schema, InternalRow[] rows, CheckedLocalTableScanExec.Recheck check) {
         this.kind = kind;
         this.name = name;
         this.schema = schema;
-        this.rows = rows.toArray(new InternalRow[0]);
+        this.rows = rows;  // shared with a kept read plan (PlanCache): never written to
         this.check = check;
     }
 
