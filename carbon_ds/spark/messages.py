@@ -3,8 +3,9 @@
 Spark wraps anything a Python data source raises into its own error whose text is a traceback with our
 message at the very end. Two measures keep the message in front of the user:
 
-- ``short_errors`` (on every data source entry point) re-raises a carbon-ds error from the entry point
-  itself, so the traceback Spark ships is one frame long instead of the whole call chain;
+- ``entry_point`` (on every data source entry point) re-raises a carbon-ds error from the entry point
+  itself, so the traceback Spark ships is one frame long instead of the whole call chain (and, after the
+  call, keeps a reused worker's heap out of its per-call collection: ``carbon_ds.spark.worker_heap``);
 - ``surface`` (around ``carbon_ds.sql`` and ``carbon_ds.read``) finds a carbon-ds error inside a Spark
   error and raises it again as the same carbon-ds type, with our message as its first line and Spark's
   error kept as the cause; a Python worker that cannot import carbon-ds at all (``PYSPARK_PYTHON`` not the
@@ -22,6 +23,7 @@ from typing import Any, TypeVar
 
 from carbon_ds import errors
 from carbon_ds.errors import CarbonError
+from carbon_ds.spark import worker_heap
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -31,8 +33,9 @@ _OURS = re.compile(r"carbon_ds\.errors\.(?P<kind>Carbon\w*Error): (?P<message>.*
 _NO_MODULE = re.compile(r"ModuleNotFoundError: No module named '([\w.]+)'")
 
 
-def short_errors(fn: F) -> F:
-    """Re-raise carbon-ds errors from ``fn`` with a one-frame traceback (generators too)."""
+def entry_point(fn: F) -> F:
+    """Re-raise carbon-ds errors from ``fn`` with a one-frame traceback (generators too); settle the worker's
+    heap when it returns (``worker_heap.settle``: nothing outside a PySpark daemon worker)."""
     if inspect.isgeneratorfunction(fn):
         @functools.wraps(fn)
         def stream(*args: Any, **kwargs: Any) -> Iterator[Any]:
@@ -40,6 +43,8 @@ def short_errors(fn: F) -> F:
                 yield from fn(*args, **kwargs)
             except CarbonError as exc:
                 raise exc.with_traceback(None) from None
+            finally:
+                worker_heap.settle()
         return stream  # type: ignore[return-value]
 
     @functools.wraps(fn)
@@ -48,6 +53,8 @@ def short_errors(fn: F) -> F:
             return fn(*args, **kwargs)
         except CarbonError as exc:
             raise exc.with_traceback(None) from None
+        finally:
+            worker_heap.settle()
     return call  # type: ignore[return-value]
 
 

@@ -34,7 +34,7 @@ from carbon_ds.names import (
 )
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.spark.arrow_schema import arrow_schema
-from carbon_ds.spark.messages import short_errors
+from carbon_ds.spark.messages import entry_point
 from carbon_ds.spark.source import partial_counts
 from carbon_ds.spark.source.snapshot import (
     PlannedSnapshot,
@@ -338,7 +338,7 @@ class CarbonReader(DataSourceReader):
         size estimate; None before planning or for a rows-only read."""
         return getattr(self, "_stored_bytes", None)
 
-    @short_errors
+    @entry_point
     def partitions(self) -> list[InputPartition]:
         planned = getattr(self, "_planned", None)
         if planned is not None:  # planned_rows planned this reader already
@@ -422,7 +422,7 @@ class CarbonReader(DataSourceReader):
                 f"the schema of table {table.uri} changed after this DataFrame was planned (planned columns: "
                 f"{_columns_text(self.source_schema)}; now: {_columns_text(now)}); read the table again")
 
-    @short_errors
+    @entry_point
     def read(self, partition: CarbonPartition | CarbonCountPartition) -> Iterator[pa.RecordBatch]:
         # rows counted in the task must pass every filter: only rows handed to Spark may be loose
         yield from self._batches(partition, self.loose_filter and self.partial is None)
@@ -477,7 +477,7 @@ class CarbonPushdownReader(CarbonReader):
         super().__init__(path, schema, options, storage)
         self.pushed = AlwaysTrue()
 
-    @short_errors
+    @entry_point
     def pushFilters(self, filters):  # noqa: N802 - Spark's name
 
         parts = []

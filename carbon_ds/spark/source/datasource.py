@@ -38,7 +38,7 @@ from carbon_ds.spark.bridge.protocol import (
 )
 from carbon_ds.spark.bridge.read_plans import plan_reads
 from carbon_ds.spark.bridge.view_rewrite import fresh_views
-from carbon_ds.spark.messages import short_errors
+from carbon_ds.spark.messages import entry_point
 from carbon_ds.spark.source.batch_read import (  # noqa: F401 - re-exported: the reader's public names
     OPEN_COST,
     PACK_BYTES,
@@ -98,7 +98,7 @@ class CarbonDataSource(DataSource):
     def name(cls) -> str:
         return SOURCE
 
-    @short_errors
+    @entry_point
     def __init__(self, options):
         super().__init__(options)
         normalize(table_options(options))  # unknown options fail here, before any work
@@ -113,7 +113,7 @@ class CarbonDataSource(DataSource):
             self._handle = open_table(resolved_path(_path(self.options), self.storage))
         return self._handle
 
-    @short_errors
+    @entry_point
     def schema(self) -> StructType:
         for option, (request_type, nothing, answer) in _QUESTIONS.items():
             if self.options.get(option):
@@ -144,20 +144,20 @@ class CarbonDataSource(DataSource):
         """The extension's query rewrite: which views of this table are fresh now (bridge.view_rewrite)."""
         return fresh_views(self._table(), request)
 
-    @short_errors
+    @entry_point
     def reader(self, schema: StructType) -> CarbonReader:
         return CarbonReader(_path(self.options), schema, normalize(table_options(self.options)), self.storage,
                             self._table())
 
-    @short_errors
+    @entry_point
     def writer(self, schema: StructType, overwrite: bool) -> CarbonArrowWriter:
         return CarbonArrowWriter(_path(self.options), schema, overwrite, table_options(self.options), self.storage)
 
-    @short_errors
+    @entry_point
     def streamWriter(self, schema: StructType, overwrite: bool) -> CarbonStreamWriter:  # noqa: N802 - Spark's name
         return CarbonStreamWriter(_path(self.options), schema, overwrite, dict(self.options))
 
-    @short_errors
+    @entry_point
     def streamReader(self, schema: StructType) -> CarbonStreamReader:  # noqa: N802 - Spark's name
         return CarbonStreamReader(_path(self.options), schema, normalize(dict(self.options)))
 
@@ -176,7 +176,7 @@ class CarbonPushdownDataSource(CarbonDataSource):
     """Registered by ``carbon_ds.register`` only where ``pushdown_is_safe`` (which also sets
     ``spark.sql.python.filterPushdown.enabled``, without which a pushFilters reader fails every read)."""
 
-    @short_errors
+    @entry_point
     def reader(self, schema: StructType) -> CarbonReader:
         return CarbonPushdownReader(_path(self.options), schema, normalize(table_options(self.options)),
                                     self.storage, self._table())
@@ -216,17 +216,17 @@ class CarbonArrowWriter(DataSourceArrowWriter):
         resolved_path(self.table_path, self.storage)  # tasks and commit run in other workers
         return resume_load(TableHandle.open(self.table_path), self.reservation, self.load_options)
 
-    @short_errors
+    @entry_point
     def write(self, iterator: Iterator[pa.RecordBatch]) -> CarbonCommitMessage:
         ctx = TaskContext.get()
         # Unique per task attempt within the application, so a retried task never reuses file names.
         task_no = ctx.taskAttemptId() if ctx is not None else 0
         return CarbonCommitMessage(self._load().write_task(task_no, iterator))
 
-    @short_errors
+    @entry_point
     def commit(self, messages: list[CarbonCommitMessage | None]) -> None:
         self._load().commit([m.result if m is not None else None for m in messages])
 
-    @short_errors
+    @entry_point
     def abort(self, messages: list[CarbonCommitMessage | None]) -> None:
         self._load().abort()

@@ -16,7 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from carbon_ds.spark.messages import short_errors
+from carbon_ds.spark.messages import entry_point
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops.compaction import Merged, Runner, compact, local_runner
 from carbon_ds.table.ops.compaction_merge import MergeTask, run_task
@@ -26,7 +26,7 @@ from carbon_ds.table.write.load_base import TaskResult
 JOB_GROUP = "carbon-ds compaction"
 
 
-@short_errors
+@entry_point
 def merge_task(task: MergeTask) -> TaskResult:
     """One Spark task: merge ``task``'s files into the reserved segment (no commit)."""
     return run_task(task)

@@ -27,7 +27,7 @@ from pyspark.sql.types import StructType
 from carbon_ds import faults
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.spark.arrow_schema import arrow_schema
-from carbon_ds.spark.messages import short_errors
+from carbon_ds.spark.messages import entry_point
 from carbon_ds.spark.writes.driver_process import driver_holder
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
@@ -107,7 +107,7 @@ class CarbonStreamWriter(DataSourceStreamArrowWriter):
     def _table(self) -> TableHandle:
         return TableHandle.open(self.table_path)
 
-    @short_errors
+    @entry_point
     def write(self, iterator: Iterator[pa.RecordBatch]) -> StreamCommitMessage:
         batch = current_batch()
         batches = (b for b in iterator if b.num_rows)
@@ -126,11 +126,11 @@ class CarbonStreamWriter(DataSourceStreamArrowWriter):
         result = load.write_task(task_no, itertools.chain([first], batches))
         return StreamCommitMessage(batch, reservation, result)
 
-    @short_errors
+    @entry_point
     def commit(self, messages: list[StreamCommitMessage | None], batchId: int) -> None:  # noqa: N803
         commit_batch(self._table(), messages, batchId, self.load_options)
 
-    @short_errors
+    @entry_point
     def abort(self, messages: list[StreamCommitMessage | None], batchId: int) -> None:  # noqa: N803
         abort_batch(self._table(), messages, self.load_options)
 

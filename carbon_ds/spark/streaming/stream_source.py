@@ -22,7 +22,7 @@ from pyspark.sql.types import StructType
 
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.names import FILTER_OPTION, SEGMENTS_OPTION
-from carbon_ds.spark.messages import short_errors
+from carbon_ds.spark.messages import entry_point
 from carbon_ds.spark.source.batch_read import CarbonPartition, CarbonReader
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
@@ -92,7 +92,7 @@ class CarbonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     def _entries(self) -> list[LoadDetail]:
         return TableHandle.open(self.path).load_details()
 
-    @short_errors
+    @entry_point
     def initialOffset(self) -> dict:  # noqa: N802 - Spark's name
         return initial_offset(self._entries(), self.starting).to_json()
 
@@ -122,7 +122,7 @@ class CarbonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         table = TableHandle.open(self.path)
         return len(table.files(segment_id)), count_rows(self.path, None, segment_id)
 
-    @short_errors
+    @entry_point
     def latestOffset(self, start: dict | None = None, limit=None) -> dict:  # noqa: N802 - Spark's name
         entries = self._within_target(self._entries())
         if start:
@@ -142,12 +142,12 @@ class CarbonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             return ReadMaxRows(self.max_rows)
         return ReadAllAvailable()
 
-    @short_errors
+    @entry_point
     def prepareForTriggerAvailableNow(self) -> None:  # noqa: N802 - Spark's name
         entries = self._entries()
         self.target, _ = next_offset(entries, Offset(0), None, ignore_changes=True)
 
-    @short_errors
+    @entry_point
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         begin, finish = Offset.from_json(start), Offset.from_json(end)
         names = snapshot_between(begin, finish) + [str(i) for i in segments_between(begin, finish)]
@@ -161,7 +161,7 @@ class CarbonStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         reader.pinned = True  # planned for this batch alone
         return [CarbonStreamPartition(i, p, reader) for i, p in enumerate(reader.partitions())]
 
-    @short_errors
+    @entry_point
     def read(self, partition: CarbonStreamPartition) -> Iterator[pa.RecordBatch]:
         yield from partition.reader.read(partition.inner)
 
