@@ -47,19 +47,20 @@ def test_settle_freezes_what_is_alive_in_a_daemon_worker(as_daemon_worker):
 
 
 def test_settle_frees_frozen_garbage_once_the_frozen_set_doubles(as_daemon_worker):
+    doomed = [_Node() for _ in range(1000)]
+    dead = weakref.ref(doomed[0])
+    worker_heap.freeze_live()  # the first: a full pass, the nodes frozen alive
+    first = worker_heap._full_pass_size
+    assert first > len(doomed)
+    del doomed  # cycles now, frozen: no collection frees them
+    worker_heap.freeze_live()  # the frozen set has not doubled: no full pass
+    assert dead() is not None and worker_heap._full_pass_size == first
+    # as if the last full pass had found a third of what is frozen now: the next is a full pass
+    before = gc.get_freeze_count()
+    worker_heap._full_pass_size = before // 3
     worker_heap.freeze_live()
-    first = gc.get_freeze_count()
-    # objects frozen alive, then made cyclic garbage: only a full pass frees them
-    doomed = [[] for _ in range(first + 10)]
-    for item in doomed:
-        item.append(item)
-    worker_heap.freeze_live()
-    assert gc.get_freeze_count() >= first + len(doomed)
-    del doomed, item
-    kept = [[i] for i in range(first + 10)]
-    worker_heap.freeze_live()  # frozen set now over twice the last full pass: a full pass
-    assert gc.get_freeze_count() < 2 * first + len(kept)
-    assert worker_heap._full_pass_size == gc.get_freeze_count()
+    assert dead() is None
+    assert worker_heap._full_pass_size < before - 1000  # the nodes (and their dicts) freed, not frozen again
 
 
 def test_settle_leaves_other_processes_alone():
