@@ -80,13 +80,21 @@ def _valid_bytes(arr: pa.Array) -> np.ndarray:
     return valid_of(arr) if arr.null_count else np.empty(0, np.bool_)
 
 
+def _read_only(data: pa.Buffer, dtype: Any, count: int, offset: int) -> np.ndarray:
+    """An Arrow buffer's values, always read-only: a kernel compiles once per writability of its input
+    (about 0.85 s each on 2 cores), and Arrow hands out both mutable and immutable buffers."""
+    values = np.frombuffer(data, dtype, count=count, offset=offset)
+    values.flags.writeable = False
+    return values
+
+
 def integer_min_max(arr: pa.Array) -> tuple[int | None, int | None]:
     """Min and max of an integer array in one compiled pass (pyarrow's min_max and its scalars cost more
     per page than the pass itself)."""
     data = arr.buffers()[1]
     if data is None or not len(arr):
         return None, None
-    values = np.frombuffer(data, arr.type.to_pandas_dtype(), count=len(arr), offset=arr.offset * arr.type.byte_width)
+    values = _read_only(data, arr.type.to_pandas_dtype(), len(arr), arr.offset * arr.type.byte_width)
     status, lo, hi = kernels.int_bounds(values, _valid_bytes(arr))
     return (None, None) if status == 2 else (int(lo), int(hi))
 
@@ -97,7 +105,7 @@ def float_min_max(arr: pa.Array) -> tuple[float | None, float | None]:
     data = arr.buffers()[1]
     if data is None or not len(arr):
         return None, None
-    values = np.frombuffer(data, arr.type.to_pandas_dtype(), count=len(arr), offset=arr.offset * arr.type.byte_width)
+    values = _read_only(data, arr.type.to_pandas_dtype(), len(arr), arr.offset * arr.type.byte_width)
     if not arr.null_count:
         # numpy's min/max are vectorised, the NaN-skipping loop is not: it runs only when they meet a NaN
         lo, hi = values.min(), values.max()
@@ -182,7 +190,7 @@ def decimal_min_max(arr: pa.Array) -> tuple[Decimal | None, Decimal | None]:
     if not pa.types.is_decimal128(typ) or typ.precision > 18 or data is None:
         got = pc.min_max(arr)
         return got["min"].as_py(), got["max"].as_py()
-    pairs = np.frombuffer(data, np.int64, count=2 * len(arr), offset=arr.offset * 16)
+    pairs = _read_only(data, np.int64, 2 * len(arr), arr.offset * 16)
     status, lo, hi = kernels.decimal_bounds(pairs, _valid_bytes(arr))
     if status == 2:
         return None, None
