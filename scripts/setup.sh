@@ -62,3 +62,16 @@ if [ ! -d .venv/tpcds-duckdb/duckdb_extension_tpcds ]; then
 fi
 # the Spark session extension (jvm/src) against the PySpark just installed; says so and goes on without a JDK
 bash scripts/build-jvm.sh .venv/bin/python
+# numba compiles each decoder once per pair of stored and column type, about 0.85 s apiece on 2 cores, and
+# caches it beside its module: compile them here, once per change of the format modules, rather than in
+# whichever test or demo step first reads each pair (scripts/warm-kernels.py)
+kstamp=.venv/.carbon-ds-kernels
+kwant=$( (cat carbon_ds/format/*.py; .venv/bin/python -c 'import numba; print(numba.__version__)') | sha256sum | cut -d' ' -f1)
+if [ ! -f "$kstamp" ] || [ "$(cat "$kstamp")" != "$kwant" ] || [ ! -d carbon_ds/format/__pycache__ ]; then
+    echo ">> compiling carbon-ds's decoders (numba, cached: about a minute, once)"
+    if .venv/bin/python scripts/warm-kernels.py; then
+        echo "$kwant" > "$kstamp"
+    else
+        echo "WARNING: the decoders could not be compiled ahead; they compile on first use instead" >&2
+    fi
+fi
