@@ -57,6 +57,7 @@ def test_generated_queries_agree_on_every_route(spark, tables):
         assert sum(report.counts[route].values()) == QUERIES
 
 
+@pytest.mark.slow
 def test_tables_hold_what_the_generator_needs(tables):
     """The check is only as good as its tables: several segments, deletes and updates applied, an added
     Parquet segment, the edge values; and the twin holds exactly the rows carbon-ds reads back."""
@@ -75,6 +76,7 @@ def test_tables_hold_what_the_generator_needs(tables):
             diff_routes.normalize(diff_routes._tuples(t.rows)), key=repr), t.name
 
 
+@pytest.mark.slow
 def test_point_lookup_on_sort_column_across_appends(spark, tables):
     """The issue's simplest form: 'hit' lives in segments 1 and 4 of big_t, six segments' min/max bracket
     it; the lookup is small enough to be a local relation and must keep both segments' rows."""

@@ -127,6 +127,7 @@ def _oracle(spark) -> list[tuple]:
         spark.conf.unset(CONF_MV_REWRITE)
 
 
+@pytest.mark.slow
 def test_rewrite_across_fact_loads_dimension_changes_and_refresh(star):
     spark = star
     spark.sql(f"CREATE MATERIALIZED VIEW mv_star PROPERTIES ('refresh_trigger_mode'='on_manual') AS {VIEW}")

@@ -19,6 +19,9 @@ from carbon_ds.spark.statements import catalog
 from carbon_ds.table.ops import views
 
 pytestmark = pytest.mark.spark
+# each case runs in UTC by default and in a second zone with the slow cases (scripts/test.sh --slow; CI runs both)
+KOLKATA = pytest.param("Asia/Kolkata", marks=pytest.mark.slow)
+NEW_YORK = pytest.param("America/New_York", marks=pytest.mark.slow)
 
 VIEW = ("SELECT brand, model, timeseries(ts, 'hour') AS hour, sum(speed) AS total, count(*) AS n, "
         "count(speed) AS counted, avg(speed) AS mean, max(speed) AS top, min(speed) AS low "
@@ -138,7 +141,7 @@ def _check_all(spark, *, answered: bool) -> None:
         _check(spark, lambda i=i: _frames(spark)[i], answered=answered)
 
 
-@pytest.mark.parametrize("tel", ["UTC", "Asia/Kolkata"], indirect=True)  # half-hour offset: days differ from UTC's
+@pytest.mark.parametrize("tel", ["UTC", KOLKATA], indirect=True)  # half-hour offset: days differ from UTC's
 def test_rewritten_queries_equal_the_main_tables_answers(tel):
     spark = tel
     _check_all(spark, answered=True)
@@ -204,7 +207,7 @@ def _parquet_segment(spark, folder, day: int, n: int) -> None:
     spark.sql(f"ALTER TABLE tel ADD SEGMENT OPTIONS ('path'='{folder}', 'format'='parquet')")
 
 
-@pytest.mark.parametrize("tel", ["UTC", "America/New_York"], indirect=True)
+@pytest.mark.parametrize("tel", ["UTC", NEW_YORK], indirect=True)
 def test_rewritten_answers_across_update_delete_and_added_parquet(tel, tmp_path):
     """UPDATE and DELETE leave the view stale (never read) until REFRESH; ADD SEGMENT refreshes it at the commit;
     every answer equals the main table's, in the session's zone."""
@@ -293,7 +296,7 @@ OTHER_WHERE = [
 ]
 
 
-@pytest.mark.parametrize("tel", ["UTC", "Asia/Kolkata"], indirect=True)
+@pytest.mark.parametrize("tel", ["UTC", KOLKATA], indirect=True)
 def test_view_with_a_where_answers_queries_with_the_same_conditions(tel):
     spark = tel
     spark.sql("DROP MATERIALIZED VIEW mv_tel")
@@ -332,7 +335,7 @@ COMPACT = "ALTER TABLE tel COMPACT 'MAJOR'"
 
 
 @pytest.mark.parametrize("mode", ["on_commit", "on_manual"])
-@pytest.mark.parametrize("tel", ["UTC", "America/New_York"], indirect=True)  # the overwrite moves rows a day
+@pytest.mark.parametrize("tel", ["UTC", NEW_YORK], indirect=True)  # the overwrite moves rows a day
 def test_answers_after_merge_overwrite_and_compaction(tel, mode):
     """After MERGE, INSERT OVERWRITE and compaction of the main table, queries equal the main table's answers,
     in the session's zone. on_commit: MERGE and compaction leave the view stale (the main table is read), the

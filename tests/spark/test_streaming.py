@@ -112,6 +112,7 @@ class Sinks:
         return queries
 
 
+@pytest.mark.slow
 def test_stream_into_three_tables_with_restarts_holds_every_row_once(spark, tmp_path):
     s = Sinks(spark, tmp_path)
     add_input(s.input, range(0, 7))
@@ -202,6 +203,7 @@ def test_available_now_read_ends_with_admission_control(spark, tmp_path):
     assert sizes == [3, 4, 5, 6]  # one segment (one file) per batch
 
 
+@pytest.mark.slow
 def test_changes_to_streamed_rows_are_reported_unless_ignored(spark, tmp_path):
     path = str(tmp_path / "t")
     append(path, 0, 4)

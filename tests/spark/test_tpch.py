@@ -70,6 +70,7 @@ def test_tables_are_carbondata(sides):
 
 
 @pytest.mark.parametrize("n", tpch.NUMBERS, ids=[f"q{n}" for n in tpch.NUMBERS])
+@pytest.mark.slow
 def test_query_matches_parquet(sides, n):
     carbon, parquet = sides
     text = tpch.query(n, SF)

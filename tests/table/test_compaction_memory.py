@@ -78,6 +78,7 @@ def _grew(path: Path, warm: Path, mode: str) -> dict:
 
 
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="peak memory is measured through Linux /proc")
+@pytest.mark.slow
 def test_merge_of_large_files_holds_blocklets_not_files(tmp_path):
     data = _make(tmp_path / "big", LOADS)
     # the warm-up table spans several blocklets so every kernel the merge needs is compiled before the

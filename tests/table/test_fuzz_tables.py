@@ -44,6 +44,7 @@ def _check(summary: dict, cases: int) -> None:
     assert set(summary["silent_classes"]) <= set(SILENT_CLASSES)
 
 
+@pytest.mark.slow
 def test_fuzzed_tables_python_routes():
     # read_table, filtered read_table, counts, scan batches, Polars, DuckDB, single files
     summary = _run(150, 7, "--no-spark")

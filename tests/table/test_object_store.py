@@ -165,6 +165,7 @@ def single_writer(monkeypatch):
     monkeypatch.setenv("CARBON_DS_S3_CONDITIONAL", "0")
 
 
+@pytest.mark.slow
 def test_without_conditional_writes_two_writers_still_lose_no_row(s3, single_writer):
     path = f"{s3}/single-two-writers"
     committed: set[int] = set()
