@@ -10,9 +10,9 @@ if [ -n "${CI:-}" ]; then
     bash scripts/install-chromium.sh || echo "WARNING: Chromium could not be installed; the site check will fail" >&2
 fi
 .venv/bin/ruff check carbon_ds pyspark_carbondata tests benchmarks
-# Which cases: by default every case not marked `slow` (about 20 minutes on 2 cores, 25 on a busy host); `--slow` runs only the
-# slow ones (new Python processes and JVMs, Apache CarbonData's jars over 340 cases, the differential check:
-# about 16-22 minutes), `--all` both in one run. CI runs the default and then `--slow` (.ci/run). A `-m` of the
+# Which cases: by default every case not marked `slow` (about 19 minutes on 2 cores); `--slow` runs only the
+# slow ones (new Python processes and JVMs, Apache CarbonData's jars over 340 cases, the differential check,
+# second time zones, the longest scenarios: about 25-30 minutes), `--all` both in one run. CI runs the default and then `--slow` (.ci/run). A `-m` of the
 # caller's own replaces the choice.
 marks=(-m "not slow")
 case "${1:-}" in
