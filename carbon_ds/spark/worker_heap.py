@@ -21,6 +21,8 @@ from __future__ import annotations
 import gc
 import sys
 
+from carbon_ds.spark import worker_daemon
+
 # objects the collector walks before a freeze pays off: a full collection of this many takes a few ms
 UNFROZEN_LIMIT = 20_000
 
@@ -28,9 +30,10 @@ _full_pass_size = 0  # the frozen set's size after the last full pass
 
 
 def in_daemon_worker() -> bool:
-    """Whether this process is a worker PySpark's daemon forked (``python -m pyspark.daemon``)."""
+    """Whether this process is a worker PySpark's daemon forked (``python -m pyspark.daemon``, or the same
+    daemon through carbon_ds.spark.worker_daemon)."""
     spec = getattr(sys.modules.get("__main__"), "__spec__", None)
-    return getattr(spec, "name", None) == "pyspark.daemon"
+    return getattr(spec, "name", None) in ("pyspark.daemon", worker_daemon.NAME)
 
 
 def unfrozen() -> int:

@@ -12,12 +12,16 @@ from typing import Any
 from pyspark.sql import DataFrame
 
 from carbon_ds.names import CONF_EXTENSION
+from carbon_ds.spark import worker_daemon
 from carbon_ds.table.meta.options import parse_bool
 
 __all__ = ["EXTENSION_CLASS", "JAR", "configure_spark", "extension_active", "extension_rules_on", "is_query", "jar_path",
            "run_query"]
 
 EXTENSION_CLASS = "carbonds.spark.CarbonExtensions"
+# spark.python.daemon.module: PySpark's daemon, importing PySpark's compiled copy (carbon_ds.spark.worker_daemon)
+DAEMON_CONF = "spark.python.daemon.module"
+DAEMON_MODULE = worker_daemon.NAME
 JAR = Path(__file__).resolve().parents[2] / "jars" / "carbon-ds-spark.jar"
 _warned = False
 # First keywords of the statements a query plan answers (anything else is a command, run as written).
@@ -37,12 +41,19 @@ def _append(current: str | None, item: str) -> str:
 def configure_spark(builder: Any) -> Any:
     """``builder`` (a ``SparkSession.Builder``) with the carbon-ds extension jar on ``spark.jars`` and its
     class in ``spark.sql.extensions``, both appended to what the builder already has. Without the jar
-    (carbon-ds installed where no JDK was) it warns once and returns the builder unchanged: queries still
-    work, reading every column of every row.
+    (carbon-ds installed where no JDK was) it warns once and adds neither: queries still work, reading every
+    column of every row.
+
+    Unless the builder names one, Spark's Python workers start through ``carbon_ds.spark.worker_daemon``:
+    PySpark's own daemon, importing the installed PySpark's compiled modules instead of compiling those of
+    Spark's ``pyspark.zip`` again in every worker process, when both are the same release.
 
     ``spark = carbon_ds.configure_spark(SparkSession.builder.master("local[2]")).getOrCreate()``
     """
     global _warned
+    options = getattr(builder, "_options", {})
+    if DAEMON_CONF not in options:
+        builder = builder.config(DAEMON_CONF, DAEMON_MODULE)
     jar = jar_path()
     if jar is None:
         if not _warned:
@@ -52,7 +63,6 @@ def configure_spark(builder: Any) -> Any:
                           "read every column of every row; carbon_ds.read(spark, path, columns, filter) still "
                           "reads only what it is given", stacklevel=2)
         return builder
-    options = getattr(builder, "_options", {})
     builder = builder.config("spark.jars", _append(options.get("spark.jars"), str(jar)))
     return builder.config("spark.sql.extensions", _append(options.get("spark.sql.extensions"), EXTENSION_CLASS))
 
