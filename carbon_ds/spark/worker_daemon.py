@@ -2,8 +2,9 @@
 
 Spark puts its own copy of PySpark (``$SPARK_HOME/python/lib/pyspark.zip``) first on its Python workers'
 path. Python keeps no bytecode for modules imported from a zip, so every worker process compiles
-``pyspark.worker`` and what it imports again: about 1.7 s of CPU per process, and a session starts several
-(a daemon per worker kind, then a forked worker per task slot and kind). When the zip holds the same PySpark
+``pyspark.worker`` and what it imports again: about 1.7 s of CPU per process, a forked worker per task slot.
+Spark starts its task workers through the daemon module its conf names (the workers that plan data source
+reads always through ``pyspark.daemon``). When the zip holds the same PySpark
 release as the one installed beside carbon-ds (a pip install, where the zip comes from that very package),
 this daemon imports PySpark from the installed copy, whose bytecode is cached; otherwise it changes nothing.
 

@@ -474,7 +474,8 @@ def test_configure_spark_without_jar_warns_once(monkeypatch, tmp_path):
     monkeypatch.setattr(extension, "_warned", False)
     with pytest.warns(UserWarning, match="extension jar .* is missing .*javac"):
         b = carbon_ds.configure_spark(_Builder())
-    assert b._options == {}
+    # neither the jar nor the extension: only the task workers' daemon, which needs no jar
+    assert b._options == {extension.DAEMON_CONF: extension.DAEMON_MODULE}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         carbon_ds.configure_spark(_Builder())

@@ -44,7 +44,7 @@ def configure_spark(builder: Any) -> Any:
     (carbon-ds installed where no JDK was) it warns once and adds neither: queries still work, reading every
     column of every row.
 
-    Unless the builder names one, Spark's Python workers start through ``carbon_ds.spark.worker_daemon``:
+    Unless the builder names one, Spark's Python task workers start through ``carbon_ds.spark.worker_daemon``:
     PySpark's own daemon, importing the installed PySpark's compiled modules instead of compiling those of
     Spark's ``pyspark.zip`` again in every worker process, when both are the same release.
 
