@@ -13,13 +13,13 @@ from carbon_ds.errors import CarbonOptionError
 from carbon_ds.format import direct_dictionary
 from carbon_ds.fs import resolve
 from carbon_ds.progress import rows_written
+from carbon_ds.table.loads.prepare import prepare_table
+from carbon_ds.table.loads.start import start_load
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
-from carbon_ds.table.ops.loads import start_load
 from carbon_ds.table.ops.schema_update import merge_columns
 from carbon_ds.table.read import scan as pruned
 from carbon_ds.table.read.scanner import Scan
-from carbon_ds.table.write.prepare import prepare_table
 
 MODES = ("append", "overwrite")
 

@@ -7,10 +7,10 @@ import argparse
 
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage
+from carbon_ds.table.loads.protocol import end_dead_loads
 from carbon_ds.table.meta.handle import TableHandle, not_a_table
 from carbon_ds.table.meta.locks import remove_locks
 from carbon_ds.table.table import CarbonTable
-from carbon_ds.table.write.protocol import end_dead_loads
 
 
 def _open(path: str, command: str) -> CarbonTable:

@@ -1,9 +1,12 @@
 """CarbonData tables. Layers, each importing only itself or those below it::
 
-    table.py   CarbonTable, the facade: one short delegation per operation
-    ops/       DELETE/UPDATE, segment management, ADD SEGMENT, partition DDL
-    read/      planning, pruning, scans      write/   the load protocol (neither imports the other)
-    meta/      the table folder's files as values, TableHandle, locks, naming, properties
+    table.py     CarbonTable, the facade: one short delegation per operation
+    ops/         DELETE/UPDATE, MERGE, segment management, ADD SEGMENT, compaction, materialized views
+    loads/       starting a load, the load protocol, the plain load
+    read/        planning, pruning, scans (read/ and the loads never import each other)
+    partitions/  each partitioning flavour whole: spec, pruning, load, partition DDL (its modules on the
+                 floors of what they do)
+    meta/        the table folder's files as values, TableHandle, locks, naming, properties
 """
 
 from __future__ import annotations

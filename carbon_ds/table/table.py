@@ -8,19 +8,20 @@ from typing import Any
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonError
+from carbon_ds.table.loads.load_base import Load
+from carbon_ds.table.loads.start import start_load
 from carbon_ds.table.meta.handle import DataFile, SegmentInfo, TableHandle, resolve_columns
 from carbon_ds.table.meta.options import LoadOptions, parse_write
-from carbon_ds.table.meta.partition_spec import HashPartition, ListPartition, RangePartition
-from carbon_ds.table.meta.partitioning import HivePartitioning, IdPartitioning
-from carbon_ds.table.ops import add_segment, compaction, delete_update, hive_partitions, id_partitions, upsert
+from carbon_ds.table.ops import add_segment, compaction, delete_update, upsert
 from carbon_ds.table.ops import schema_update as schema_ops
 from carbon_ds.table.ops import segments as segment_ops
-from carbon_ds.table.ops.loads import start_load
+from carbon_ds.table.partitions import hive_ddl, id_ddl
+from carbon_ds.table.partitions.id_spec import HashPartition, ListPartition, RangePartition
+from carbon_ds.table.partitions.partitioning import HivePartitioning, IdPartitioning
 from carbon_ds.table.read import scan
 from carbon_ds.table.read.scanner import Scan
-from carbon_ds.table.write.load_base import Load
 
-_PARTITION_DDL = {type(None): hive_partitions, HivePartitioning: hive_partitions, IdPartitioning: id_partitions}
+_PARTITION_DDL = {type(None): hive_ddl, HivePartitioning: hive_ddl, IdPartitioning: id_ddl}
 
 __all__ = ["CarbonTable", "DataFile", "HashPartition", "ListPartition", "RangePartition", "SegmentInfo",
            "resolve_columns"]
@@ -151,16 +152,16 @@ class CarbonTable(TableHandle):
 
     def split_partition(self, partition_id: int, values: list) -> list[int]:
         """ALTER TABLE SPLIT PARTITION(id) INTO(values) on a RANGE/LIST table; returns the new ids."""
-        return id_partitions.split_partition(self, partition_id, values)
+        return id_ddl.split_partition(self, partition_id, values)
 
     def drop_partition(self, partition_id: int, with_data: bool = False) -> None:
         """ALTER TABLE DROP PARTITION(id) [WITH DATA] on a RANGE/LIST table: the rows move to the next range
         (the last one's, and LIST's, to DEFAULT) unless ``with_data``."""
-        id_partitions.drop_partition(self, partition_id, with_data)
+        id_ddl.drop_partition(self, partition_id, with_data)
 
     def drop_partitions(self, spec: dict, if_exists: bool = False) -> list[str]:
         """ALTER TABLE DROP PARTITION; returns the dropped folders."""
-        return hive_partitions.drop_partitions(self, spec, if_exists)
+        return hive_ddl.drop_partitions(self, spec, if_exists)
 
     # ------------------------------------------------------------------ schema
     def update_schema(self) -> schema_ops.UpdateSchema:

@@ -18,7 +18,7 @@ from carbon_ds.spark.source.datasource import OPEN_COST, PACK_BYTES, SPLIT_BYTES
 from carbon_ds.spark.statements import catalog
 from carbon_ds.spark.writes.dataframe_write import key_column, spread_keys
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.partition_spec import partition_id_of
+from carbon_ds.table.partitions.id_spec import partition_id_of
 from carbon_ds.table.read.pruning import Piece
 from carbon_ds.table.table import CarbonTable, HashPartition, ListPartition, RangePartition
 
@@ -197,7 +197,7 @@ def test_a_narrow_read_packs_files_by_the_bytes_it_decodes(tmp_path, monkeypatch
 
 def test_the_spark_expression_key_picks_the_layouts_own_partition_index(spark, tmp_path):
     """The repartition key computed in the JVM (dataframe_write.key_column) names, for every row, the
-    partition index the table's layout (partition_spec.Layout, the writer's own mapping) gives it."""
+    partition index the table's layout (id_spec.Layout, the writer's own mapping) gives it."""
     data = telemetry(2000).append_column("day", pa.array(
         [None if i % 97 == 0 else 18_000 + (i * 13) % 40 for i in range(2000)], pa.date32()))
     data = data.append_column("big", pa.array([(i - 1000) * 3_000_000_007 for i in range(2000)], pa.int64()))

@@ -1,5 +1,5 @@
 """carbon_ds.read of a HASH / RANGE / LIST table's partition column alone, answered from metadata
-(carbon_ds.table.read.constants, carbon_ds.spark.source.partition_values).
+(carbon_ds.table.partitions.id_partition_values, carbon_ds.spark.source.partition_values).
 
 Oracle: Spark's own Parquet reader over a Parquet twin of the same rows (written by pyarrow, the deleted
 rows left out), queried with the same filter and grouping. NULLs and out-of-range values go to the DEFAULT

@@ -21,9 +21,9 @@ import pytest
 import carbon_ds
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.spark.source.datasource import CarbonDataSource
+from carbon_ds.table.loads.start import start_load
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.ops.loads import start_load
 from carbon_ds.table.ops.stream_commit import BATCH_KEY
 from carbon_ds.table.table import CarbonTable, RangePartition
 

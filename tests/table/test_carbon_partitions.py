@@ -16,7 +16,7 @@ from carbon_ds import faults
 from carbon_ds.ddl.statement_parser import AlterCarbonPartition, AlterPartition, parse
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.fs import basename
-from carbon_ds.table.meta.partition_spec import partition_id_of, spec_from_properties
+from carbon_ds.table.partitions.id_spec import partition_id_of, spec_from_properties
 from carbon_ds.table.table import CarbonTable, HashPartition, ListPartition, RangePartition
 
 SCHEMA = pa.schema([("id", pa.int32()), ("age", pa.int32()), ("country", pa.string())])

@@ -363,7 +363,7 @@ def test_parse_compact_refuses_malformed(text):
 def test_hard_crash_leftover_is_invisible_and_redone(tmp_path, monkeypatch):
     """A process that dies leaves no abort behind: the merged segment stays "In Progress" with its files."""
     t, data = _table(tmp_path, 4, sort_columns=["id"])
-    monkeypatch.setattr("carbon_ds.table.write.load_base.Load.abort", lambda self: None)
+    monkeypatch.setattr("carbon_ds.table.loads.load_base.Load.abort", lambda self: None)
 
     def hook(name: str) -> None:
         if name == "compaction.before_status":

@@ -15,10 +15,10 @@ from carbon_ds import faults
 from carbon_ds.api import explain, read_table, write_table
 from carbon_ds.errors import CarbonSchemaError, CarbonTableError
 from carbon_ds.format import hive
-from carbon_ds.table.ops import hive_partitions as P
-from carbon_ds.table.ops.loads import start_load
+from carbon_ds.table.loads.start import start_load
+from carbon_ds.table.partitions import hive_ddl as P
+from carbon_ds.table.partitions import hive_load as partitioned_write
 from carbon_ds.table.table import CarbonTable
-from carbon_ds.table.write import hive_partitioned as partitioned_write
 
 SCHEMA = pa.schema([("a", pa.int64()), ("s", pa.string()), ("day", pa.int32()), ("hour", pa.int32())])
 

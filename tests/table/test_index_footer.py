@@ -14,8 +14,8 @@ import carbon_ds
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format.index import index_bytes, read_index
 from carbon_ds.readers.carbon_file import CarbonDataFile
+from carbon_ds.table.loads import plain
 from carbon_ds.table.read import pruning
-from carbon_ds.table.write import plain
 
 N = 3000
 DATA = pa.table({"id": pa.array(range(N), pa.int64()), "s": [f"v{i % 37:03d}" for i in range(N)]})

@@ -14,9 +14,9 @@ from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonSchemaError, CarbonTableError
 from carbon_ds.table.meta import deltas
 from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.ops import hive_partitions as P
+from carbon_ds.table.partitions import hive_ddl as P
+from carbon_ds.table.partitions import hive_load as partitioned_write
 from carbon_ds.table.table import CarbonTable
-from carbon_ds.table.write import hive_partitioned as partitioned_write
 
 SCHEMA = pa.schema([("a", pa.int64()), ("s", pa.string()), ("day", pa.int32()), ("hour", pa.int32())])
 
@@ -53,7 +53,7 @@ def test_clean_files_removes_protocol_leftovers_and_keeps_live_files(tmp_path):
     t = CarbonTable.open(path)
     before_live = _files(path)
     # a crashed load (never committed: its entry says Failure) that moved data files up and left its .tmp
-    from carbon_ds.table.ops.loads import start_load
+    from carbon_ds.table.loads.start import start_load
 
     crashed = start_load(t)
     crashed.write_task(0, [_data([90], [1], [1])])

@@ -41,9 +41,9 @@ from carbon_ds.format.structs import ColumnSchema, DataType, Encoding
 from carbon_ds.format.v3_file import V3File
 from carbon_ds.readers import column_stats as S
 from carbon_ds.readers.carbon_file import CarbonDataFile
+from carbon_ds.table.loads import plain
 from carbon_ds.table.read import pruning, scan
 from carbon_ds.table.table import CarbonTable
-from carbon_ds.table.write import plain
 from carbon_ds.writers.carbon_file_writer import CarbonWriter, WriterOptions
 
 UTC = dt.UTC

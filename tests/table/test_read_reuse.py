@@ -10,7 +10,7 @@ import pyarrow.compute as pc
 
 import carbon_ds
 from carbon_ds.format import v3_file
-from carbon_ds.table.write import plain
+from carbon_ds.table.loads import plain
 
 
 def test_filter_chunks_are_parsed_once_and_rows_match(tmp_path, monkeypatch):

@@ -12,8 +12,8 @@ import carbon_ds.api as api
 from carbon_ds import progress
 from carbon_ds.errors import CarbonOptionError, CarbonSchemaError, CarbonTableError
 from carbon_ds.table import CarbonTable
+from carbon_ds.table.loads.start import start_load
 from carbon_ds.table.meta.options import parse_write
-from carbon_ds.table.ops.loads import start_load
 
 
 def _data(start: int, n: int) -> pa.Table:

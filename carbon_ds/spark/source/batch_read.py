@@ -50,9 +50,9 @@ from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, has_unscaled_form, unscaled_decimals
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.options import parse_bool, split_list
-from carbon_ds.table.meta.partitioning import IdPartitioning
+from carbon_ds.table.partitions.id_partition_values import partition_value_rows
+from carbon_ds.table.partitions.partitioning import IdPartitioning
 from carbon_ds.table.read import pruning
-from carbon_ds.table.read.constants import partition_value_rows
 from carbon_ds.table.read.scan import Snapshot, arrow_schema_of, open_source, open_table
 from carbon_ds.table.read.scan import count as count_rows
 from carbon_ds.table.read.scan import plan as plan_pieces
@@ -283,7 +283,7 @@ class CarbonReader(DataSourceReader):
 
     def planned_values(self) -> list[tuple[str, int]] | None:
         """[(value as Spark SQL text, rows)] when the read is a HASH / RANGE / LIST table's partition column
-        alone and every file read holds one value of it (carbon_ds.table.read.constants), for the Spark
+        alone and every file read holds one value of it (carbon_ds.table.partitions.id_partition_values), for the Spark
         extension to make those rows itself without a Python task; None for any other read."""
         handle = self.handle
         if (handle is None or self.positions or self.partial is not None or len(self.columns or []) != 1

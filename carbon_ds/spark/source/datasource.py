@@ -6,7 +6,7 @@ micro-batch one segment, exactly once) and carbon_ds.spark.streaming.stream_sour
 Writes: ``writer()`` runs once per write, before any task: it creates the table if needed and reserves the
 new segment ("In Progress"); the reservation travels to the tasks inside the pickled writer. Each task
 writes its own files into the segment folder and returns their names; ``commit()`` flips the segment to
-"Success" (see carbon_ds.table.write.load_base), ``abort()`` deletes the folder and marks it "Failure".
+"Success" (see carbon_ds.table.loads.load_base), ``abort()`` deletes the folder and marks it "Failure".
 """
 
 from __future__ import annotations
@@ -60,13 +60,13 @@ from carbon_ds.spark.source.batch_read import (  # noqa: F401 - re-exported: the
 from carbon_ds.spark.streaming.stream_sink import CarbonStreamWriter
 from carbon_ds.spark.streaming.stream_source import CarbonStreamReader
 from carbon_ds.spark.writes.driver_process import driver_holder
+from carbon_ds.table.loads.load_base import TaskResult
+from carbon_ds.table.loads.prepare import prepare_table
+from carbon_ds.table.loads.start import resume_load, start_load
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import normalize
-from carbon_ds.table.ops.loads import resume_load, start_load
 from carbon_ds.table.read.scan import arrow_schema_of, open_table
 from carbon_ds.table.read.task_reader import POSITION_FIELDS
-from carbon_ds.table.write.load_base import TaskResult
-from carbon_ds.table.write.prepare import prepare_table
 
 
 def _path(options) -> str:

@@ -1,6 +1,6 @@
 """Reads of a HASH / RANGE / LIST table's partition column alone, as rows Spark makes itself.
 
-When every file read holds one value of the partition column (carbon_ds.table.read.constants), the read
+When every file read holds one value of the partition column (carbon_ds.table.partitions.id_partition_values), the read
 needs no Python task: its rows are ``spark.range(n)`` with each id mapped to its value by the running row
 counts, so ``SELECT hour, count(*) GROUP BY hour`` over a table partitioned by hour costs Spark's own row
 generation, as a Parquet table partitioned by folders does. Like a local read, the rows are the table's when
@@ -20,8 +20,8 @@ from pyspark.sql.types import StructType
 from carbon_ds.expressions import AlwaysTrue
 from carbon_ds.names import CONF_PARTITION_VALUES
 from carbon_ds.table.meta.options import parse_bool
+from carbon_ds.table.partitions.id_partition_values import partition_value_rows
 from carbon_ds.table.read import pruning
-from carbon_ds.table.read.constants import partition_value_rows
 from carbon_ds.table.read.scan import Snapshot
 
 __all__ = ["CONF_PARTITION_VALUES", "known_values", "values_frame"]

@@ -17,11 +17,11 @@ import time
 from typing import Any
 
 from carbon_ds.spark.messages import entry_point
+from carbon_ds.table.loads.load_base import TaskResult
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops.compaction import Merged, Runner, compact, local_runner
 from carbon_ds.table.ops.compaction_merge import MergeTask, run_task
 from carbon_ds.table.ops.compaction_select import SYSTEM
-from carbon_ds.table.write.load_base import TaskResult
 
 JOB_GROUP = "carbon-ds compaction"
 

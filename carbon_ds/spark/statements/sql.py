@@ -50,11 +50,11 @@ from carbon_ds.table.meta.conform import check_schema
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.new_table_folder import check_new_table_folder
 from carbon_ds.table.meta.options import parse_bool, split_list
-from carbon_ds.table.meta.partition_spec import spec_from_properties
 from carbon_ds.table.meta.properties import TableProperties
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
-from carbon_ds.table.ops.hive_partitions import add_partition, drop_partitions
+from carbon_ds.table.partitions.hive_ddl import add_partition, drop_partitions
+from carbon_ds.table.partitions.id_spec import spec_from_properties
 from carbon_ds.table.table import CarbonTable
 
 __all__ = ["sql", "parse"]

@@ -4,7 +4,7 @@ CarbonData's own load repartitions the rows by partition id before writing, so e
 written by one task as one set of files. A Python data source cannot ask Spark for a distribution, so it
 happens where the DataFrame is in hand: ``carbon_ds.write`` and ``carbon_ds.sql``'s INSERT. A Spark
 expression (or, for types Spark compares differently, an Arrow UDF) applies the table's own mapping
-(``partition_spec.Layout``) and gives each row a key chosen so that Spark's hash repartitioning (Murmur3 of
+(``id_spec.Layout``) and gives each row a key chosen so that Spark's hash repartitioning (Murmur3 of
 the key, pmod the number of tasks) sends partition index ``i`` to task ``i``; every id therefore lands in
 exactly one task, and no two ids share one.
 """
@@ -27,7 +27,7 @@ from carbon_ds.format.structs import PartitionType
 from carbon_ds.names import SOURCE
 from carbon_ds.spark.session import register
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.partition_spec import Layout
+from carbon_ds.table.partitions.id_spec import Layout
 
 KEY = "__carbon_partition_key"
 CANDIDATES = 64  # keys tried per task when looking for one that hashes to each task

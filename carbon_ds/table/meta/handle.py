@@ -24,11 +24,11 @@ from carbon_ds.table.meta.data_files import dropped_folders, is_stream, segment_
 from carbon_ds.table.meta.locks import TableLock, update_lock
 from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
 from carbon_ds.table.meta.new_table_folder import check_new_table_folder
-from carbon_ds.table.meta.partition_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
-from carbon_ds.table.meta.partitioning import Partitioning, partitioning_of
 from carbon_ds.table.meta.properties import check_names
 from carbon_ds.table.meta.status_edit import StatusEdit
 from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.partitions.id_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
+from carbon_ds.table.partitions.partitioning import Partitioning, partitioning_of
 
 STATUS_VERSION_PROPERTY = status_versions.VERSION_PROPERTY
 

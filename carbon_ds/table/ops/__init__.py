@@ -1,1 +1,2 @@
-"""Operations on a table: DELETE/UPDATE, segment management, ADD SEGMENT, partition DDL."""
+"""Operations on a table: DELETE/UPDATE, MERGE, segment management, ADD SEGMENT, compaction, schema changes,
+streaming commits and offsets, materialized views."""

@@ -35,6 +35,8 @@ from carbon_ds import faults
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.fs import dirname
 from carbon_ds.progress import progress
+from carbon_ds.table.loads.load_base import Reservation, TaskResult
+from carbon_ds.table.loads.protocol import load_for
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import DataFile, TableHandle
@@ -55,8 +57,6 @@ from carbon_ds.table.ops.compaction_select import (
     select,
 )
 from carbon_ds.table.read.pruning import Piece
-from carbon_ds.table.write.load_base import Reservation, TaskResult
-from carbon_ds.table.write.protocol import load_for
 
 COMPACTION_LOCK = "compaction"
 # Runs a group's merge tasks and returns their results in any order (raises when one fails)

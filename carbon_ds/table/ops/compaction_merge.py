@@ -23,14 +23,14 @@ import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonError
 from carbon_ds.progress import row_progress
+from carbon_ds.table.loads.load_base import Reservation, TaskResult, sort_for_load
+from carbon_ds.table.loads.protocol import load_for
 from carbon_ds.table.meta import deltas as D
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import DataFile, TableHandle
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.read.pruning import Piece, file_pieces
 from carbon_ds.table.read.task_reader import TaskReader, read_external, whole_rows
-from carbon_ds.table.write.load_base import Reservation, TaskResult, sort_for_load
-from carbon_ds.table.write.protocol import load_for
 
 # Merged rows held at once, shared among a task's runs (each run also holds its current blocklet)
 MERGE_BUDGET_ROWS = 1_000_000

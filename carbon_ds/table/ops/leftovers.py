@@ -10,7 +10,7 @@ from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.naming import DATA_EXT, INDEX_EXT, LOAD_EXTS, owned_by_index
 from carbon_ds.table.meta.tablestatus import LoadDetail
-from carbon_ds.table.write.hive_partitioned import stale_tmp_dirs
+from carbon_ds.table.partitions.hive_load import stale_tmp_dirs
 
 _LIVE = (ts.IN_PROGRESS, ts.OVERWRITE_IN_PROGRESS)
 

@@ -29,6 +29,7 @@ from datetime import datetime
 from carbon_ds.errors import CarbonFormatError, CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage, basename, dirname, is_inside, norm_path
 from carbon_ds.progress import progress
+from carbon_ds.table.loads.load_base import fail_dead_loads
 from carbon_ds.table.meta import deltas
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta import tablestatus as ts
@@ -39,7 +40,6 @@ from carbon_ds.table.meta.naming import COLUMNAR, INDEX_EXT, is_columnar, owned_
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.meta.trash import TRASH_DIR
 from carbon_ds.table.ops.leftovers import external_folders, leftovers, partition_dirs
-from carbon_ds.table.write.load_base import fail_dead_loads
 
 HISTORY_FILE = "tablestatus.history"
 DEFAULT_RETENTION_DAYS = 7.0

@@ -22,12 +22,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from carbon_ds.errors import CarbonTableError
+from carbon_ds.table.loads.load_base import Reservation
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.load_records import LoadHolder, write_record
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops.segments import read_history
-from carbon_ds.table.write.load_base import Reservation
 
 RESERVED_KEY = "carbonDsStreamReserved"
 BATCH_KEY = "carbonDsStreamBatch"

@@ -32,6 +32,7 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, In, and_, filter_table
 from carbon_ds.expressions.tree import Compare
 from carbon_ds.expressions.values import SqlExpr, evaluate
+from carbon_ds.table.loads.protocol import reserve_load
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.ops.delete_update import (
@@ -42,7 +43,6 @@ from carbon_ds.table.ops.delete_update import (
 )
 from carbon_ds.table.read import pruning, scan
 from carbon_ds.table.read.task_reader import POSITION_NAMES, position_tables
-from carbon_ds.table.write.protocol import reserve_load
 
 # Up to this many distinct source keys prune the target with IN (min/max per blocklet), above with a range.
 IN_PRUNE_MAX = 4096

@@ -39,12 +39,12 @@ import pyarrow.compute as pc
 from carbon_ds.ddl.materialized_views import ViewQuery, view_query
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage
+from carbon_ds.table.loads.protocol import reserve_load
 from carbon_ds.table.meta.data_files import is_stream
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.read.scanner import Scan
-from carbon_ds.table.write.protocol import reserve_load
 
 __all__ = ["DEFINITION", "LINKS", "ViewDefinition", "create_view", "definition", "drop_view", "is_view",
            "linked_views", "refresh_after_load", "refresh_view", "view_status", "views_of"]

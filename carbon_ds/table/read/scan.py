@@ -17,12 +17,12 @@ from carbon_ds.table.meta.committed_cache import CommittedCache, entry_identity,
 from carbon_ds.table.meta.deltas import Deletes
 from carbon_ds.table.meta.handle import DataFile, TableHandle, parse_segment_ids, resolve_columns
 from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
-from carbon_ds.table.meta.partitioning import HivePartitioning, IdPartitioning
 from carbon_ds.table.meta.segment_file import segment_dir
 from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.partitions.hive_pruning import prune_files
+from carbon_ds.table.partitions.id_pruning import prune_by_id
+from carbon_ds.table.partitions.partitioning import HivePartitioning, IdPartitioning
 from carbon_ds.table.read import pruning
-from carbon_ds.table.read.hive_pruning import prune_files
-from carbon_ds.table.read.id_pruning import prune_by_id
 from carbon_ds.table.read.task_reader import OpenPiece, TaskReader, read_external, read_pieces, whole_rows_of
 
 

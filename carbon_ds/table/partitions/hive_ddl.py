@@ -8,7 +8,7 @@ Layout (CarbonData's "standard partition" / NATIVE_HIVE tables)::
 
 Folder names: carbon_ds.format.hive. The data files also hold the partition columns (the writer writes
 every table column), so a file read on its own is complete; the folder names are what pruning uses
-(carbon_ds.table.read.hive_pruning), before any file is opened.
+(carbon_ds.table.partitions.hive_pruning), before any file is opened.
 """
 
 from __future__ import annotations
@@ -27,9 +27,9 @@ from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.tablestatus import LoadDetail
 from carbon_ds.table.ops import add_segment
+from carbon_ds.table.partitions.hive_load import drop_folders
 from carbon_ds.table.read.pruning import Piece
 from carbon_ds.table.read.task_reader import read_pieces
-from carbon_ds.table.write.hive_partitioned import drop_folders
 
 
 def show_partitions(table: TableHandle) -> list[str]:

@@ -7,11 +7,11 @@ from collections.abc import Iterable
 import pyarrow as pa
 
 from carbon_ds.fs import basename
+from carbon_ds.table.loads.load_base import Load, TaskResult, mark_success, sort_for_load, writer_options
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.tablestatus import LoadDetail
-from carbon_ds.table.write.load_base import Load, TaskResult, mark_success, sort_for_load, writer_options
 from carbon_ds.writers.carbon_file_writer import CarbonWriter
 
 

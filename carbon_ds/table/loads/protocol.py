@@ -1,6 +1,6 @@
 """Starting a load: reserve a segment and pick the load for the table's layout (plain or partitioned).
 
-The write policy (the update lock of an overwrite, post-commit hooks) is table.ops.loads.start_load's; this
+The write policy (the update lock of an overwrite, post-commit hooks) is table.loads.start.start_load's; this
 is the mechanism under it, also used as is by UPDATE (which holds its own lock) and compaction.
 """
 
@@ -8,14 +8,14 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from carbon_ds.table.loads.load_base import Load, Reservation, fail_dead_loads, reserve
+from carbon_ds.table.loads.plain import PlainLoad
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.load_records import IN_PROGRESS, LoadHolder
 from carbon_ds.table.meta.options import LoadOptions
-from carbon_ds.table.meta.partitioning import HivePartitioning, IdPartitioning
-from carbon_ds.table.write.hive_partitioned import PartitionedLoad
-from carbon_ds.table.write.id_partitioned import CarbonPartitionLoad
-from carbon_ds.table.write.load_base import Load, Reservation, fail_dead_loads, reserve
-from carbon_ds.table.write.plain import PlainLoad
+from carbon_ds.table.partitions.hive_load import PartitionedLoad
+from carbon_ds.table.partitions.id_load import CarbonPartitionLoad
+from carbon_ds.table.partitions.partitioning import HivePartitioning, IdPartitioning
 
 _LOADS: dict[type, type[Load]] = {type(None): PlainLoad, HivePartitioning: PartitionedLoad,
                                   IdPartitioning: CarbonPartitionLoad}

@@ -3,7 +3,7 @@
 Both flavours are one concept seen through the same few questions (which columns, whether files of one
 partition share a folder, whether rows must be routed to their partition before a write). Code that acts
 differently per flavour looks the flavour up in one table keyed by its type (pruning in table.read.scan,
-the load class in table.write.protocol, partition DDL in table.table) instead of testing which kind a
+the load class in table.loads.protocol, partition DDL in table.table) instead of testing which kind a
 table has.
 """
 
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import ClassVar
 
-from carbon_ds.table.meta.partition_spec import Layout
+from carbon_ds.table.partitions.id_spec import Layout
 
 
 @dataclass(frozen=True)

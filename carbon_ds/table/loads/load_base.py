@@ -17,8 +17,8 @@ tablestatus intact, so every committed row stays readable. Step 1 also writes N'
 abort deletes it. A load left "In Progress" by a writer that is gone is marked "Failure" by the next
 reservation (in its own tablestatus write), CLEAN FILES or ``carbon-ds unlock``, and its files removed.
 
-``PlainLoad`` (carbon_ds.table.write.plain) and ``PartitionedLoad`` (carbon_ds.table.write.hive_partitioned)
-differ in where tasks put files and what the commit records; ``carbon_ds.table.write.protocol`` picks one.
+``PlainLoad`` (carbon_ds.table.loads.plain) and ``PartitionedLoad`` (carbon_ds.table.partitions.hive_load)
+differ in where tasks put files and what the commit records; ``carbon_ds.table.loads.protocol`` picks one.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ class Reservation:
     partition_spec: tuple[tuple[str, str | None], ...] = ()
     dynamic: bool = False
     # The update lock an overwrite holds from reservation to commit or abort (its owner token: the commit may
-    # run in another process), and the post-commit hooks the load declared (names, see table.ops.loads).
+    # run in another process), and the post-commit hooks the load declared (names, see table.loads.start).
     update_lock_token: str | None = None
     post_commit: tuple[str, ...] = ()
 

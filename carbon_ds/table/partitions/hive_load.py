@@ -1,6 +1,6 @@
 """The load of a partitioned table (CarbonData's partition load), and splitting rows by partition values.
 
-1. ``reserve`` (carbon_ds.table.write.load_base): segment N "In Progress", as for any load.
+1. ``reserve`` (carbon_ds.table.loads.load_base): segment N "In Progress", as for any load.
 2. ``write_task``: each task splits its rows by partition values (one ``group_by``) and writes one
    CarbonWriter per partition folder into ``<table>/<k=v>/.../<loadStart>.tmp/``; when a writer closes,
    its data files are moved up into the partition folder (their final place), its ``.carbonindex`` stays
@@ -24,13 +24,13 @@ import pyarrow as pa
 from carbon_ds import faults
 from carbon_ds.format.hive import component, spec_matches, table_folder, typed_value, value_text
 from carbon_ds.fs import Storage, basename, dirname
+from carbon_ds.table.loads.load_base import Load, TaskResult, mark_success, sort_for_load, writer_options
 from carbon_ds.table.meta import segment_file as segfiles
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.naming import DATA_EXT, INDEX_EXT
 from carbon_ds.table.meta.tablestatus import LoadDetail
-from carbon_ds.table.write.load_base import Load, TaskResult, mark_success, sort_for_load, writer_options
 from carbon_ds.writers.carbon_file_writer import CarbonWriter
 
 

@@ -23,7 +23,7 @@ from carbon_ds.expressions import (
 )
 from carbon_ds.format.structs import PartitionType
 from carbon_ds.fs import basename
-from carbon_ds.table.meta.partition_spec import Layout, partition_id_of
+from carbon_ds.table.partitions.id_spec import Layout, partition_id_of
 
 Indexes = frozenset[int]
 

@@ -25,14 +25,14 @@ from carbon_ds import faults
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.format.structs import PartitionType
 from carbon_ds.fs import basename
+from carbon_ds.table.loads.load_base import reserve
 from carbon_ds.table.meta import schema_file
 from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.partition_spec import Layout, build_layout, parse_list_info, partition_id_of
 from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.partitions.id_load import CarbonPartitionLoad
+from carbon_ds.table.partitions.id_spec import Layout, build_layout, parse_list_info, partition_id_of
 from carbon_ds.table.read.scan import table_rows
-from carbon_ds.table.write.id_partitioned import CarbonPartitionLoad
-from carbon_ds.table.write.load_base import reserve
 
 
 def layout_of(table: TableHandle, operation: str) -> Layout:
