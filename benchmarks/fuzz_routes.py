@@ -58,8 +58,7 @@ def _merge_segment_index(table: str, segment: str) -> None:
     """Turn a segment's .carbonindex files into one .carbonindexmerge named by its segment file (how
     CarbonData 1.5+ leaves a load)."""
     from carbon_ds.format.index import write_merge_index
-    from carbon_ds.table.meta import segment_file as segfiles
-
+    from carbon_ds.table.meta.files import segment_file as segfiles
     folder = segfiles.segment_dir(table, segment)
     indexes = sorted(n for n in os.listdir(folder) if n.endswith(".carbonindex"))
     merged = f"{indexes[0].rsplit('-', 1)[-1].split('.')[0]}.carbonindexmerge"

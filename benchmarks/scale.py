@@ -39,10 +39,10 @@ from common import pyplot
 import carbon_ds
 from carbon_ds.table.loads.load_base import Reservation
 from carbon_ds.table.loads.plain import PlainLoad
-from carbon_ds.table.meta import segment_file as segfiles
-from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.files import segment_file as segfiles
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 
 ROWS = 100
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("value", pa.float64())])

@@ -36,8 +36,8 @@ import pyarrow.compute as pc
 from common import parser, save, spark_session
 
 import carbon_ds
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.ops.stream_commit import BATCH_KEY
 
 

@@ -75,4 +75,4 @@ TABLE_OPTIONS = (
 STATUS_FILE = "tablestatus"
 """The plain segment list file of Metadata/; a versioned one is named ``tablestatus_<version>``."""
 STATUS_VERSION_PROPERTY = "latestversion"
-"""The table property naming the live segment list version (CarbonData 2.3.1+; table.meta.status_versions)."""
+"""The table property naming the live segment list version (CarbonData 2.3.1+; table.meta.status.status_versions)."""

@@ -17,7 +17,7 @@ from carbon_ds.errors import CarbonError
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.spark.statements.compaction_tasks import JOB_GROUP
 from carbon_ds.table import CarbonTable
-from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.status import tablestatus as ts
 
 
 def test_sql_compact_minor_major_custom(spark, tmp_path):

@@ -23,9 +23,9 @@ import pytest
 
 import carbon_ds
 from carbon_ds.cli import main as cli_main
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.load_records import record_path
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.load_records import record_path
 
 REPO = Path(__file__).resolve().parents[2]
 WAIT = 180

@@ -21,9 +21,10 @@ import carbon_ds
 from carbon_ds.errors import CarbonMissingFileError
 from carbon_ds.spark.source import batch_read, snapshot
 from carbon_ds.spark.source.datasource import CarbonDataSource, CarbonPartition, CarbonReader
-from carbon_ds.table.meta import schema_file, status_doc
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.schema import schema_file
+from carbon_ds.table.meta.status import status_doc
+from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.ops.segments import DAY_MS, clean_files
 from carbon_ds.table.table import CarbonTable
 

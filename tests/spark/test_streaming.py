@@ -22,8 +22,8 @@ import carbon_ds
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.spark.source.datasource import CarbonDataSource
 from carbon_ds.table.loads.start import start_load
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
+from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.ops.stream_commit import BATCH_KEY
 from carbon_ds.table.table import CarbonTable, RangePartition
 

@@ -1,6 +1,6 @@
 """The Spark extension on tables whose segment list is versioned (CarbonData 2.3.1+ with
 carbon.enable.multi.version.table.status: ``Metadata/tablestatus_<epoch ms>``, no plain file): it picks the
-live file by the rule carbon_ds.table.meta.status_versions follows (jvm/src LiveStatus), so a mixed table's
+live file by the rule carbon_ds.table.meta.status.status_versions follows (jvm/src LiveStatus), so a mixed table's
 external segments are Spark's own scans and its plans are kept, as for a table of plain status.
 
 Oracles: Spark's own Parquet reader over the rows written, the same table with a plain ``tablestatus``, and
@@ -24,7 +24,8 @@ from carbon_ds.fs import Storage
 from carbon_ds.spark.bridge.extension import extension_active
 from carbon_ds.spark.local import CONF_LOCAL_BYTES
 from carbon_ds.table import CarbonTable
-from carbon_ds.table.meta import schema_file, status_versions
+from carbon_ds.table.meta.schema import schema_file
+from carbon_ds.table.meta.status import status_versions
 
 OLD, NEW = "1700000000000", "1700000000500"
 

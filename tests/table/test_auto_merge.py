@@ -16,7 +16,7 @@ import carbon_ds
 from carbon_ds import faults
 from carbon_ds.table import CarbonTable
 from carbon_ds.table.loads.start import PostCommit, start_load
-from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.ops import compaction
 
 SCHEMA = pa.schema([("id", pa.int64()), ("who", pa.string())])

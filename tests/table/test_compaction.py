@@ -19,8 +19,8 @@ from carbon_ds.cli.main import main as cli
 from carbon_ds.ddl import statement_parser as p
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.readers.carbon_file import CarbonDataFile
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.locks import TableLock
+from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.ops import compaction, compaction_merge
 from carbon_ds.table.table import CarbonTable
 

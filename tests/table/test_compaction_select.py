@@ -8,8 +8,8 @@ import pyarrow as pa
 import pytest
 
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.ops.compaction_select import MB, select
 from carbon_ds.table.table import CarbonTable
 

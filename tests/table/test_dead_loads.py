@@ -20,10 +20,10 @@ from carbon_ds.cli import main as cli_main
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.table.loads.protocol import reserve_load
 from carbon_ds.table.loads.start import start_load
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.load_records import STALE_LOAD_S, LoadHolder, dead_load, record_path
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.load_records import STALE_LOAD_S, LoadHolder, dead_load, record_path
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 
 
 def rows(start: int, n: int = 50, tag: str = "ok") -> pa.Table:

@@ -22,7 +22,7 @@ import carbon_ds
 from carbon_ds.format import direct_dictionary
 from carbon_ds.format.structs import DataType
 from carbon_ds.fs import Storage
-from carbon_ds.table.meta import schema_file
+from carbon_ds.table.meta.schema import schema_file
 
 SOURCE = Path("/work/shared/compat/carbondata-real/table-1.1-global-dictionary")
 for _up in Path(__file__).resolve().parents:

@@ -17,8 +17,8 @@ from carbon_ds import faults
 from carbon_ds.ddl.statement_parser import DeleteRows, parse_row_dml
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.expressions.values import SqlExpr
-from carbon_ds.table.meta import deltas as D
-from carbon_ds.table.meta import tablestatus
+from carbon_ds.table.meta.files import deltas as D
+from carbon_ds.table.meta.status import tablestatus
 from carbon_ds.table.table import CarbonTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("s", pa.string()), ("p", pa.int32())])

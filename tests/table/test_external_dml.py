@@ -22,7 +22,7 @@ import carbon_ds.duckdb as cdd
 import carbon_ds.polars as cpl
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.expressions.values import SqlExpr
-from carbon_ds.table.meta import tablestatus
+from carbon_ds.table.meta.status import tablestatus
 from carbon_ds.table.table import CarbonTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("v", pa.int64()), ("s", pa.string())])

@@ -28,7 +28,7 @@ from carbon_ds.expressions.tree import MAX_TREE_DEPTH, depth
 from carbon_ds.format.arrow_types import MAX_NESTING, nest
 from carbon_ds.format.structs import MAX_COLUMNS, ColumnSchema, DataType, TableInfo
 from carbon_ds.readers.carbon_file import CarbonDataFile
-from carbon_ds.table.meta.schema_file import MAX_SCHEMA_BYTES
+from carbon_ds.table.meta.schema.schema_file import MAX_SCHEMA_BYTES
 from carbon_ds.table.table import CarbonTable
 
 

@@ -22,8 +22,8 @@ import pytest
 from carbon_ds.ddl.materialized_views import parse_statement, view_query
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.fs import Storage
-from carbon_ds.table.meta import tablestatus
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
 from carbon_ds.table.read.scanner import Scan

@@ -15,10 +15,11 @@ import carbon_ds
 from carbon_ds import fs as fs_module
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.fs import Storage
-from carbon_ds.table.meta import schema_file, tablestatus
-from carbon_ds.table.meta import segment_file as segments
+from carbon_ds.table.meta.files import segment_file as segments
 from carbon_ds.table.meta.locks import TableLock
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.schema import schema_file
+from carbon_ds.table.meta.status import tablestatus
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 
 OLD = (
     '[{"timestamp":"19-04-2017 12:38:37:103","loadStatus":"Success","loadName":"0","partitionCount":"0",'

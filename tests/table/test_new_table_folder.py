@@ -19,7 +19,7 @@ import pytest
 import carbon_ds
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.fs import Storage
-from carbon_ds.table.meta.new_table_folder import check_new_table_folder
+from carbon_ds.table.meta.files.new_table_folder import check_new_table_folder
 from carbon_ds.table.table import CarbonTable
 
 ROWS = pa.table({"id": pa.array(range(6), pa.int64()), "v": pa.array(list("abcdef"))})

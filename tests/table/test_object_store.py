@@ -18,8 +18,8 @@ from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonConcurrentError, CarbonTableError
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta import locks
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.locks import TableLock
+from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.table import CarbonTable
 
 

@@ -9,7 +9,7 @@ import pytest
 import carbon_ds
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.table.meta.options import parse_bool
-from carbon_ds.table.meta.properties import TableProperties
+from carbon_ds.table.meta.schema.properties import TableProperties
 from carbon_ds.table.ops.compaction_select import Settings
 from carbon_ds.table.table import CarbonTable
 

@@ -12,8 +12,8 @@ import pytest
 import carbon_ds
 from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonSchemaError, CarbonTableError
-from carbon_ds.table.meta import deltas
-from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.files import deltas
+from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.partitions import hive_ddl as P
 from carbon_ds.table.partitions import hive_load as partitioned_write
 from carbon_ds.table.table import CarbonTable

@@ -1,5 +1,5 @@
 """Planning a read parses each segment's segment file and index files once per process, kept by the segment's
-tablestatus entry (meta.committed_cache) or by the signatures of the files (meta.signed_cache, for added
+tablestatus entry (meta.caches.committed_cache) or by the signatures of the files (meta.caches.signed_cache, for added
 external folders), and never answers from what it kept once a compaction, a delete, an update, an overwrite,
 a segment delete or CLEAN FILES changed the table, nor once an external folder's file changed: every read
 gives the rows a process that never read the table before gives (the oracle: the same read with the caches
@@ -17,7 +17,9 @@ import pytest
 import carbon_ds
 from carbon_ds.errors import CarbonError
 from carbon_ds.table import CarbonTable
-from carbon_ds.table.meta import committed_cache, data_files, status_doc
+from carbon_ds.table.meta.caches import committed_cache
+from carbon_ds.table.meta.files import data_files
+from carbon_ds.table.meta.status import status_doc
 from carbon_ds.table.read import pruning
 
 

@@ -23,7 +23,7 @@ from carbon_ds.cli.inspect_files import _columns
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.format.structs import BucketingInfo, ColumnSchema, DataType, Encoding
 from carbon_ds.fs import Storage
-from carbon_ds.table.meta import schema_file
+from carbon_ds.table.meta.schema import schema_file
 
 SOURCE = Path(__file__).resolve().parents[3] / "shared/compat/carbondata-real/table-1.1-global-dictionary"
 if not SOURCE.is_dir():

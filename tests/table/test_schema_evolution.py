@@ -10,7 +10,7 @@ import pytest
 import carbon_ds
 from carbon_ds import faults
 from carbon_ds.errors import CarbonError, CarbonSchemaError
-from carbon_ds.table.meta import schema_file
+from carbon_ds.table.meta.schema import schema_file
 from carbon_ds.table.table import CarbonTable
 
 BASE = pa.schema([("id", pa.int32()), ("name", pa.string()), ("amt", pa.decimal128(5, 2))])

@@ -11,7 +11,7 @@ import pytest
 import carbon_ds.api as api
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.table import CarbonTable
-from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.ops import segments as manage
 
 DAY = manage.DAY_MS

@@ -1,4 +1,4 @@
-"""meta.shared_prefix: a list that shares its prefix with the list it was forked from behaves as a plain
+"""meta.status.shared_prefix: a list that shares its prefix with the list it was forked from behaves as a plain
 list (the oracle), and no list changes another: not the one it was forked from, nor its forks."""
 
 from __future__ import annotations
@@ -7,8 +7,8 @@ import random
 
 import pytest
 
-from carbon_ds.table.meta import shared_prefix
-from carbon_ds.table.meta.shared_prefix import SharedPrefixList
+from carbon_ds.table.meta.status import shared_prefix
+from carbon_ds.table.meta.status.shared_prefix import SharedPrefixList
 
 
 def _step(rng: random.Random, lists: list[tuple[SharedPrefixList, list]]) -> None:

@@ -1,4 +1,4 @@
-"""A status file's parse kept per process (meta.status_doc): a commit touches only the entries it changes, a
+"""A status file's parse kept per process (meta.status.status_doc): a commit touches only the entries it changes, a
 reader never sees a stale or half-changed list, and the file written is the one a full rewrite would write
 (``tablestatus.parse`` of the same bytes, the parser every earlier version used, is the oracle)."""
 
@@ -16,10 +16,10 @@ import carbon_ds
 from carbon_ds.errors import CarbonError, CarbonFormatError
 from carbon_ds.fs import Storage, joined
 from carbon_ds.table import CarbonTable
-from carbon_ds.table.meta import shared_prefix, status_doc
-from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.status_doc import EntryList
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import shared_prefix, status_doc
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.status_doc import EntryList
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 
 
 def _entry(i: int, status: str = ts.SUCCESS) -> dict:
@@ -76,7 +76,7 @@ def test_damage_is_reported_as_before(tmp_path):
 
 
 def test_entry_list_edits_write_what_a_full_rewrite_writes(monkeypatch):
-    """Edits, and edits continued from what an edit wrote (sharing its lists' prefix, meta.shared_prefix),
+    """Edits, and edits continued from what an edit wrote (sharing its lists' prefix, meta.status.shared_prefix),
     render what ``tablestatus.dumps`` renders; the docs written before stay what they were."""
     monkeypatch.setattr(shared_prefix, "_FOLD", 3)
     monkeypatch.setattr(status_doc, "_PARTS", 3)  # contents of parts joined often too

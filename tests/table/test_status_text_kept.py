@@ -1,4 +1,4 @@
-"""A commit writes the entries it did not change as the bytes of the file it read (meta.status_doc
+"""A commit writes the entries it did not change as the bytes of the file it read (meta.status.status_doc
 ``EntryList.data``): the file must still be exactly what a full rewrite gives (``json.dumps`` of every entry,
 ``tablestatus.dumps``), also when the kept bytes could be stale: after another process's commit, after CLEAN
 FILES moved entries to ``tablestatus.history``, after compaction, delete and overwrite. The oracle is the
@@ -18,10 +18,10 @@ import pytest
 import carbon_ds
 from carbon_ds.fs import joined
 from carbon_ds.table import CarbonTable
-from carbon_ds.table.meta import status_doc
-from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.status_doc import EntryList
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import status_doc
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.status_doc import EntryList
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 
 
 def _status(path) -> str:

@@ -24,7 +24,8 @@ import carbon_ds
 from carbon_ds.cli import main
 from carbon_ds.errors import CarbonConcurrentError, CarbonStatusVersionWarning, CarbonTableError
 from carbon_ds.fs import Storage
-from carbon_ds.table.meta import schema_file, status_versions
+from carbon_ds.table.meta.schema import schema_file
+from carbon_ds.table.meta.status import status_versions
 
 SOURCE = Path(__file__).resolve().parents[3] / "shared/compat/carbondata-real/table-1.1-global-dictionary"
 if not SOURCE.is_dir():

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
-from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.ops.stream_offsets import Limit, Offset, initial_offset, next_offset, segments_between
 
 

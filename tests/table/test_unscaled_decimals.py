@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from carbon_ds.errors import CarbonSchemaError
-from carbon_ds.table.meta.conform import unscaled_decimals
+from carbon_ds.table.meta.schema.conform import unscaled_decimals
 
 
 @st.composite

@@ -34,10 +34,10 @@ from carbon_ds.format.hive import DEFAULT_PARTITION as HIVE_DEFAULT_PARTITION
 from carbon_ds.names import CONF_NATIVE, FILTER_OPTION, NATIVE_PLAN_OPTION, SEGMENTS_OPTION, SOURCE
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.spark.bridge.protocol import FileGroup, NativePlan
-from carbon_ds.table.meta.column_map import external_names
-from carbon_ds.table.meta.data_files import STREAM_FORMAT
+from carbon_ds.table.meta.files.data_files import STREAM_FORMAT
 from carbon_ds.table.meta.handle import DataFile, TableHandle
 from carbon_ds.table.meta.options import parse_bool
+from carbon_ds.table.meta.schema.column_map import external_names
 from carbon_ds.table.read.pruning import as_expr
 
 __all__ = ["CONF_NATIVE", "NATIVE_PLAN_OPTION", "MixedPlan", "describe", "group_key", "native_enabled", "plan_mixed",

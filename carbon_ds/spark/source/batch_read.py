@@ -46,10 +46,10 @@ from carbon_ds.spark.source.snapshot import (
     version_at,
     version_of,
 )
-from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.conform import UNSCALED_MAX_PRECISION, conform, has_unscaled_form, unscaled_decimals
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.options import parse_bool, split_list
+from carbon_ds.table.meta.schema.conform import UNSCALED_MAX_PRECISION, conform, has_unscaled_form, unscaled_decimals
+from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.partitions.id_partition_values import partition_value_rows
 from carbon_ds.table.partitions.partitioning import IdPartitioning
 from carbon_ds.table.read import pruning

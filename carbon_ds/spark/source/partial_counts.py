@@ -24,8 +24,8 @@ import pyarrow.compute as pc
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.names import PARTIAL_COUNTS_OPTION
 from carbon_ds.spark.bridge.protocol import VERSION, Day, PartialCountsSpec, from_json
-from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import resolve_columns
+from carbon_ds.table.meta.schema.conform import conform
 
 _UNITS_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
 

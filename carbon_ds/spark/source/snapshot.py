@@ -29,8 +29,8 @@ from pyspark import TaskContext
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.fs import Storage
 from carbon_ds.names import VERIFIED_PLANS
-from carbon_ds.table.meta.deltas import committed_status_name
-from carbon_ds.table.meta.tablestatus import FAILURE, IN_PROGRESS, OVERWRITE_IN_PROGRESS, LoadDetail, parse_time
+from carbon_ds.table.meta.files.deltas import committed_status_name
+from carbon_ds.table.meta.status.tablestatus import FAILURE, IN_PROGRESS, OVERWRITE_IN_PROGRESS, LoadDetail, parse_time
 
 QUERY_ID = "spark.sql.execution.query.id"
 # local property the Spark extension sets when it reuses kept read plans (jvm/src ReadPlans): for each,

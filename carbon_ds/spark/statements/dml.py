@@ -16,8 +16,8 @@ from pyspark.sql.pandas.types import from_arrow_schema, from_arrow_type
 from carbon_ds.ddl.statement_parser import DeleteRows, UpdateRows
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.names import ROW_POSITIONS_OPTION, SOURCE
-from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.meta.schema.conform import conform
 from carbon_ds.table.ops.delete_update import (
     DEFAULT_DELTA_THRESHOLD,
     commit_delete,

@@ -23,8 +23,8 @@ from carbon_ds import faults
 from carbon_ds.ddl.statement_parser import MergeClause, MergeInto
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.names import ROW_POSITIONS_OPTION, SOURCE
-from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.meta.schema.conform import conform
 from carbon_ds.table.ops.delete_update import DEFAULT_DELTA_THRESHOLD
 from carbon_ds.table.ops.upsert import MergeMetrics, TableMerger, commit_merge
 from carbon_ds.table.read.task_reader import POSITION_FIELDS, POSITION_NAMES

@@ -46,11 +46,11 @@ from carbon_ds.spark.statements.connect import check_reachable
 from carbon_ds.spark.statements.dml import run_row_dml
 from carbon_ds.spark.statements.merge_into import run_merge_statement
 from carbon_ds.spark.writes.dataframe_write import write as write_by_partition
-from carbon_ds.table.meta.conform import check_schema
+from carbon_ds.table.meta.files.new_table_folder import check_new_table_folder
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.new_table_folder import check_new_table_folder
 from carbon_ds.table.meta.options import parse_bool, split_list
-from carbon_ds.table.meta.properties import TableProperties
+from carbon_ds.table.meta.schema.conform import check_schema
+from carbon_ds.table.meta.schema.properties import TableProperties
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
 from carbon_ds.table.partitions.hive_ddl import add_partition, drop_partitions

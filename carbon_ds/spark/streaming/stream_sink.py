@@ -32,9 +32,9 @@ from carbon_ds.spark.writes.driver_process import driver_holder
 from carbon_ds.table.loads.load_base import Reservation, TaskResult
 from carbon_ds.table.loads.prepare import prepare_table
 from carbon_ds.table.loads.start import PostCommit, resume_load
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, parse_bool
+from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.ops.stream_commit import BatchAlreadyCommitted, StreamBatch, mark_batch, reserve_batch
 
 log = logging.getLogger(__name__)

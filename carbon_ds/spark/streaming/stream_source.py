@@ -24,10 +24,10 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.names import FILTER_OPTION, SEGMENTS_OPTION
 from carbon_ds.spark.messages import entry_point
 from carbon_ds.spark.source.batch_read import CarbonPartition, CarbonReader
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import positive_int, true_or_false
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.ops.stream_offsets import (
     Limit,
     Offset,

@@ -5,14 +5,14 @@ driver; tasks run in other workers and ``commit()`` in yet another. None of thei
 write still runs, but the driver JVM's does: every one of those workers is its child (directly, or through
 ``pyspark.daemon``), so it is the nearest ancestor process named ``java`` (Linux ``/proc``). When it cannot
 be found (no ``/proc``, another launcher) the load's record carries no pid and the age rule of
-``carbon_ds.table.meta.load_records`` applies.
+``carbon_ds.table.meta.status.load_records`` applies.
 """
 
 from __future__ import annotations
 
 import os
 
-from carbon_ds.table.meta.load_records import LoadHolder
+from carbon_ds.table.meta.status.load_records import LoadHolder
 
 DRIVER = "Spark driver JVM"
 _MAX_DEPTH = 32  # a process tree is never this deep; stops a loop on a damaged /proc

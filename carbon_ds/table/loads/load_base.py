@@ -13,7 +13,7 @@
 
 A crash anywhere before step 3's replace leaves N "In Progress" (ignored by readers) and the previous
 tablestatus intact, so every committed row stays readable. Step 1 also writes N's record
-(``LockFiles/Segment_N.lock``, meta.load_records: the process whose death ends the load); the commit or
+(``LockFiles/Segment_N.lock``, meta.status.load_records: the process whose death ends the load); the commit or
 abort deletes it. A load left "In Progress" by a writer that is gone is marked "Failure" by the next
 reservation (in its own tablestatus write), CLEAN FILES or ``carbon-ds unlock``, and its files removed.
 
@@ -34,13 +34,13 @@ import pyarrow.compute as pc
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.format.hive import normalize_spec
 from carbon_ds.progress import phase
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.load_records import IN_PROGRESS, LoadHolder, dead_load, remove_record, write_record
 from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import LoadOptions
-from carbon_ds.table.meta.properties import TableProperties
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.schema.properties import TableProperties
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.load_records import IN_PROGRESS, LoadHolder, dead_load, remove_record, write_record
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.writers.carbon_file_writer import WriterOptions
 
 # A staged step: changes other tablestatus entries inside the commit's locked write (UPDATE's deltas).
@@ -84,7 +84,7 @@ def reserve(table: TableHandle, overwrite: bool = False, partition: dict | None 
             dynamic: bool = False, holder: LoadHolder | None = None, operation: str = "LOAD",
             dead: list[Reservation] | None = None) -> Reservation:
     """Step 1: segment N "In Progress" (or "Overwrite In Progress") in one locked tablestatus write, with
-    N's record naming ``holder`` (default: this process; meta.load_records). Loads found dead in that
+    N's record naming ``holder`` (default: this process; meta.status.load_records). Loads found dead in that
     same write are marked "Failure" and appended to ``dead`` (the caller removes their files).
 
     Raises:
@@ -120,7 +120,7 @@ def reserve(table: TableHandle, overwrite: bool = False, partition: dict | None 
 
 def fail_dead_loads(table: TableHandle, entries: list[LoadDetail], now: int | None = None,
                     force: bool = False) -> list[tuple[Reservation, str]]:
-    """Mark every "In Progress" load of ``entries`` whose writer is gone "Failure" (meta.load_records says
+    """Mark every "In Progress" load of ``entries`` whose writer is gone "Failure" (meta.status.load_records says
     when; the caller holds the tablestatus lock and writes ``entries``). Returns each one's reservation, to
     remove its files, and why it was judged dead."""
     now = ts.now_ms() if now is None else now

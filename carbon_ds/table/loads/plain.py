@@ -8,10 +8,10 @@ import pyarrow as pa
 
 from carbon_ds.fs import basename
 from carbon_ds.table.loads.load_base import Load, TaskResult, mark_success, sort_for_load, writer_options
-from carbon_ds.table.meta import segment_file as segfiles
-from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.conform import conform
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.files import segment_file as segfiles
+from carbon_ds.table.meta.schema.conform import conform
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.writers.carbon_file_writer import CarbonWriter
 
 

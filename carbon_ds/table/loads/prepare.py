@@ -8,10 +8,10 @@ from typing import Any
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.table.meta.conform import check_schema
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import LoadOptions, parse_write
-from carbon_ds.table.meta.properties import TableProperties
+from carbon_ds.table.meta.schema.conform import check_schema
+from carbon_ds.table.meta.schema.properties import TableProperties
 
 
 def prepare_table(path: str | os.PathLike, schema: pa.Schema, options: dict[str, Any]) -> tuple[TableHandle, LoadOptions]:

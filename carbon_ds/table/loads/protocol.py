@@ -11,8 +11,8 @@ from dataclasses import replace
 from carbon_ds.table.loads.load_base import Load, Reservation, fail_dead_loads, reserve
 from carbon_ds.table.loads.plain import PlainLoad
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.load_records import IN_PROGRESS, LoadHolder
 from carbon_ds.table.meta.options import LoadOptions
+from carbon_ds.table.meta.status.load_records import IN_PROGRESS, LoadHolder
 from carbon_ds.table.partitions.hive_load import PartitionedLoad
 from carbon_ds.table.partitions.id_load import CarbonPartitionLoad
 from carbon_ds.table.partitions.partitioning import HivePartitioning, IdPartitioning
@@ -59,7 +59,7 @@ def remove_dead_files(table: TableHandle, dead: list[Reservation]) -> None:
 
 def end_dead_loads(table: TableHandle, force: bool = False) -> list[str]:
     """Mark the loads whose writer is gone "Failure" and remove their files (``carbon-ds unlock``); with
-    ``force`` also those whose writer cannot be checked from here (meta.load_records). Returns
+    ``force`` also those whose writer cannot be checked from here (meta.status.load_records). Returns
     ``"<segment>: <why>"`` for each."""
     if not any(e.status in IN_PROGRESS for e in table.load_details()):
         return []  # the common case: one read, no lock

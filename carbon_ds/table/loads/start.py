@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from carbon_ds.table.loads.load_base import Load, Reservation
 from carbon_ds.table.loads.protocol import load_for, reserve_load
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.load_records import LoadHolder
 from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import LoadOptions
+from carbon_ds.table.meta.status.load_records import LoadHolder
 from carbon_ds.table.ops.compaction import auto_compact, merge_in_background
 from carbon_ds.table.ops.views import refresh_after_load
 

@@ -1,2 +1,3 @@
-"""The table folder's own files as values: tablestatus, segment files, the schema file, delete deltas,
-locks, file naming, table properties, and ``TableHandle``, the state every operation works on."""
+"""The table folder's own files as values, by concept: ``status/`` (tablestatus), ``schema/`` (the schema file and
+what hangs on it), ``files/`` (data files, segment files, deltas, trash, naming), ``caches/`` (planning's per
+process caches); beside them ``TableHandle`` (handle), the state every operation works on, locks and options."""

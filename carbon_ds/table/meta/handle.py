@@ -19,14 +19,16 @@ from carbon_ds.format.hive import check_partition_columns
 from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
 from carbon_ds.fs import Storage, dirname, norm_path, resolve
 from carbon_ds.readers.external.base import ExternalRef
-from carbon_ds.table.meta import deltas, guards, schema_file, status_doc, status_versions, validity
-from carbon_ds.table.meta.data_files import dropped_folders, is_stream, segment_files
+from carbon_ds.table.meta.files import deltas
+from carbon_ds.table.meta.files.data_files import dropped_folders, is_stream, segment_files
+from carbon_ds.table.meta.files.naming import COLUMNAR, is_columnar
+from carbon_ds.table.meta.files.new_table_folder import check_new_table_folder
 from carbon_ds.table.meta.locks import TableLock, update_lock
-from carbon_ds.table.meta.naming import COLUMNAR, is_columnar
-from carbon_ds.table.meta.new_table_folder import check_new_table_folder
-from carbon_ds.table.meta.properties import check_names
-from carbon_ds.table.meta.status_edit import StatusEdit
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.schema import guards, schema_file
+from carbon_ds.table.meta.schema.properties import check_names
+from carbon_ds.table.meta.status import status_doc, status_versions, validity
+from carbon_ds.table.meta.status.status_edit import StatusEdit
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.partitions.id_spec import Layout, PartitionSpec, layout_for_spec, layout_from_info
 from carbon_ds.table.partitions.partitioning import Partitioning, partitioning_of
 
@@ -155,7 +157,7 @@ class TableHandle:
     def named_status_version(self) -> tuple[str, str]:
         """(version, who named it): the read option ``status_version`` given to ``open``, else the table
         property ``latestversion`` (CarbonData 2.3.1+ with carbon.enable.multi.version.table.status); ("", "")
-        when neither names one (see meta.status_versions)."""
+        when neither names one (see meta.status.status_versions)."""
         if self.read_status_version:
             return self.read_status_version, status_versions.FROM_OPTION
         named = (self.properties.get(STATUS_VERSION_PROPERTY) or "").strip()
@@ -163,7 +165,7 @@ class TableHandle:
 
     def live_status(self) -> status_versions.LiveStatus:
         """The segment list file a read takes now: a named version, the plain ``tablestatus``, or the newest
-        ``tablestatus_<version>`` when only version files exist (meta.status_versions)."""
+        ``tablestatus_<version>`` when only version files exist (meta.status.status_versions)."""
         return status_versions.locate(self.storage, self.path, *self.named_status_version)
 
     @property
@@ -180,9 +182,9 @@ class TableHandle:
         """Refuse a change of a table whose segment list version is named, by the schema's ``latestversion``
         or by the read option ``status_version``: CarbonData commits there by writing a new
         ``tablestatus_<version>`` and pointing ``latestversion`` at it, and carbon-ds does not rewrite the
-        schema. (A table holding only version files, none named, takes commits: meta.status_edit.) With
+        schema. (A table holding only version files, none named, takes commits: meta.status.status_edit.) With
         ``data`` (the change writes data files: load, UPDATE, compaction, ADD SEGMENT) also refuse tables
-        with a feature carbon-ds cannot keep (meta.guards: indexes, MV, buckets, global sort, spatial index,
+        with a feature carbon-ds cannot keep (meta.schema.guards: indexes, MV, buckets, global sort, spatial index,
         global or direct-dictionary timestamp columns)."""
         version, named_by = self.named_status_version
         if version:
@@ -213,7 +215,7 @@ class TableHandle:
 
     def edit_status(self, operation: str, **lock_options) -> StatusEdit:
         """``with table.edit_status("DELETE SEGMENT") as edit:`` change ``edit.entries``; committed on leaving
-        the block (see meta.status_edit). ``lock_options``: the table lock's (timeout, ...)."""
+        the block (see meta.status.status_edit). ``lock_options``: the table lock's (timeout, ...)."""
         return StatusEdit(self.storage, self.path, self.live_status, self.lock(operation=operation, **lock_options))
 
     def update_lock(self, operation: str, timeout: float = 0.0, pid_bound: bool = True,
@@ -279,7 +281,7 @@ class TableHandle:
 
         Raises:
             CarbonTableError: a table already exists at ``path``, or the folder holds something else (see
-                meta.new_table_folder: it must be absent or empty).
+                meta.files.new_table_folder: it must be absent or empty).
         """
         path = resolve(path, storage_options, filesystem)
         table, created = cls.open_or_create(path, schema, partition_by=partition_by, sort_columns=sort_columns,
@@ -305,7 +307,7 @@ class TableHandle:
 
         Raises:
             CarbonTableError: ``path`` holds no table but is not empty (another dataset, or a table without
-                its schema: see meta.new_table_folder); nothing is written there.
+                its schema: see meta.files.new_table_folder); nothing is written there.
         """
         storage, fs_path = Storage.for_path(path)
         _check_folder(storage, fs_path)

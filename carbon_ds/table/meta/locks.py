@@ -30,7 +30,7 @@ from types import TracebackType
 
 from carbon_ds.errors import CarbonConcurrentError, CarbonTableError
 from carbon_ds.fs import Storage
-from carbon_ds.table.meta.load_records import is_record
+from carbon_ds.table.meta.status.load_records import is_record
 
 TABLESTATUS_LOCK = "tablestatus"
 DEFAULT_TIMEOUT_S = 120.0
@@ -280,7 +280,7 @@ def stale_locks(storage: Storage, table_path: str) -> list[tuple[str, str]]:
 def remove_locks(storage: Storage, table_path: str, force: bool = False) -> list[str]:
     """Remove the locks whose holder is gone (``force``: every lock file, whoever holds it). Returns the
     removed lock files with their holders. Loads' records (``Segment_<id>.lock``) are not locks here: they go
-    with their load (meta.load_records)."""
+    with their load (meta.status.load_records)."""
     if force:
         found = []
         for f in storage.list(Storage.join(table_path, "LockFiles")):

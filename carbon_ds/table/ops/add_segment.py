@@ -30,12 +30,12 @@ from carbon_ds.fs import Storage, basename, dirname, is_inside, norm_path
 from carbon_ds.progress import progress
 from carbon_ds.readers import external as ext
 from carbon_ds.readers.carbon_file import CarbonDataFile
-from carbon_ds.table.meta import segment_file as segfiles
-from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.data_files import FOOTER_ROWS, record_rows
+from carbon_ds.table.meta.files import segment_file as segfiles
+from carbon_ds.table.meta.files.data_files import FOOTER_ROWS, record_rows
+from carbon_ds.table.meta.files.naming import is_columnar
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.naming import is_columnar
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.ops import add_segment_hints as hints
 from carbon_ds.table.ops.add_segment_hints import BAD_VALUE
 from carbon_ds.table.ops.views import refresh_after_load

@@ -37,13 +37,13 @@ from carbon_ds.fs import dirname
 from carbon_ds.progress import progress
 from carbon_ds.table.loads.load_base import Reservation, TaskResult
 from carbon_ds.table.loads.protocol import load_for
-from carbon_ds.table.meta import deltas as D
-from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.files import deltas as D
 from carbon_ds.table.meta.handle import DataFile, TableHandle
-from carbon_ds.table.meta.load_records import LoadHolder, write_record
 from carbon_ds.table.meta.locks import UPDATE_LOCK, UPDATE_LOCK_STALE_S, TableLock, held_by_live_holder
 from carbon_ds.table.meta.options import LoadOptions
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.load_records import LoadHolder, write_record
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.ops.compaction_merge import MergeTask, plan_pieces, run_task
 from carbon_ds.table.ops.compaction_select import (
     CUSTOM,

@@ -25,10 +25,10 @@ from carbon_ds.errors import CarbonError
 from carbon_ds.progress import row_progress
 from carbon_ds.table.loads.load_base import Reservation, TaskResult, sort_for_load
 from carbon_ds.table.loads.protocol import load_for
-from carbon_ds.table.meta import deltas as D
-from carbon_ds.table.meta.conform import conform
+from carbon_ds.table.meta.files import deltas as D
 from carbon_ds.table.meta.handle import DataFile, TableHandle
 from carbon_ds.table.meta.options import LoadOptions
+from carbon_ds.table.meta.schema.conform import conform
 from carbon_ds.table.read.pruning import Piece, file_pieces
 from carbon_ds.table.read.task_reader import TaskReader, read_external, whole_rows
 

@@ -27,12 +27,12 @@ import datetime as dt
 from collections.abc import Mapping
 
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
-from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.files.naming import is_columnar
 from carbon_ds.table.meta.handle import TableHandle, parse_segment_ids
-from carbon_ds.table.meta.naming import is_columnar
 from carbon_ds.table.meta.options import parse_bool
-from carbon_ds.table.meta.properties import TableProperties
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.schema.properties import TableProperties
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 
 MINOR, MAJOR, CUSTOM = "minor", "major", "custom"
 KINDS = (MINOR, MAJOR, CUSTOM)

@@ -31,9 +31,9 @@ from carbon_ds.progress import progress
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.readers.external import open_reader
 from carbon_ds.table.loads.protocol import reserve_load
-from carbon_ds.table.meta import deltas as D
-from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.files import deltas as D
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.read import pruning, scan
 from carbon_ds.table.read.task_reader import TaskReader, external_positioned
 

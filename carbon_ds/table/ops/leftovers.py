@@ -5,11 +5,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from carbon_ds.fs import Storage, basename, is_inside, norm_path
-from carbon_ds.table.meta import segment_file as segfiles
-from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.files import segment_file as segfiles
+from carbon_ds.table.meta.files.naming import DATA_EXT, INDEX_EXT, LOAD_EXTS, owned_by_index
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.naming import DATA_EXT, INDEX_EXT, LOAD_EXTS, owned_by_index
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.partitions.hive_load import stale_tmp_dirs
 
 _LIVE = (ts.IN_PROGRESS, ts.OVERWRITE_IN_PROGRESS)

@@ -13,9 +13,9 @@ import pyarrow as pa
 
 from carbon_ds.ddl.types import arrow_type
 from carbon_ds.errors import CarbonOptionError, CarbonSchemaError
-from carbon_ds.table.meta import evolution
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.properties import (
+from carbon_ds.table.meta.schema import evolution
+from carbon_ds.table.meta.schema.properties import (
     BLOCK_SIZE,
     BLOCKLET_SIZE,
     COMPRESSOR,

@@ -10,7 +10,7 @@ then moves the internal files of marked and compacted segments into ``<table>/.T
 External segments (added with ADD SEGMENT: a tablestatus ``path``, a segment file folder with
 ``isRelative`` false) are never touched on disk: only their metadata goes.
 
-A load left "In Progress" by a writer that is gone (its record, meta.load_records: a dead process on this
+A load left "In Progress" by a writer that is gone (its record, meta.status.load_records: a dead process on this
 host, or past the age limit where its writer cannot be checked) is marked "Failure" in the same write and
 cleaned like the others; a live load's files are never touched.
 
@@ -30,15 +30,15 @@ from carbon_ds.errors import CarbonFormatError, CarbonOptionError, CarbonTableEr
 from carbon_ds.fs import Storage, basename, dirname, is_inside, norm_path
 from carbon_ds.progress import progress
 from carbon_ds.table.loads.load_base import fail_dead_loads
-from carbon_ds.table.meta import deltas
-from carbon_ds.table.meta import segment_file as segfiles
-from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.files import deltas
+from carbon_ds.table.meta.files import segment_file as segfiles
+from carbon_ds.table.meta.files.naming import COLUMNAR, INDEX_EXT, is_columnar, owned_by_index
+from carbon_ds.table.meta.files.trash import TRASH_DIR
 from carbon_ds.table.meta.handle import TableHandle, int_or_none
-from carbon_ds.table.meta.load_records import orphan_records, record_path
 from carbon_ds.table.meta.locks import UPDATE_LOCK, UPDATE_LOCK_STALE_S, TableLock, remove_locks
-from carbon_ds.table.meta.naming import COLUMNAR, INDEX_EXT, is_columnar, owned_by_index
-from carbon_ds.table.meta.tablestatus import LoadDetail
-from carbon_ds.table.meta.trash import TRASH_DIR
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.load_records import orphan_records, record_path
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.ops.leftovers import external_folders, leftovers, partition_dirs
 
 HISTORY_FILE = "tablestatus.history"
@@ -65,7 +65,7 @@ _REFUSED = {
                               "from here yet)",
     ts.STREAMING: "it is streaming in progress",
 }
-# What CLEAN FILES removes. An In Progress load is first judged by its record (meta.load_records): one whose
+# What CLEAN FILES removes. An In Progress load is first judged by its record (meta.status.load_records): one whose
 # writer is gone becomes Failure; a live one, or one that cannot be judged yet, is left alone.
 _CLEANABLE = frozenset({ts.MARKED_FOR_DELETE, ts.COMPACTED, ts.FAILURE})
 

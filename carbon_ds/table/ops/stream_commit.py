@@ -23,10 +23,10 @@ from dataclasses import dataclass
 
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.table.loads.load_base import Reservation
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.load_records import LoadHolder, write_record
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.load_records import LoadHolder, write_record
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.ops.segments import read_history
 
 RESERVED_KEY = "carbonDsStreamReserved"
@@ -67,7 +67,7 @@ def reserve_batch(table: TableHandle, batch: StreamBatch, post_commit: tuple[str
                   holder: LoadHolder | None = None) -> Reservation | None:
     """The "In Progress" segment of ``batch`` in this run, reserved by the first task that asks; None when
     the batch is already committed (a replay: nothing to write). ``holder``: the process whose death ends
-    the batch's load (the streaming query's driver; meta.load_records)."""
+    the batch's load (the streaming query's driver; meta.status.load_records)."""
     with table.edit_status("STREAM LOAD (reserve)") as edit:
         entries = edit.entries
         if committed_segment(table, batch, entries) is not None:

@@ -27,8 +27,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
-from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 
 # Reserved or being written: may still commit (CarbonData's own streaming segments are still appended to).
 OPEN = frozenset({ts.IN_PROGRESS, ts.OVERWRITE_IN_PROGRESS, ts.STREAMING, ts.STREAMING_FINISH})

@@ -33,8 +33,8 @@ from carbon_ds.expressions import AlwaysTrue, In, and_, filter_table
 from carbon_ds.expressions.tree import Compare
 from carbon_ds.expressions.values import SqlExpr, evaluate
 from carbon_ds.table.loads.protocol import reserve_load
-from carbon_ds.table.meta.conform import conform
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
+from carbon_ds.table.meta.schema.conform import conform
 from carbon_ds.table.ops.delete_update import (
     DEFAULT_DELTA_THRESHOLD,
     commit_delete,

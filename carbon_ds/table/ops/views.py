@@ -40,9 +40,9 @@ from carbon_ds.ddl.materialized_views import ViewQuery, view_query
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
 from carbon_ds.fs import Storage
 from carbon_ds.table.loads.protocol import reserve_load
-from carbon_ds.table.meta.data_files import is_stream
+from carbon_ds.table.meta.files.data_files import is_stream
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.read.scanner import Scan
 

@@ -22,10 +22,10 @@ from carbon_ds.errors import CarbonOptionError, CarbonSchemaError, CarbonTableEr
 from carbon_ds.expressions import AlwaysTrue
 from carbon_ds.format.hive import component, folder_of, normalize_spec, spec_matches, table_folder, typed_value
 from carbon_ds.fs import Storage, is_inside, norm_path
-from carbon_ds.table.meta import segment_file as segfiles
-from carbon_ds.table.meta import tablestatus as ts
+from carbon_ds.table.meta.files import segment_file as segfiles
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.ops import add_segment
 from carbon_ds.table.partitions.hive_load import drop_folders
 from carbon_ds.table.read.pruning import Piece

@@ -26,10 +26,10 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.format.structs import PartitionType
 from carbon_ds.fs import basename
 from carbon_ds.table.loads.load_base import reserve
-from carbon_ds.table.meta import schema_file
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.schema import schema_file
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.partitions.id_load import CarbonPartitionLoad
 from carbon_ds.table.partitions.id_spec import Layout, build_layout, parse_list_info, partition_id_of
 from carbon_ds.table.read.scan import table_rows

@@ -14,8 +14,8 @@ from carbon_ds.errors import CarbonTableError
 from carbon_ds.fs import basename
 from carbon_ds.table.loads.load_base import TaskResult, sort_for_load, writer_options
 from carbon_ds.table.loads.plain import PlainLoad
-from carbon_ds.table.meta import segment_file as segfiles
-from carbon_ds.table.meta.conform import conform
+from carbon_ds.table.meta.files import segment_file as segfiles
+from carbon_ds.table.meta.schema.conform import conform
 from carbon_ds.table.partitions.id_spec import Layout
 from carbon_ds.writers.carbon_file_writer import CarbonWriter
 

@@ -32,12 +32,12 @@ from carbon_ds.readers import column_stats as S
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar
-from carbon_ds.table.meta import column_map
-from carbon_ds.table.meta.committed_cache import CommittedCache
-from carbon_ds.table.meta.deltas import Deletes, FileDeletes
+from carbon_ds.table.meta.caches.committed_cache import CommittedCache
+from carbon_ds.table.meta.caches.signed_cache import SignedCache, sign
+from carbon_ds.table.meta.files.deltas import Deletes, FileDeletes
+from carbon_ds.table.meta.files.naming import COLUMNAR, INDEX_EXT, MERGE_INDEX_EXT
 from carbon_ds.table.meta.handle import DataFile
-from carbon_ds.table.meta.naming import COLUMNAR, INDEX_EXT, MERGE_INDEX_EXT
-from carbon_ds.table.meta.signed_cache import SignedCache, sign
+from carbon_ds.table.meta.schema import column_map
 
 
 # ------------------------------------------------------------------------------------------ the filter
@@ -232,10 +232,10 @@ def read_index_file(storage: Storage, path: str, size: int, mtime: int | None,
     return out
 
 
-# What a folder's index files say, while the folder and those files are unchanged (meta.signed_cache): a
+# What a folder's index files say, while the folder and those files are unchanged (meta.caches.signed_cache): a
 # query over thousands of segments lists and reads none of them again.
 _FOLDERS = SignedCache(max_entries=100_000)
-# The same by the folder's segment's tablestatus entry (meta.committed_cache), looked up without a stat.
+# The same by the folder's segment's tablestatus entry (meta.caches.committed_cache), looked up without a stat.
 _COMMITTED = CommittedCache(max_entries=100_000)
 
 

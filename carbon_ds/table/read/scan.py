@@ -12,13 +12,14 @@ from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.fs import Storage, basename
 from carbon_ds.readers.carbon_file import PARALLEL_MIN_VALUES, READ_THREADS, CarbonDataFile
 from carbon_ds.readers.external.base import ExternalRef
-from carbon_ds.table.meta import column_map, validity
-from carbon_ds.table.meta.committed_cache import CommittedCache, entry_identity, segment_key
-from carbon_ds.table.meta.deltas import Deletes
+from carbon_ds.table.meta.caches.committed_cache import CommittedCache, entry_identity, segment_key
+from carbon_ds.table.meta.files.deltas import Deletes
+from carbon_ds.table.meta.files.naming import COLUMNAR, DATA_EXT
+from carbon_ds.table.meta.files.segment_file import segment_dir
 from carbon_ds.table.meta.handle import DataFile, TableHandle, parse_segment_ids, resolve_columns
-from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT
-from carbon_ds.table.meta.segment_file import segment_dir
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.schema import column_map
+from carbon_ds.table.meta.status import validity
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.partitions.hive_pruning import prune_files
 from carbon_ds.table.partitions.id_pruning import prune_by_id
 from carbon_ds.table.partitions.partitioning import HivePartitioning, IdPartitioning
@@ -145,7 +146,7 @@ def open_source(path: str | os.PathLike | TableHandle | Snapshot, segments=None)
 
 
 # A table's readable files (and their segments' keys) by every tablestatus entry as stored, when each segment
-# read qualifies for meta.committed_cache; and the unfiltered plan of such a snapshot without deletes. A
+# read qualifies for meta.caches.committed_cache; and the unfiltered plan of such a snapshot without deletes. A
 # query of an unchanged table then costs one read of the status file and no look at any segment.
 _SNAPSHOTS = CommittedCache(max_entries=64)
 _WHOLE_PLANS = CommittedCache(max_entries=64)
@@ -183,7 +184,7 @@ def _table_files(table: TableHandle, segments, details: list[LoadDetail]
 def committed_keys(table: TableHandle, segments, details: list[LoadDetail], found: list[DataFile]
                    ) -> tuple[dict[str, tuple], bool]:
     """(segment id -> ``committed_cache.segment_key`` of the read segments whose files all lie in their own
-    folder (their index entries are then kept by the entry: meta.committed_cache), whether every read
+    folder (their index entries are then kept by the entry: meta.caches.committed_cache), whether every read
     segment is one)."""
     keys = {}
     every = True

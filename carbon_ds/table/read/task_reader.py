@@ -37,10 +37,10 @@ from carbon_ds.readers.carbon_file import CarbonDataFile, read_files, shares_vie
 from carbon_ds.readers.external import open_reader
 from carbon_ds.readers.external.base import ExternalRef, partition_scalar, to_table_schema
 from carbon_ds.readers.pages import BlockletRows, planned_pages, read_pruned
-from carbon_ds.table.meta.column_map import external_names, fill_defaults
-from carbon_ds.table.meta.conform import conform
-from carbon_ds.table.meta.deltas import FileDeletes, unit_keep_mask
-from carbon_ds.table.meta.trash import find_in_trash
+from carbon_ds.table.meta.files.deltas import FileDeletes, unit_keep_mask
+from carbon_ds.table.meta.files.trash import find_in_trash
+from carbon_ds.table.meta.schema.column_map import external_names, fill_defaults
+from carbon_ds.table.meta.schema.conform import conform
 from carbon_ds.table.read.pruning import Counts, IndexClaim, Piece
 
 __all__ = [

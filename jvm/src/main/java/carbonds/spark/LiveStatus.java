@@ -12,7 +12,7 @@ import org.apache.hadoop.fs.Path;
 
 /**
  * A table's schema and live segment list bytes, the state every rule of this extension plans from. Which
- * segment list file is live follows CarbonData's rule as carbon_ds/table/meta/status_versions.py states it
+ * segment list file is live follows CarbonData's rule as carbon_ds/table/meta/status/status_versions.py states it
  * (tests/spark/test_versioned_status_native.py checks that the two pick the same file):
  * the {@code tablestatus_<version>} the schema's {@code latestversion} property names; else the plain
  * {@code tablestatus} when it exists; else the {@code tablestatus_<digits>} with the largest number; else

@@ -2,7 +2,7 @@
 
 A committed segment's files never change while its tablestatus entry stays the same: a load writes its data,
 index and segment files before the entry that names them, a segment file is written once under a name that
-carries its timestamp (meta.segment_file), and every change of a segment's files commits a changed entry: an
+carries its timestamp (meta.files.segment_file), and every change of a segment's files commits a changed entry: an
 UPDATE its ``updateDeltaStart/EndTimestamp`` (and the table's ``updateStatusFileName``, in every entry), a
 partition overwrite a new segment file name, compaction, overwrite, DELETE SEGMENT and CLEAN FILES a status
 or visibility or no entry at all. CarbonData's driver keeps its segment indexes the same way, refreshing a
@@ -12,7 +12,7 @@ So what planning made of a segment (its data files, its index entries) is kept u
 stored (the whole entry text, with the table's folder and ``table_id``) and given out without a single file
 system call. Only segments whose files all lie in the table's own segment folder qualify: an added external
 folder (ADD SEGMENT) belongs to someone else, who can change it at any time, and partition folders are shared
-by loads; those stay with meta.signed_cache, which checks each file's signature. Files changed in place
+by loads; those stay with meta.caches.signed_cache, which checks each file's signature. Files changed in place
 behind the table's back (not by a commit) are not seen by a process that planned the segment before, as in
 CarbonData; a new process, or ``clear()``, reads them again.
 """
@@ -21,10 +21,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from carbon_ds.table.meta.lru import Lru
-from carbon_ds.table.meta.naming import COLUMNAR
-from carbon_ds.table.meta.segment_file import segment_dir
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.caches.lru import Lru
+from carbon_ds.table.meta.files.naming import COLUMNAR
+from carbon_ds.table.meta.files.segment_file import segment_dir
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 
 if TYPE_CHECKING:
     from carbon_ds.table.meta.handle import TableHandle
@@ -50,7 +50,7 @@ def clear_all() -> None:
 
 
 def entry_identity(detail: LoadDetail) -> str:
-    """The entry as stored: its text (kept on an entry as read, which never changes: meta.status_doc)."""
+    """The entry as stored: its text (kept on an entry as read, which never changes: meta.status.status_doc)."""
     kept = detail.__dict__
     if "_sealed" not in kept:  # a changeable entry: its text now
         return detail.text()

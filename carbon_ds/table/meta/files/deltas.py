@@ -35,9 +35,9 @@ import numpy as np
 
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.fs import Storage, norm_path
-from carbon_ds.table.meta import tablestatus
-from carbon_ds.table.meta.tablestatus import LoadDetail
-from carbon_ds.table.meta.trash import find_in_trash
+from carbon_ds.table.meta.files.trash import find_in_trash
+from carbon_ds.table.meta.status import tablestatus
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 
 DELTA_EXT = ".deletedelta"
 EXTERNAL_DIR = "external_deltas"

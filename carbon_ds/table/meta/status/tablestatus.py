@@ -45,7 +45,7 @@ STATUSES = frozenset({SUCCESS, FAILURE, PARTIAL_SUCCESS, MARKED_FOR_DELETE, MARK
                       "Insert In Progress", "Insert Overwrite In Progress"})
 
 # Columnar segments whose data is part of the table (streaming segments, row format, are read by their own
-# rule: meta.data_files.is_stream).
+# rule: meta.files.data_files.is_stream).
 READABLE = frozenset({SUCCESS, MARKED_FOR_UPDATE, PARTIAL_SUCCESS})
 
 OLD_DATE_FORMAT = "%d-%m-%Y %H:%M:%S:%f"
@@ -129,7 +129,7 @@ class LoadDetail:
         out = LoadDetail.__new__(LoadDetail)
         out.__dict__.update(self.__dict__)
         out.__dict__.pop("_sealed", None)
-        out.__dict__.pop("_identity", None)  # the text as read (meta.committed_cache): a copy may change
+        out.__dict__.pop("_identity", None)  # the text as read (meta.caches.committed_cache): a copy may change
         out.other = dict(self.other)
         return out
 
@@ -194,7 +194,7 @@ class LoadDetail:
 
 
 class SharedLoadDetail(LoadDetail):
-    """An entry as read, shared by every reader of the same file content in this process (meta.status_doc):
+    """An entry as read, shared by every reader of the same file content in this process (meta.status.status_doc):
     it cannot be changed (``copy()`` gives a changeable one; commits change entries of ``edit_status``)."""
 
     def __setattr__(self, name: str, value: object) -> None:
@@ -313,7 +313,7 @@ def _check_kept(storage: Storage, path: str, data: bytes, entries: list[LoadDeta
         )
 
 
-# A commit's entries (meta.status_doc.EntryList) answer these without making an object of every entry; the
+# A commit's entries (meta.status.status_doc.EntryList) answer these without making an object of every entry; the
 # functions take plain lists too.
 
 def next_segment_id(entries: list[LoadDetail]) -> str:

@@ -1,4 +1,4 @@
-"""A thread-safe least-recently-used map: what the planning caches (meta.committed_cache, meta.signed_cache)
+"""A thread-safe least-recently-used map: what the planning caches (meta.caches.committed_cache, meta.caches.signed_cache)
 keep their entries in."""
 
 from __future__ import annotations

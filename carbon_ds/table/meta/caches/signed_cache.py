@@ -15,7 +15,7 @@ from collections.abc import Hashable, Iterable
 from typing import Any
 
 from carbon_ds.fs import Storage
-from carbon_ds.table.meta.lru import Lru
+from carbon_ds.table.meta.caches.lru import Lru
 
 Signed = tuple[tuple[str, tuple[int, int, int]], ...]  # (path, signature) of every file the value came from
 

@@ -27,8 +27,8 @@ import socket
 from dataclasses import dataclass
 
 from carbon_ds.fs import Storage, norm_path
-from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.tablestatus import LoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.tablestatus import LoadDetail
 
 try:
     import fcntl

@@ -16,7 +16,7 @@ A commit (``StatusEdit``) gets an ``EntryList``: a list of the entries whose cha
 only for the entries it touches; its text joins the untouched entries' texts as read with the touched ones
 rendered again. A load's reservation and commit so do work in proportion to the entries they touch; only
 byte-level steps (compare, join, write) see the whole file. The per-entry lists of a doc, of an edit and of
-the doc it writes share their unchanged prefix (meta.shared_prefix), so that none of them is copied whole.
+the doc it writes share their unchanged prefix (meta.status.shared_prefix), so that none of them is copied whole.
 """
 
 from __future__ import annotations
@@ -33,9 +33,9 @@ from typing import overload
 
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.fs import Content, Storage, joined
-from carbon_ds.table.meta import tablestatus as ts
-from carbon_ds.table.meta.shared_prefix import SharedPrefixList
-from carbon_ds.table.meta.tablestatus import LoadDetail, SharedLoadDetail
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.shared_prefix import SharedPrefixList
+from carbon_ds.table.meta.status.tablestatus import LoadDetail, SharedLoadDetail
 
 _WS = re.compile(r"[ \t\n\r]*")
 _DECODE = json.JSONDecoder().raw_decode
@@ -119,7 +119,7 @@ def _max_id(names: Iterable[str], start: int = -1) -> int:
 def _parsed(items: list[tuple[dict, str]], where: str) -> tuple[list[str], list[SharedLoadDetail]]:
     details = [SharedLoadDetail.seal(LoadDetail.from_json(obj, where)) for obj, _t in items]
     for d, (_o, t) in zip(details, items, strict=True):
-        d.__dict__["_identity"] = t  # the entry as stored (meta.committed_cache)
+        d.__dict__["_identity"] = t  # the entry as stored (meta.caches.committed_cache)
     return [t for _o, t in items], details
 
 
@@ -291,7 +291,7 @@ class EntryList(MutableSequence[LoadDetail]):
     """A commit's entries: a list whose changeable objects are made only for the entries it touches.
 
     While entries are only changed in place or appended, its per-entry lists are forks of the doc's
-    (meta.shared_prefix); the first removal or insertion before the end makes them plain lists."""
+    (meta.status.shared_prefix); the first removal or insertion before the end makes them plain lists."""
 
     def __init__(self, doc: Doc):
         self._base = doc

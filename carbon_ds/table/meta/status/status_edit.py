@@ -7,7 +7,7 @@ race (the lock taken over after its lease, a writer outside carbon-ds, a second 
 conditional writes) is a ``CarbonConcurrentError`` naming the lock's holder, with nothing written.
 
 The plain file is replaced only if it is still the version read. A table whose segment list is versioned
-(meta.status_versions: only ``tablestatus_<version>`` files) gets a new version file instead, created only if
+(meta.status.status_versions: only ``tablestatus_<version>`` files) gets a new version file instead, created only if
 no other version appeared since the read; the commit then warns (``CarbonStatusVersionWarning``) with the
 ``ALTER TABLE ... SET SERDEPROPERTIES`` that points CarbonData's metastore at it.
 """
@@ -20,12 +20,12 @@ from types import TracebackType
 
 from carbon_ds.errors import CarbonConcurrentError, CarbonStatusVersionWarning
 from carbon_ds.fs import Content, Storage, joined
-from carbon_ds.table.meta import status_doc
-from carbon_ds.table.meta import status_versions as sv
-from carbon_ds.table.meta import tablestatus as ts
 from carbon_ds.table.meta.locks import TableLock
-from carbon_ds.table.meta.status_doc import EntryList
-from carbon_ds.table.meta.tablestatus import IN_PROGRESS, OVERWRITE_IN_PROGRESS
+from carbon_ds.table.meta.status import status_doc
+from carbon_ds.table.meta.status import status_versions as sv
+from carbon_ds.table.meta.status import tablestatus as ts
+from carbon_ds.table.meta.status.status_doc import EntryList
+from carbon_ds.table.meta.status.tablestatus import IN_PROGRESS, OVERWRITE_IN_PROGRESS
 
 _RESERVED = (IN_PROGRESS, OVERWRITE_IN_PROGRESS)
 
@@ -40,7 +40,7 @@ class StatusEdit:
         self._locate = locate
         self.lock = lock
         self.live: sv.LiveStatus | None = None
-        # the entries (meta.status_doc: objects are made for the entries the edit touches)
+        # the entries (meta.status.status_doc: objects are made for the entries the edit touches)
         self.entries: EntryList = EntryList(status_doc.EMPTY)
         self._version: str | None = None
         self._written = False

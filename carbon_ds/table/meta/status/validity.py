@@ -25,8 +25,8 @@ import dataclasses
 
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.fs import basename
-from carbon_ds.table.meta.segment_file import segment_dir
-from carbon_ds.table.meta.tablestatus import LoadDetail, parse_time
+from carbon_ds.table.meta.files.segment_file import segment_dir
+from carbon_ds.table.meta.status.tablestatus import LoadDetail, parse_time
 
 
 def name_timestamp(path: str) -> int | None:

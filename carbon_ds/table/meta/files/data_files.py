@@ -9,11 +9,18 @@ from carbon_ds.errors import CarbonError, CarbonFormatError, CarbonMissingFileEr
 from carbon_ds.format.index import parse_index
 from carbon_ds.fs import Storage, basename, norm_path
 from carbon_ds.readers.external.base import ExternalRef
-from carbon_ds.table.meta import segment_file as segfiles
-from carbon_ds.table.meta.committed_cache import CommittedCache, in_segment_folder, segment_key
-from carbon_ds.table.meta.naming import COLUMNAR, DATA_EXT, INDEX_EXT, MERGE_INDEX_EXT, is_data_file, owned_by_index
-from carbon_ds.table.meta.signed_cache import SignedCache, sign
-from carbon_ds.table.meta.tablestatus import STREAMING, STREAMING_FINISH, LoadDetail
+from carbon_ds.table.meta.caches.committed_cache import CommittedCache, in_segment_folder, segment_key
+from carbon_ds.table.meta.caches.signed_cache import SignedCache, sign
+from carbon_ds.table.meta.files import segment_file as segfiles
+from carbon_ds.table.meta.files.naming import (
+    COLUMNAR,
+    DATA_EXT,
+    INDEX_EXT,
+    MERGE_INDEX_EXT,
+    is_data_file,
+    owned_by_index,
+)
+from carbon_ds.table.meta.status.tablestatus import STREAMING, STREAMING_FINISH, LoadDetail
 
 STREAM_FORMAT = "row_v1"  # carbon_ds.readers.external.row_v1
 
@@ -146,10 +153,10 @@ def _listed_files(table: TableHandle, seg: segfiles.SegmentFile, fmt: str
 
 
 # A carbondata segment's files by its segment file, while the segment file, its folders and the files are
-# unchanged (meta.signed_cache): the checks of a segment file against its folders run once per process.
+# unchanged (meta.caches.signed_cache): the checks of a segment file against its folders run once per process.
 _LISTED = SignedCache(max_entries=100_000)
 # The same by the segment's tablestatus entry alone, for segments whose files are all in the segment's own
-# folder (meta.committed_cache): no file is looked at while the entry is unchanged.
+# folder (meta.caches.committed_cache): no file is looked at while the entry is unchanged.
 _COMMITTED = CommittedCache(max_entries=100_000)
 
 

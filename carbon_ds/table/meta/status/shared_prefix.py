@@ -1,6 +1,6 @@
 """A list that shares its unchanged prefix with the list it was forked from.
 
-A status file's parse (meta.status_doc) holds a few lists of one item per segment. A commit of a table of
+A status file's parse (meta.status.status_doc) holds a few lists of one item per segment. A commit of a table of
 10,000 segments changes or adds one or two items at the end, yet copying the lists for the commit and again
 for its result touched every item (a reference count each, scattered in memory): milliseconds per commit,
 growing with the table's history. A ``SharedPrefixList`` is a list whose first ``n`` items are read from a

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.fs import Storage, basename
 from carbon_ds.names import STATUS_FILE, STATUS_VERSION_PROPERTY
-from carbon_ds.table.meta.tablestatus import now_ms
+from carbon_ds.table.meta.status.tablestatus import now_ms
 
 PLAIN = STATUS_FILE  # the rule is followed by jvm/src LiveStatus.java too: tests/spark/test_versioned_status_native.py
 VERSION_PROPERTY = STATUS_VERSION_PROPERTY  # CarbonTable.getTableStatusVersion
