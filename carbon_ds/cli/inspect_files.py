@@ -27,7 +27,7 @@ from carbon_ds.readers.column_stats import decoded_value
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.schema import guards
 from carbon_ds.table.meta.status import status_versions
-from carbon_ds.table.read.scan import bare_files
+from carbon_ds.table.read.snapshot import bare_files
 from carbon_ds.table.table import CarbonTable
 
 

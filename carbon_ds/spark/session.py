@@ -19,18 +19,13 @@ from carbon_ds.names import FILTER_OPTION, SEGMENTS_OPTION, SOURCE
 from carbon_ds.spark.bridge import native_read
 from carbon_ds.spark.bridge.extension import extension_active, extension_rules_on
 from carbon_ds.spark.local import local_frame
-from carbon_ds.spark.source.datasource import (
-    PUSHDOWN_CONF,
-    STORAGE_PREFIX,
-    CarbonDataSource,
-    CarbonPushdownDataSource,
-    pushdown_is_safe,
-)
+from carbon_ds.spark.source.datasource import CarbonDataSource, CarbonPushdownDataSource
 from carbon_ds.spark.source.partition_values import known_values, values_frame
+from carbon_ds.spark.source.read_options import PUSHDOWN_CONF, STORAGE_PREFIX, pushdown_is_safe
 from carbon_ds.spark.workers import check_workers
 from carbon_ds.table.meta.handle import resolve_columns
 from carbon_ds.table.read.pruning import as_expr
-from carbon_ds.table.read.scan import open_source
+from carbon_ds.table.read.snapshot import open_source
 
 
 def register(spark: Any) -> None:

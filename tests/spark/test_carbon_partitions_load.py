@@ -13,8 +13,9 @@ from pyspark.sql.pandas.types import from_arrow_schema
 
 import carbon_ds
 from carbon_ds.fs import basename
-from carbon_ds.spark.source import batch_read
-from carbon_ds.spark.source.datasource import OPEN_COST, PACK_BYTES, SPLIT_BYTES, CarbonDataSource, pack_pieces
+from carbon_ds.spark.source import input_partitions
+from carbon_ds.spark.source.datasource import CarbonDataSource
+from carbon_ds.spark.source.input_partitions import OPEN_COST, PACK_BYTES, SPLIT_BYTES, pack_pieces
 from carbon_ds.spark.statements import catalog
 from carbon_ds.spark.writes.dataframe_write import key_column, spread_keys
 from carbon_ds.table.meta.handle import TableHandle
@@ -176,8 +177,8 @@ def test_a_narrow_read_packs_files_by_the_bytes_it_decodes(tmp_path, monkeypatch
     carbon_ds.write_table(data, path)
     sizes = [os.path.getsize(f.path) for f in CarbonTable.open(path).files()]
     assert len(sizes) == 24
-    monkeypatch.setattr(batch_read, "PACK_BYTES", 3 * max(sizes))
-    monkeypatch.setattr(batch_read, "OPEN_COST", 1)
+    monkeypatch.setattr(input_partitions, "PACK_BYTES", 3 * max(sizes))
+    monkeypatch.setattr(input_partitions, "OPEN_COST", 1)
 
     def tasks(columns: list[str] | None, filter: str | None = None) -> int:
         schema = data.schema if columns is None else pa.schema([data.schema.field(c) for c in columns])
@@ -190,9 +191,9 @@ def test_a_narrow_read_packs_files_by_the_bytes_it_decodes(tmp_path, monkeypatch
     # a filter's columns are decoded too: a filter on every other column reads nearly all the bytes
     wide_filter = " AND ".join(f"c{i:02d} >= 0" for i in range(1, 24))
     assert tasks(["c00"], wide_filter) >= everything // 2
-    assert batch_read._column_share(data.schema, None) == 1.0
-    assert batch_read._column_share(data.schema, ["hour"]) == 4 / (4 + 24 * 8)
-    assert batch_read._column_share(data.schema, ["C00", "c01"]) == 16 / (4 + 24 * 8)  # names in any case
+    assert input_partitions.column_share(data.schema, None) == 1.0
+    assert input_partitions.column_share(data.schema, ["hour"]) == 4 / (4 + 24 * 8)
+    assert input_partitions.column_share(data.schema, ["C00", "c01"]) == 16 / (4 + 24 * 8)  # names in any case
 
 
 def test_the_spark_expression_key_picks_the_layouts_own_partition_index(spark, tmp_path):

@@ -28,7 +28,7 @@ import carbon_ds
 from carbon_ds.spark import session as session_module
 from carbon_ds.spark.bridge import extension
 from carbon_ds.spark.bridge.extension import extension_active, jar_path
-from carbon_ds.spark.source import snapshot
+from carbon_ds.spark.source import query_version
 
 pytestmark = pytest.mark.spark
 
@@ -598,14 +598,14 @@ def test_a_reused_read_plan_reads_the_version_its_query_began_with(spark, tmp_pa
 
 
 def _spark_stamps_queries(spark) -> bool:
-    """Whether this Spark gives each query's tasks its id as a UUIDv7 (carbon_ds.spark.source.snapshot.QUERY_ID):
+    """Whether this Spark gives each query's tasks its id as a UUIDv7 (carbon_ds.spark.source.query_version.QUERY_ID):
     PySpark 4.2 on, not 4.1."""
 
     @udf("string")
     def query_id(_):
-        return TaskContext.get().getLocalProperty(snapshot.QUERY_ID)
+        return TaskContext.get().getLocalProperty(query_version.QUERY_ID)
 
-    return snapshot.uuid7_ms(spark.range(1).select(query_id("id")).first()[0]) is not None
+    return query_version.uuid7_ms(spark.range(1).select(query_id("id")).first()[0]) is not None
 
 
 def _physical_nodes(df, subqueries: bool = False) -> list:

@@ -15,7 +15,7 @@ import pytest
 import carbon_ds
 from carbon_ds.names import ROW_POSITIONS_OPTION
 from carbon_ds.readers.carbon_file import CarbonDataFile
-from carbon_ds.spark.source import batch_read
+from carbon_ds.spark.source import input_partitions
 from carbon_ds.spark.source.datasource import CarbonDataSource
 from carbon_ds.table.table import CarbonTable
 
@@ -33,9 +33,9 @@ def one_blocklet(tmp_path, monkeypatch) -> tuple[str, pa.Table]:
     with CarbonDataFile(files[0]) as f:
         assert f.num_blocklets == 1 and f.page_count(0) == 7
     size = os.path.getsize(files[0])
-    monkeypatch.setattr(batch_read, "SPLIT_BYTES", size // 3)  # three windows of the one blocklet
-    monkeypatch.setattr(batch_read, "OPEN_COST", 1)
-    monkeypatch.setattr(batch_read, "PACK_BYTES", 1)  # each piece a task of its own
+    monkeypatch.setattr(input_partitions, "SPLIT_BYTES", size // 3)  # three windows of the one blocklet
+    monkeypatch.setattr(input_partitions, "OPEN_COST", 1)
+    monkeypatch.setattr(input_partitions, "PACK_BYTES", 1)  # each piece a task of its own
     return path, data
 
 
@@ -93,9 +93,9 @@ def test_a_pruned_blocklet_is_split_by_its_own_share_of_the_file(tmp_path, monke
         blocklets, rows = f.num_blocklets, f.blocklet_row_counts
     assert len(files) == 1 and blocklets >= 2, blocklets
     size = os.path.getsize(files[0])
-    monkeypatch.setattr(batch_read, "SPLIT_BYTES", size // (2 * blocklets) + 1)  # two windows a blocklet
-    monkeypatch.setattr(batch_read, "OPEN_COST", 1)
-    monkeypatch.setattr(batch_read, "PACK_BYTES", 1)
+    monkeypatch.setattr(input_partitions, "SPLIT_BYTES", size // (2 * blocklets) + 1)  # two windows a blocklet
+    monkeypatch.setattr(input_partitions, "OPEN_COST", 1)
+    monkeypatch.setattr(input_partitions, "PACK_BYTES", 1)
     parts, got = _read(path)
     assert len(parts) >= 2 * blocklets - 1 and got.sort_by("id").equals(data)
     parts, got = _read(path, filter=f"id < {rows[0] // 2}")

@@ -10,7 +10,8 @@ import pytest
 import carbon_ds
 from carbon_ds.expressions import Compare
 from carbon_ds.spark.session import read as spark_read
-from carbon_ds.spark.source.datasource import PUSHDOWN_CONF, CarbonPushdownReader, CarbonReader, pushdown_is_safe
+from carbon_ds.spark.source.batch_read import CarbonPushdownReader, CarbonReader
+from carbon_ds.spark.source.read_options import PUSHDOWN_CONF, pushdown_is_safe
 
 pytestmark = pytest.mark.spark
 

@@ -19,8 +19,9 @@ from pyspark import cloudpickle
 
 import carbon_ds
 from carbon_ds.errors import CarbonMissingFileError
-from carbon_ds.spark.source import batch_read, snapshot
-from carbon_ds.spark.source.datasource import CarbonDataSource, CarbonPartition, CarbonReader
+from carbon_ds.spark.source import batch_read, input_partitions, query_version
+from carbon_ds.spark.source.batch_read import CarbonPartition, CarbonReader
+from carbon_ds.spark.source.datasource import CarbonDataSource
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.schema import schema_file
 from carbon_ds.table.meta.status import status_doc
@@ -35,7 +36,7 @@ ROWS = 40  # per segment
 def one_task_per_file(monkeypatch):
     """Each of these tiny files its own partition, on any number of cores (tasks are otherwise packed by
     bytes per core): the tests run tasks one by one with commits between them."""
-    monkeypatch.setattr(batch_read, "PACK_BYTES", 1)
+    monkeypatch.setattr(input_partitions, "PACK_BYTES", 1)
 
 
 def _table(tmp_path, segments: int = 3) -> str:
@@ -154,21 +155,21 @@ def test_bare_folder_plans_carry_no_snapshot(tmp_path):
 
 def test_query_start_from_uuid7():
     u = uuid.UUID("01a209e5-dd32-7a5a-8000-000000000000")
-    assert snapshot.uuid7_ms(str(u)) == 0x01A209E5DD32
-    assert snapshot.uuid7_ms(str(uuid.uuid4())) is None
-    assert snapshot.uuid7_ms("not a uuid") is None
-    assert snapshot.uuid7_ms(None) is None
+    assert query_version.uuid7_ms(str(u)) == 0x01A209E5DD32
+    assert query_version.uuid7_ms(str(uuid.uuid4())) is None
+    assert query_version.uuid7_ms("not a uuid") is None
+    assert query_version.uuid7_ms(None) is None
 
 
 def test_version_ignores_what_no_read_sees(tmp_path):
     path = _table(tmp_path)
     t = CarbonTable.open(path)
     t.delete_segments(["2"])
-    before = snapshot.version_of(t.load_details())
+    before = query_version.version_of(t.load_details())
     t.clean_files()  # drops the unreadable entry: same readable table
-    assert snapshot.version_of(t.load_details()) == before
+    assert query_version.version_of(t.load_details()) == before
     carbon_ds.write_table(pa.table({"id": [1], "name": ["a"]}), path)
-    assert snapshot.version_of(t.load_details()) != before
+    assert query_version.version_of(t.load_details()) != before
 
 
 # ------------------------------------------------------------------------------ pure-Python scan

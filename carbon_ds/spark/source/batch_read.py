@@ -10,33 +10,36 @@ the index files when it has no filter.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from dataclasses import replace
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceReader, InputPartition
 from pyspark.sql.types import StructType
 
-from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonTableError
+from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, and_, bind
 from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.format import direct_dictionary
-from carbon_ds.fs import Storage, resolve
+from carbon_ds.fs import Storage
 from carbon_ds.names import (
     EXACT_FILTER_OPTION,
     FILTER_OPTION,
     PARTIAL_COUNTS_OPTION,
     PRUNED_OPTION,
-    ROW_POSITIONS_OPTION,
     SEGMENTS_OPTION,
     UNSCALED_OPTION,
 )
-from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.spark.arrow_schema import arrow_schema
 from carbon_ds.spark.messages import entry_point
 from carbon_ds.spark.source import partial_counts
-from carbon_ds.spark.source.snapshot import (
+from carbon_ds.spark.source.input_partitions import (
+    pack_pieces,
+    planning_cores,
+    read_sizes,
+    split_for_cores,
+    stored_bytes,
+)
+from carbon_ds.spark.source.query_version import (
     PlannedSnapshot,
     check_unchanged_since,
     in_task,
@@ -46,24 +49,19 @@ from carbon_ds.spark.source.snapshot import (
     version_at,
     version_of,
 )
+from carbon_ds.spark.source.read_options import positions_option, resolved_path
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
-from carbon_ds.table.meta.options import parse_bool, split_list
+from carbon_ds.table.meta.options import split_list
 from carbon_ds.table.meta.schema.conform import UNSCALED_MAX_PRECISION, conform, has_unscaled_form, unscaled_decimals
 from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.partitions.id_partition_values import partition_value_rows
 from carbon_ds.table.partitions.partitioning import IdPartitioning
 from carbon_ds.table.read import pruning
-from carbon_ds.table.read.scan import Snapshot, arrow_schema_of, open_source, open_table
 from carbon_ds.table.read.scan import count as count_rows
 from carbon_ds.table.read.scan import plan as plan_pieces
+from carbon_ds.table.read.snapshot import Snapshot, arrow_schema_of, open_source, open_table
 from carbon_ds.table.read.task_reader import POSITION_NAMES, position_tables, read_pieces
 
-SPLIT_BYTES = 128 * 1024 * 1024  # a file larger than this is read as several partitions
-# Small files (a partitioned table's, many small loads') are read several to a partition up to PACK_BYTES,
-# each counted at least OPEN_COST, as Spark packs small files (its maxPartitionBytes and openCostInBytes
-# defaults): every partition costs a Python task.
-PACK_BYTES = 128 * 1024 * 1024
-OPEN_COST = 4 * 1024 * 1024
 COUNT_BATCH_ROWS = 1 << 20  # rows per column-less batch of a rows-only read
 # Rows per batch handed to Spark. A blocklet decodes to one batch of up to ~2M rows; Spark converts each
 # batch whole before passing any row on, so smaller slices overlap our decoding with the JVM's work and
@@ -78,35 +76,14 @@ LOCAL_TOUCHED_VALUES = 4_000_000
 # planning costs more than it saves (TPC-DS SF 1: a limit of 40,000 rows rather than 100,000 took 14 of the
 # queries from 1.62x to 1.37x Parquet's time; Q30, Q83 read date_dim, web_returns, customer whole)
 LOCAL_MAX_ROWS = 40_000
-PUSHDOWN_SAFE_FROM = (5, 0)  # first PySpark expected to keep pushed read state per scan
-PUSHDOWN_CONF = "spark.sql.python.filterPushdown.enabled"
-# Options naming the store's settings (carbon_ds.fs.resolve's storage_options): storage.<name>
-STORAGE_PREFIX = "storage."
 
 
-def storage_options(options) -> dict[str, str] | None:
-    """The options ``storage.<name>`` (``storage.endpoint_url``, ``storage.access_key``, ...) as the
-    ``storage_options`` of carbon_ds.fs.resolve, or None when there are none."""
-    found = {k[len(STORAGE_PREFIX):].lower(): str(v) for k, v in options.items()
-             if k.lower().startswith(STORAGE_PREFIX) and v is not None}
-    return found or None
 
 
-def table_options(options) -> dict[str, str]:
-    """The options without ``storage.*`` (those are the file system's, not the table's or the read's)."""
-    return {k: v for k, v in options.items() if not k.lower().startswith(STORAGE_PREFIX)}
 
 
-def resolved_path(path: str, settings: dict[str, str] | None) -> str:
-    """``path`` after handing the store's settings to the file-system layer of *this* process: Spark runs
-    the source's planning, tasks and commit in different Python workers, so each of them calls this."""
-    return resolve(path, settings) if settings else path
 
 
-def positions_option(options) -> bool:
-    """Option with_row_positions: append dml.POSITION_FIELDS (file, blocklet, page, row in page) to every
-    row, for DELETE/UPDATE evaluated by Spark (carbon_ds.spark.statements.dml.spark_delete)."""
-    return parse_bool(options.get(ROW_POSITIONS_OPTION), f"option {ROW_POSITIONS_OPTION}", False)
 
 
 # ---------------------------------------------------------------------------------------------- reads
@@ -114,7 +91,7 @@ def positions_option(options) -> bool:
 
 class CarbonPartition(InputPartition):
     """Slot ``index`` of ``count``: the planned (path, blocklets) pieces and the table version they belong
-    to (``snapshot``: segment ids, delete statuses, version; None for a bare folder), see carbon_ds.spark.source.snapshot.
+    to (``snapshot``: segment ids, delete statuses, version; None for a bare folder), see carbon_ds.spark.source.query_version.
 
     Spark keeps planned partitions on a DataFrame's or temporary view's relation and reuses them in later
     queries, so a plan can be stale. A task of a later query re-plans and reads every ``count``-th piece of
@@ -240,23 +217,15 @@ class CarbonReader(DataSourceReader):
         # a columnar file's bytes that this read decodes: its share of the row width (a partitioned table's
         # many files, read for a column or two, pack into a few tasks rather than one task each)
         read = None if self.columns is None else [*self.columns, *self._option_expr().columns()]
-        share = _column_share(source.schema, read)
-        stored = _sizes(source)
-        self._stored_bytes = stored_bytes(source, dict(stored))
-        sizes = {path: size if path in source.external else int(size * share) for path, size in stored}
+        stored, sizes = read_sizes(source, read)
+        self._stored_bytes = stored_bytes(source, stored)
 
         expr = self._prune_expr()
         plan = plan_pieces(source, expr)  # each piece carries its file's committed deletes to its task
         # the rows the plan reads, while the pieces still carry the index's counts (split pieces do not)
         self._touched = (sum(p.rows for p in plan.pieces) if all(p.rows is not None for p in plan.pieces)
                          else None)
-        # as Spark splits files: by the bytes per core, at most SPLIT_BYTES (a narrow read of one big file
-        # still keeps every core busy)
-        cores = _planning_cores()
-        total = sum(sizes.get(piece.path, 0) for piece in plan.pieces)
-        split = min(SPLIT_BYTES, max(OPEN_COST, total // cores))
-        pieces = [p for piece in plan.pieces for p in _split(source.storage, piece, sizes.get(piece.path, 0), split)]
-        return source, pieces, version, sizes
+        return source, split_for_cores(source.storage, plan.pieces, sizes), version, sizes
 
     @staticmethod
     def _snapshot(version: str | None, pieces: list[pruning.Piece], now: int) -> PlannedSnapshot | None:
@@ -347,7 +316,7 @@ class CarbonReader(DataSourceReader):
         if self._rows_only():
             return [CarbonCountPartition()]
         source, pieces, version, sizes = self._plan()
-        groups = pack_pieces(pieces, sizes, _planning_cores()) or [[]]
+        groups = pack_pieces(pieces, sizes, planning_cores()) or [[]]
         n, now = len(groups), ts.now_ms()
         self._planned = [CarbonPartition(i, n, tuple(group), self._snapshot(version, group, now))
                          for i, group in enumerate(groups)]
@@ -360,7 +329,7 @@ class CarbonReader(DataSourceReader):
 
     def _task_plan(self, partition: CarbonPartition) -> list[pruning.Piece]:
         """The pieces this task reads, each with its deletes: the partition's own snapshot, or (a plan kept by
-        Spark from an earlier query) the table as it is now; see carbon_ds.spark.source.snapshot."""
+        Spark from an earlier query) the table as it is now; see carbon_ds.spark.source.query_version."""
         snap = partition.snapshot
         pieces = list(partition.pieces)
         if snap is not None and in_task() and not self.pinned:
@@ -384,7 +353,7 @@ class CarbonReader(DataSourceReader):
         return when is not None and snap.planned_ms <= started <= when
 
     def plan_key(self) -> str | None:
-        """The name of this read's plan in the extension's ``VERIFIED_PLANS`` local property (snapshot.plan_key)."""
+        """The name of this read's plan in the extension's ``VERIFIED_PLANS`` local property (query_version.plan_key)."""
         for part in self.partitions():
             if isinstance(part, CarbonPartition) and part.snapshot is not None:
                 return plan_key(part.snapshot)
@@ -393,7 +362,7 @@ class CarbonReader(DataSourceReader):
     def _current_at(self, version: str, started: int | None) -> bool:
         """Whether the planned ``version`` is the one a query begun at ``started`` reads, from one tablestatus
         read: the table is still at it (schema file unchanged too), or every commit since it came after the
-        query began and only added segments (snapshot.version_at)."""
+        query began and only added segments (query_version.version_at)."""
         handle = self.handle
         if handle is None or handle.storage.mtime_ns(handle.schema_path_of(handle.path)) != self.schema_mtime:
             return False
@@ -495,19 +464,6 @@ class CarbonPushdownReader(CarbonReader):
         return and_(self._option_expr(), self.pushed)
 
 
-def pushdown_is_safe(version: str) -> bool:
-    """Whether Spark's pushed filters may drive pruning on this PySpark.
-
-    PySpark 4.1-4.3 cache the pushed reader and its partitions on the relation and reuse them for a later
-    query on the same DataFrame or temporary view that pushes nothing (measured: 10 rows, then 5). Any
-    pruning driven by ``pushFilters`` would then lose rows, and returning the filters to Spark does not
-    help. The fix (per-scan read info) is targeted at Spark 5.0.
-    """
-    nums = []
-    for part in version.split(".")[:2]:
-        digits = "".join(ch for ch in part if ch.isdigit())
-        nums.append(int(digits) if digits else 0)
-    return tuple(nums) >= PUSHDOWN_SAFE_FROM
 
 
 def _column_less(rows: int) -> Iterator[pa.RecordBatch]:
@@ -519,119 +475,17 @@ def _column_less(rows: int) -> Iterator[pa.RecordBatch]:
         rows -= n
 
 
-def stored_bytes(source: Snapshot, file_sizes: dict[str, int]) -> int:
-    """The stored bytes of a snapshot's segments, as Spark's size estimate counts a table: each readable
-    (chosen) segment's ``dataSize + indexSize`` as its tablestatus records them, or, where a segment records
-    none (CarbonData 1.x, hand-made status files), the sizes of its files; a bare folder's files."""
-    by_segment: dict[str | None, int] = {}
-    for path, segment in source.files:
-        by_segment[segment] = by_segment.get(segment, 0) + file_sizes.get(path, 0)
-    if source.details is None:
-        return sum(by_segment.values())
-    total = 0
-    for detail in source.details:
-        if detail.name not in by_segment:
-            continue  # not readable, not chosen, or holding no file
-        recorded = [detail.data_size, detail.index_size]
-        if all(v is not None and v.isdigit() for v in recorded):
-            total += sum(int(v) for v in recorded)
-        else:
-            total += by_segment[detail.name]
-    return total
 
 
-def _sizes(source: Snapshot) -> list[tuple[str, int]]:
-    out = []
-    for path, _seg in source.files:
-        try:
-            out.append((path, source.storage.size(path)))
-        except (OSError, CarbonError):  # a file gone since planning: not split; its read reports it
-            out.append((path, 0))
-    return out
 
 
-def _width(t: pa.DataType) -> int:
-    """Estimated stored bytes per value of ``t`` (variable-length values as 16)."""
-    if pa.types.is_boolean(t):
-        return 1
-    try:
-        return max(1, t.bit_width // 8)
-    except ValueError:  # variable width or nested
-        return 16 if not pa.types.is_nested(t) else 32
 
 
-def _column_share(schema: pa.Schema, columns: list[str] | None) -> float:
-    """The share of a row's estimated bytes that ``columns`` of ``schema`` take (1.0 for all columns)."""
-    if columns is None:
-        return 1.0
-    total = sum(_width(f.type) for f in schema)
-    wanted = {c.lower() for c in columns}
-    read = sum(_width(f.type) for f in schema if f.name.lower() in wanted)
-    return min(1.0, max(read, 1) / max(total, 1))
 
 
-def _planning_cores() -> int:
-    """The parallelism a plan is sized for: the planning worker runs beside the driver, so its cores stand
-    for the ones Spark has (at least two, as on the smallest machine Spark is run on)."""
-    return max(2, os.cpu_count() or 1)
 
 
-def pack_pieces(pieces: list[pruning.Piece], sizes: dict[str, int], min_partitions: int = 1
-                ) -> list[list[pruning.Piece]]:
-    """Consecutive pieces grouped, one Spark partition per group: each piece counts its file's size (a split
-    piece its share, SPLIT_BYTES; at least OPEN_COST); as many groups as PACK_BYTES needs, rounded up to a
-    multiple of ``min_partitions`` (as Spark sizes file partitions by bytes per core), the pieces spread so
-    the groups cost about the same."""
-    if not pieces:
-        return []
-    costs = [max(OPEN_COST, sizes.get(p.path, 0) if p.blocklets is None or p.external is not None else
-                 min(sizes.get(p.path, 0), SPLIT_BYTES)) for p in pieces]
-    total = sum(costs)
-    cores = max(1, min_partitions)
-    wanted = min(len(pieces), -(-max(1, -(-total // PACK_BYTES)) // cores) * cores)
-    # each piece goes to the group its cost's midpoint falls in: exactly ``wanted`` even groups where the
-    # pieces allow (filling groups up to a limit in turn leaves a lone last one: three groups on two cores
-    # take as long as four)
-    groups: list[list[pruning.Piece]] = [[] for _ in range(wanted)]
-    before = 0
-    for p, cost in zip(pieces, costs, strict=True):
-        groups[min(wanted - 1, (2 * before + cost) * wanted // (2 * total))].append(p)
-        before += cost
-    return [g for g in groups if g]
 
 
-def _split(storage: Storage, piece: pruning.Piece, size: int, split: int = SPLIT_BYTES) -> list[pruning.Piece]:
-    """A large file's blocklets in groups of about ``split`` bytes, one Spark partition each (what a partition
-    carries: no index claim, the pieces stay small). A file of fewer blocklets than groups (a blocklet closes
-    at 64 MB of pages, so a file of one is common) is split by windows of its blocklets' pages instead, as
-    Spark splits a Parquet file by its row groups: every core decodes part of it."""
-    piece = replace(piece, claim=None, rows=None)
-    if piece.external is not None or size <= split:  # an external file is one partition (units as planned)
-        return [piece]
-    wanted = -(-size // split)
-    if piece.blocklets is not None and len(piece.blocklets) >= wanted:
-        return _blocklet_groups(piece, piece.blocklets, wanted)
-    with CarbonDataFile(piece.path, storage=storage) as f:
-        blocklets = piece.blocklets if piece.blocklets is not None else tuple(range(f.num_blocklets))
-        n = len(blocklets)
-        if n >= wanted:
-            return _blocklet_groups(piece, blocklets, wanted)
-        # the kept blocklets' share of the file's bytes says how many windows they need (a lookup's one
-        # blocklet of a large file is not read by many tasks)
-        wanted = -(-(size * n // max(1, f.num_blocklets)) // split)
-        if wanted <= n:
-            return _blocklet_groups(piece, blocklets, n)
-        out = []
-        for b in blocklets:
-            pages = f.page_count(b)
-            step = -(-pages // min(pages, -(-wanted // n))) if pages else 1
-            for first in range(0, max(pages, 1), step):
-                end = min(pages, first + step)
-                window = None if (first, end) == (0, pages) or not pages else (first, end)
-                out.append(replace(piece, blocklets=(b,), pages=window))
-        return out
 
 
-def _blocklet_groups(piece: pruning.Piece, blocklets: tuple[int, ...], groups: int) -> list[pruning.Piece]:
-    per = -(-len(blocklets) // groups)
-    return [replace(piece, blocklets=tuple(blocklets[i : i + per])) for i in range(0, len(blocklets), per)]

@@ -39,20 +39,9 @@ from carbon_ds.spark.bridge.protocol import (
 from carbon_ds.spark.bridge.read_plans import plan_reads
 from carbon_ds.spark.bridge.view_rewrite import fresh_views
 from carbon_ds.spark.messages import entry_point
-from carbon_ds.spark.source.batch_read import (  # noqa: F401 - re-exported: the reader's public names
-    OPEN_COST,
-    PACK_BYTES,
-    PUSHDOWN_CONF,
-    SPLIT_BYTES,
-    STORAGE_PREFIX,
-    UNSCALED_OPTION,
-    CarbonCountPartition,
-    CarbonPartition,
-    CarbonPushdownReader,
-    CarbonReader,
-    pack_pieces,
+from carbon_ds.spark.source.batch_read import CarbonPushdownReader, CarbonReader
+from carbon_ds.spark.source.read_options import (
     positions_option,
-    pushdown_is_safe,
     resolved_path,
     storage_options,
     table_options,
@@ -65,7 +54,7 @@ from carbon_ds.table.loads.prepare import prepare_table
 from carbon_ds.table.loads.start import resume_load, start_load
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import normalize
-from carbon_ds.table.read.scan import arrow_schema_of, open_table
+from carbon_ds.table.read.snapshot import arrow_schema_of, open_table
 from carbon_ds.table.read.task_reader import POSITION_FIELDS
 
 

@@ -22,7 +22,7 @@ from carbon_ds.names import CONF_PARTITION_VALUES
 from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.partitions.id_partition_values import partition_value_rows
 from carbon_ds.table.read import pruning
-from carbon_ds.table.read.scan import Snapshot
+from carbon_ds.table.read.snapshot import Snapshot
 
 __all__ = ["CONF_PARTITION_VALUES", "known_values", "values_frame"]
 

@@ -35,6 +35,7 @@ from carbon_ds.table.meta.files import deltas as D
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.read import pruning, scan
+from carbon_ds.table.read.snapshot import open_source
 from carbon_ds.table.read.task_reader import TaskReader, external_positioned
 
 # CarbonData's carbon.horizontal.delete.compaction.threshold: merge a block's deltas when more exist
@@ -58,7 +59,7 @@ class Match:
 def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
     """Rows matching ``expr`` per file, located by (blocklet, page, row in page); with ``want_data`` also
     the matching rows themselves (every column, file order)."""
-    source = scan.open_source(table)
+    source = open_source(table)
     plan = scan.plan(source, expr)  # each piece carries its file's committed deletes
     schema = table.schema
     prune = None if isinstance(expr, AlwaysTrue) else expr
@@ -309,7 +310,7 @@ def run_row_dml(table: TableHandle, stmt: DeleteRows | UpdateRows) -> int:
 def matches_from_positions(table: TableHandle, pos: pa.Table, data: pa.Table | None = None) -> list[Match]:
     """``Match`` objects (what ``_stage`` writes deltas from) of collected position rows; ``data`` (same
     row order) is kept for UPDATE's new rows."""
-    source = scan.open_source(table)
+    source = open_source(table)
     seg_of = {norm_path(p): s for p, s in source.files}
     external = {norm_path(p): ref for p, ref in source.external.items()}
     files = pos.column("__carbon_file").to_numpy(zero_copy_only=False)

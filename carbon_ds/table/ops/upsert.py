@@ -42,6 +42,7 @@ from carbon_ds.table.ops.delete_update import (
     matches_from_positions,
 )
 from carbon_ds.table.read import pruning, scan
+from carbon_ds.table.read.snapshot import open_source
 from carbon_ds.table.read.task_reader import POSITION_NAMES, position_tables
 
 # Up to this many distinct source keys prune the target with IN (min/max per blocklet), above with a range.
@@ -287,7 +288,7 @@ def run_merge(m: TableMerger) -> MergeMetrics:
         prune = _prune_expr(m.keys, src, schema) if len(m.keys) == 1 else AlwaysTrue()
         parts = []
         if prune is not None:
-            source = scan.open_source(table)
+            source = open_source(table)
             plan = scan.plan(source, prune)
             keyset = pc.unique(src.column(skeys[0])).drop_null() if len(m.keys) == 1 else None
             keyset = keyset.cast(schema.field(tkeys[0]).type) if keyset is not None else None

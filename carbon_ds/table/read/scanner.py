@@ -27,6 +27,7 @@ from carbon_ds.readers.external import open_reader
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.read import pruning, scan
 from carbon_ds.table.read.pruning import Counts, Piece
+from carbon_ds.table.read.snapshot import open_source
 from carbon_ds.table.read.task_reader import Reading, TaskReader, reading_pool
 
 THREADS = os.cpu_count() or 1
@@ -55,7 +56,7 @@ class Scan:
                                        or batch_size < 1):
             raise CarbonOptionError(f"batch_size must be a whole number >= 1, found {batch_size!r}")
         self._path = path
-        self.source = scan.open_source(path, segments)
+        self.source = open_source(path, segments)
         self.expr = pruning.as_expr(filter, self.source.schema, self.source.uri)
         extra = pruning.as_expr(prune, self.source.schema, self.source.uri)
         # a prune-only filter narrows what is planned and read, never the rows: count() and the row filter

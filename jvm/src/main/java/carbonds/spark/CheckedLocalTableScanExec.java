@@ -33,7 +33,7 @@ import scala.reflect.ClassTag$;
  * checks, each time it runs, that the table is still in the state the rows were read in (its live segment list
  * and schema bytes, {@link PlanCache#tableState}: one read of the status on the driver). Spark keeps a
  * DataFrame's physical plan for every action, and each action must see the commits before it, as the Python
- * tasks of a kept plan do (carbon_ds.spark.source.snapshot): when the table changed, the relation the rows
+ * tasks of a kept plan do (carbon_ds.spark.source.query_version): when the table changed, the relation the rows
  * replaced is planned and read again by Spark (its Python tasks), as the table is now. As Spark's own local
  * table scan, it collects its rows without a job (a broadcast of it runs none) and is equal to a scan of the
  * same rows, so Spark reuses one exchange for two alike.
@@ -183,7 +183,7 @@ public final class CheckedLocalTableScanExec extends SparkPlan {
      * no exchange: Spark keeps the RDD a plan node makes for every action on a kept DataFrame, so only a scan
      * under an exchange or broadcast (whose result Spark keeps as well, for any scan) or collected directly
      * runs its check each time. The scan reads what the planning call planned (no Python call); its tasks
-     * re-plan when a later action finds the table changed (carbon_ds.spark.source.snapshot).
+     * re-plan when a later action finds the table changed (carbon_ds.spark.source.query_version).
      */
     static final class Exposed extends ColumnarRule {
         @Override
