@@ -18,8 +18,8 @@ from carbon_ds.table.loads.start import start_load
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, normalize
 from carbon_ds.table.ops.schema_update import merge_columns
-from carbon_ds.table.read import scan as pruned
-from carbon_ds.table.read.scanner import Scan
+from carbon_ds.table.read import planned_reads as pruned
+from carbon_ds.table.read.scan import Scan
 
 MODES = ("append", "overwrite")
 

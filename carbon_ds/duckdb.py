@@ -30,7 +30,7 @@ import pyarrow.dataset as ds
 from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.expressions import AlwaysTrue, and_
 from carbon_ds.table.read.pruning import Counts, as_expr
-from carbon_ds.table.read.scanner import Scan
+from carbon_ds.table.read.scan import Scan
 
 
 class CarbonDataset(ds.Dataset):

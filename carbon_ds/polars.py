@@ -23,7 +23,7 @@ from carbon_ds.errors import CarbonDependencyError, CarbonError
 from carbon_ds.expressions import Expr, and_
 from carbon_ds.expressions.polars_filter import translate_polars_json
 from carbon_ds.table.read.pruning import Counts, as_expr
-from carbon_ds.table.read.scanner import Scan
+from carbon_ds.table.read.scan import Scan
 from carbon_ds.table.read.snapshot import open_table
 
 

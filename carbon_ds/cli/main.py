@@ -10,7 +10,7 @@ from carbon_ds.cli.inspect_files import describe
 from carbon_ds.cli.segment_commands import add_commands
 from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.fs import resolve
-from carbon_ds.table.read.scan import explain, format_explain
+from carbon_ds.table.read.planned_reads import explain, format_explain
 
 
 def _inspect(args: argparse.Namespace) -> int:

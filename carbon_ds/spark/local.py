@@ -16,8 +16,8 @@ from pyspark.sql.types import StructType
 from carbon_ds.errors import CarbonError, CarbonOptionError
 from carbon_ds.names import CONF_LOCAL_BYTES
 from carbon_ds.spark.arrow_schema import arrow_schema
-from carbon_ds.table.read.scan import scan_estimate
-from carbon_ds.table.read.scanner import Scan
+from carbon_ds.table.read.planned_reads import scan_estimate
+from carbon_ds.table.read.scan import Scan
 
 __all__ = ["CONF_LOCAL_BYTES", "DEFAULT_LOCAL_BYTES", "arrow_frame", "local_frame", "local_limit", "row_width"]
 

@@ -18,8 +18,8 @@ from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.partitions import hive_ddl, id_ddl
 from carbon_ds.table.partitions.id_spec import HashPartition, ListPartition, RangePartition
 from carbon_ds.table.partitions.partitioning import HivePartitioning, IdPartitioning
-from carbon_ds.table.read import scan
-from carbon_ds.table.read.scanner import Scan
+from carbon_ds.table.read import planned_reads
+from carbon_ds.table.read.scan import Scan
 
 _PARTITION_DDL = {type(None): hive_ddl, HivePartitioning: hive_ddl, IdPartitioning: id_ddl}
 
@@ -59,7 +59,7 @@ class CarbonTable(TableHandle):
     # ------------------------------------------------------------------ reading
     def to_arrow(self, columns: list[str] | None = None, segments: str | list | None = None) -> pa.Table:
         """Every live row of the table (or of the chosen ``segments``, ``"0,2"``), ``columns`` of it."""
-        return scan.table_rows(self, columns, segments)
+        return planned_reads.table_rows(self, columns, segments)
 
     def scan(self, columns: list[str] | None = None, filter: Any = None, segments: str | list | None = None,
              limit: int | None = None, batch_size: int | None = None, use_threads: bool = True) -> Scan:
@@ -70,7 +70,7 @@ class CarbonTable(TableHandle):
     def count(self, filter: Any = None, segments: str | list | None = None) -> int:
         """Rows where ``filter`` (SQL text, expression or tuples) is TRUE; without a filter from the index
         files' row counts alone."""
-        return scan.count(self, filter, segments)
+        return planned_reads.count(self, filter, segments)
 
     # ------------------------------------------------------------------ loading
     def load(self, overwrite: bool = False, partition: dict | None = None, dynamic: bool = False,

@@ -22,7 +22,7 @@ from spark_confs import confs
 
 import carbon_ds
 from carbon_ds.names import CONF_EXTENSION, CONF_LOCAL_BYTES
-from carbon_ds.table.read.scan import scan_bytes
+from carbon_ds.table.read.planned_reads import scan_bytes
 
 pytestmark = pytest.mark.spark
 

@@ -17,7 +17,7 @@ from carbon_ds.errors import CarbonOptionError
 from carbon_ds.expressions import Compare, In, IsNull, Not, NotNull, StartsWith, and_, or_
 from carbon_ds.expressions.polars_filter import from_polars_json, translate_polars_json
 from carbon_ds.format.v3_file import V3File
-from carbon_ds.table.read import scanner as scanner_module
+from carbon_ds.table.read import scan as scan_module
 from carbon_ds.table.read.pruning import Counts
 
 pl = pytest.importorskip("polars")
@@ -338,8 +338,8 @@ def test_a_polars_frame_checks_its_filter_and_segments_when_made(tmp_path, monke
     assert sorted(scan_carbondata(path, segments="1").collect()["id"].to_list()) == list(range(10, 15))
     opened = []
     # the one entry that opens a table, as the scan calls it
-    real = scanner_module.open_source
-    monkeypatch.setattr(scanner_module, "open_source", lambda *a, **k: opened.append(a) or real(*a, **k))
+    real = scan_module.open_source
+    monkeypatch.setattr(scan_module, "open_source", lambda *a, **k: opened.append(a) or real(*a, **k))
     lf = scan_carbondata(path, filter="id >= 12")
     assert opened == []  # no tablestatus, segment file or index read until collected
     assert lf.collect()["id"].to_list() == [12, 13, 14] and len(opened) == 1

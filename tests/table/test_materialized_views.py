@@ -26,7 +26,7 @@ from carbon_ds.table.meta.status import tablestatus
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
-from carbon_ds.table.read.scanner import Scan
+from carbon_ds.table.read.scan import Scan
 from carbon_ds.table.table import CarbonTable
 
 SCHEMA = pa.schema([("brand", pa.string()), ("ts", pa.timestamp("us", tz="UTC")), ("speed", pa.int32()),

@@ -42,7 +42,7 @@ from carbon_ds.format.v3_file import V3File
 from carbon_ds.readers import column_stats as S
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.loads import plain
-from carbon_ds.table.read import pruning, scan
+from carbon_ds.table.read import planned_reads, pruning
 from carbon_ds.table.table import CarbonTable
 from carbon_ds.writers.carbon_file_writer import CarbonWriter, WriterOptions
 
@@ -192,11 +192,11 @@ def test_pruned_read_equals_oracle(folders, table_path, data):
     full = carbon_ds.read_table(path)
     bound = bind(expr, full.schema)
     expected = filter_table(full, bound)
-    counts = scan.pruning.Counts()
-    got = scan.read(path, filter=expr, counts=counts)
+    counts = planned_reads.pruning.Counts()
+    got = planned_reads.read(path, filter=expr, counts=counts)
     assert _same(got, expected), str(expr)
-    assert scan.count(path, expr) == expected.num_rows
-    report = scan.explain(path, expr)
+    assert planned_reads.count(path, expr) == expected.num_rows
+    report = planned_reads.explain(path, expr)
     for level in ("files", "blocklets", "pages", "rows"):
         r = report[level]
         assert 0 <= r["read"] <= r["total"], (level, r)
@@ -363,7 +363,7 @@ def test_real_files_prune_exactly(corpus, folder):
         expected = filter_table(full, bind(parse(text), full.schema))
         got = carbon_ds.read_table(path, filter=text)
         assert _same(got, expected), text
-        assert scan.count(path, text) == expected.num_rows, text
+        assert planned_reads.count(path, text) == expected.num_rows, text
 
 
 def test_real_files_prune_skips(corpus):
@@ -495,6 +495,6 @@ def test_not_of_a_float_comparison_keeps_pages_with_nan(tmp_path):
     for expr in (Not(Compare("f", ">", 0.5)), Not(Compare("f", ">=", 1))):
         full = carbon_ds.read_table(str(folder))
         expected = filter_table(full, bind(expr, full.schema))
-        got = scan.read(str(folder), filter=expr)
+        got = planned_reads.read(str(folder), filter=expr)
         assert _same(got, expected), str(expr)
         assert any(v != v for v in expected.column("f").to_pylist() if v is not None), str(expr)

@@ -19,7 +19,7 @@ import carbon_ds
 from carbon_ds import CarbonTable
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.table.loads import plain
-from carbon_ds.table.read.scanner import Scan
+from carbon_ds.table.read.scan import Scan
 
 
 def _rows(n: int, seed: int) -> pa.Table:

@@ -1,4 +1,4 @@
-"""A whole-table read of many small segments decodes consecutive small files together (scan.small_groups,
+"""A whole-table read of many small segments decodes consecutive small files together (planned_reads.small_groups,
 readers.carbon_file.read_files): the rows must be exactly those of the files read one by one, against a
 pyarrow oracle kept beside the table and DuckDB over it, through deletes, a column added between loads
 (files of two column lists) and a projection."""
@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 import carbon_ds
-from carbon_ds.table.read import scan, task_reader
+from carbon_ds.table.read import planned_reads, task_reader
 from carbon_ds.table.table import CarbonTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("amt", pa.decimal128(10, 2)),
@@ -116,14 +116,14 @@ def test_groups_keep_order_and_bounds():
         return Piece(f"f{i}", None, str(i), None, object() if external else None, claim)  # type: ignore[arg-type]
 
     small = [piece(i, 100) for i in range(300)]
-    groups = scan.small_groups(small, 3)
+    groups = planned_reads.small_groups(small, 3)
     assert [p for g in groups for p in g] == small
-    assert [len(g) for g in groups] == [scan.GROUP_FILES, scan.GROUP_FILES, 300 - 2 * scan.GROUP_FILES]
-    big = piece(900, scan.PARALLEL_MIN_VALUES)
+    assert [len(g) for g in groups] == [planned_reads.GROUP_FILES, planned_reads.GROUP_FILES, 300 - 2 * planned_reads.GROUP_FILES]
+    big = piece(900, planned_reads.PARALLEL_MIN_VALUES)
     ext = piece(901, 10, external=True)
     mixed = small[:3] + [big] + small[3:5] + [ext] + small[5:6]
-    assert scan.small_groups(mixed, 1) == [small[:3], [big], small[3:5], [ext], small[5:6]]
+    assert planned_reads.small_groups(mixed, 1) == [small[:3], [big], small[3:5], [ext], small[5:6]]
     wide = [piece(i, 40_000) for i in range(5)]  # 120,000 values each at 3 columns: two fit under the bound
-    assert [len(g) for g in scan.small_groups(wide, 3)] == [2, 2, 1]
-    heavy = [piece(i, 10, size=scan.GROUP_BYTES // 3) for i in range(7)]  # few rows, many bytes
-    assert [len(g) for g in scan.small_groups(heavy, 3)] == [3, 3, 1]
+    assert [len(g) for g in planned_reads.small_groups(wide, 3)] == [2, 2, 1]
+    heavy = [piece(i, 10, size=planned_reads.GROUP_BYTES // 3) for i in range(7)]  # few rows, many bytes
+    assert [len(g) for g in planned_reads.small_groups(heavy, 3)] == [3, 3, 1]

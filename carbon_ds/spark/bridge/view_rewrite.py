@@ -47,8 +47,8 @@ from carbon_ds.spark.bridge.read_plans import ipc_base64
 from carbon_ds.spark.local import LOCAL_MAX_ROWS
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.ops import views
-from carbon_ds.table.read.scan import scan_estimate
-from carbon_ds.table.read.scanner import Scan
+from carbon_ds.table.read.planned_reads import scan_estimate
+from carbon_ds.table.read.scan import Scan
 
 __all__ = ["fresh_views"]
 

@@ -57,8 +57,8 @@ from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.partitions.id_partition_values import partition_value_rows
 from carbon_ds.table.partitions.partitioning import IdPartitioning
 from carbon_ds.table.read import pruning
-from carbon_ds.table.read.scan import count as count_rows
-from carbon_ds.table.read.scan import plan as plan_pieces
+from carbon_ds.table.read.planned_reads import count as count_rows
+from carbon_ds.table.read.planned_reads import plan as plan_pieces
 from carbon_ds.table.read.snapshot import Snapshot, arrow_schema_of, open_source, open_table
 from carbon_ds.table.read.task_reader import POSITION_NAMES, position_tables, read_pieces
 

@@ -34,8 +34,8 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
-from carbon_ds.table.read.scan import scan_estimate
-from carbon_ds.table.read.scanner import Scan
+from carbon_ds.table.read.planned_reads import scan_estimate
+from carbon_ds.table.read.scan import Scan
 
 __all__ = ["HANDLERS", "OUTPUTS", "answer_from_view", "drop_views_of"]
 

@@ -37,7 +37,7 @@ from carbon_ds.table.ops.stream_offsets import (
     segments_between,
     snapshot_between,
 )
-from carbon_ds.table.read.scan import count as count_rows
+from carbon_ds.table.read.planned_reads import count as count_rows
 
 try:  # PySpark 4.2+ (admission control), 4.3+ (Trigger.AvailableNow)
     from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxFiles, ReadMaxRows

@@ -34,7 +34,7 @@ from carbon_ds.table.loads.protocol import reserve_load
 from carbon_ds.table.meta.files import deltas as D
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.status import tablestatus as ts
-from carbon_ds.table.read import pruning, scan
+from carbon_ds.table.read import planned_reads, pruning
 from carbon_ds.table.read.snapshot import open_source
 from carbon_ds.table.read.task_reader import TaskReader, external_positioned
 
@@ -60,7 +60,7 @@ def _matches(table: TableHandle, expr, want_data: bool) -> list[Match]:
     """Rows matching ``expr`` per file, located by (blocklet, page, row in page); with ``want_data`` also
     the matching rows themselves (every column, file order)."""
     source = open_source(table)
-    plan = scan.plan(source, expr)  # each piece carries its file's committed deletes
+    plan = planned_reads.plan(source, expr)  # each piece carries its file's committed deletes
     schema = table.schema
     prune = None if isinstance(expr, AlwaysTrue) else expr
     cols = list(schema.names) if want_data else (sorted(expr.columns()) or [schema.names[0]])

@@ -41,7 +41,7 @@ from carbon_ds.table.ops.delete_update import (
     commit_update,
     matches_from_positions,
 )
-from carbon_ds.table.read import pruning, scan
+from carbon_ds.table.read import planned_reads, pruning
 from carbon_ds.table.read.snapshot import open_source
 from carbon_ds.table.read.task_reader import POSITION_NAMES, position_tables
 
@@ -289,7 +289,7 @@ def run_merge(m: TableMerger) -> MergeMetrics:
         parts = []
         if prune is not None:
             source = open_source(table)
-            plan = scan.plan(source, prune)
+            plan = planned_reads.plan(source, prune)
             keyset = pc.unique(src.column(skeys[0])).drop_null() if len(m.keys) == 1 else None
             keyset = keyset.cast(schema.field(tkeys[0]).type) if keyset is not None else None
             # semi-join early (single key): only candidate rows get positions and stay in memory

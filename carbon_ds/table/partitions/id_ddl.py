@@ -32,7 +32,7 @@ from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
 from carbon_ds.table.partitions.id_load import CarbonPartitionLoad
 from carbon_ds.table.partitions.id_spec import Layout, build_layout, parse_list_info, partition_id_of
-from carbon_ds.table.read.scan import table_rows
+from carbon_ds.table.read.planned_reads import table_rows
 
 
 def layout_of(table: TableHandle, operation: str) -> Layout:

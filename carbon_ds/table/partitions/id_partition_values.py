@@ -22,7 +22,7 @@ from carbon_ds.table.meta.files.naming import COLUMNAR
 from carbon_ds.table.partitions.id_spec import Layout, partition_id_of
 from carbon_ds.table.partitions.partitioning import IdPartitioning
 from carbon_ds.table.read import pruning
-from carbon_ds.table.read.scan import plan
+from carbon_ds.table.read.planned_reads import plan
 from carbon_ds.table.read.snapshot import Snapshot
 
 MAX_VALUES = 256  # more distinct values than this: read the column (Spark's answer is a CASE over them)

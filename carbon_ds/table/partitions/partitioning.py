@@ -2,7 +2,7 @@
 
 Both flavours are one concept seen through the same few questions (which columns, whether files of one
 partition share a folder, whether rows must be routed to their partition before a write). Code that acts
-differently per flavour looks the flavour up in one table keyed by its type (pruning in table.read.scan,
+differently per flavour looks the flavour up in one table keyed by its type (pruning in table.read.planned_reads,
 the load class in table.loads.protocol, partition DDL in table.table) instead of testing which kind a
 table has.
 """

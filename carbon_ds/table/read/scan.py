@@ -1,296 +1,283 @@
-"""Pruned reads of a table or a bare folder: ``read``, ``count`` and ``explain`` share one plan."""
+"""A scan of a table or a bare folder: one pruned plan, read as a stream of Arrow batches.
+
+``Scan`` plans once (segments, files, blocklets pruned by min/max and partition values) and then reads
+one unit at a time: a carbondata blocklet, a Parquet row group, an ORC stripe, or a whole CSV/JSON file.
+So ``to_batches`` holds at most a few units in memory whatever the table's size. With ``use_threads`` the
+units are decoded on a thread pool (decompression, the numba kernels and Arrow's kernels release the
+GIL), and results still come out in plan order.
+"""
 
 from __future__ import annotations
 
+import itertools
+import os
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, wait
 from dataclasses import replace
+from importlib import import_module
+from typing import Any
 
 import pyarrow as pa
 
-from carbon_ds.errors import CarbonError
-from carbon_ds.expressions import AlwaysTrue, Expr
-from carbon_ds.readers.carbon_file import PARALLEL_MIN_VALUES, READ_THREADS
-from carbon_ds.table.meta.caches.committed_cache import CommittedCache
+from carbon_ds.errors import CarbonOptionError
+from carbon_ds.expressions import AlwaysTrue, and_
+from carbon_ds.readers.carbon_file import CarbonDataFile, read_folder
+from carbon_ds.readers.external import open_reader
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
-from carbon_ds.table.meta.schema import column_map
-from carbon_ds.table.partitions.hive_pruning import prune_files
-from carbon_ds.table.partitions.id_pruning import prune_by_id
-from carbon_ds.table.partitions.partitioning import HivePartitioning, IdPartitioning
-from carbon_ds.table.read import pruning
-from carbon_ds.table.read.snapshot import Snapshot, open_source
-from carbon_ds.table.read.task_reader import OpenPiece, TaskReader, read_external, read_pieces, whole_rows_of
+from carbon_ds.table.read import planned_reads, pruning
+from carbon_ds.table.read.pruning import Counts, Piece
+from carbon_ds.table.read.snapshot import open_source
+from carbon_ds.table.read.task_reader import Reading, TaskReader, reading_pool
 
-# A committed snapshot's unfiltered plan without deletes, its index entries and its whole-file pieces, by the
-# snapshot's key (snapshot.py): a query of an unchanged table then plans nothing again.
-_WHOLE_PLANS = CommittedCache(max_entries=64)
-_RESOLVED = CommittedCache(max_entries=64)  # a snapshot's index entries by segment (pruning.resolve)
-_WHOLE_PIECES = CommittedCache(max_entries=64)  # a snapshot's whole-file pieces, when it has no deletes
+THREADS = os.cpu_count() or 1
+_SPLIT = ("parquet", "orc")  # external formats read one statistics unit (row group, stripe) at a time
+# rows per batch when the caller names none: pyarrow.dataset's default, so consumers size buffers alike
+DEFAULT_BATCH_SIZE = 131_072
 
 
-def table_rows(table: TableHandle | Snapshot, columns: list[str] | None = None, segments=None) -> pa.Table:
-    """Every live row of a table (``columns`` of it), file by file, without a filter: of one snapshot
-    (a ``Snapshot``, files and deletes as planned) or of the table as it is now."""
-    source = open_source(table, segments)
-    table = source.table
-    schema = table.schema
-    names = resolve_columns(schema, columns, f"table {table.uri}")
-    target = pa.schema([schema.field(n) for n in names]) if names is not None else schema
-    cols = table.columns
-    # every file whole: each footer checked against its index entry, read from the trash when CLEAN FILES
-    # has moved it since the snapshot was taken
-    pieces = _whole_pieces(source)
-    reader = TaskReader(table.storage, cols, table.path)
+class Scan:
+    """What ``carbon_ds.scan(path, ...)`` and ``CarbonTable.scan(...)`` return. Nothing is read until asked.
 
-    def one(group: list[tuple[pruning.Piece, OpenPiece | None]]) -> pa.Table:
-        parts, run = [], []
-        for piece, o in group:
-            if o is not None:
-                run.append(o)
+    ``to_batches()`` streams; ``to_reader()`` / ``__arrow_c_stream__`` hand the stream to any Arrow
+    consumer; ``to_arrow()`` / ``to_pandas()`` collect it; ``count()``, ``explain()`` and ``plan()`` read
+    metadata (and, for ``count`` with a filter, the filter columns only).
+    """
+
+    def __init__(self, path: str | os.PathLike | TableHandle, columns: list[str] | None = None, filter: Any = None,
+                 segments: str | list | None = None, limit: int | None = None, batch_size: int | None = None,
+                 use_threads: bool = True, prune: Any = None):
+        """``prune``: a further filter used only to skip what cannot match it (segments, files, blocklets,
+        pages); rows it rules out may still come back. For engines that apply their own predicate to every
+        batch anyway (Polars), so the rows are not filtered twice. ``count()`` ignores it."""
+        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 0):
+            raise CarbonOptionError(f"limit must be a whole number >= 0, found {limit!r}")
+        if batch_size is not None and (not isinstance(batch_size, int) or isinstance(batch_size, bool)
+                                       or batch_size < 1):
+            raise CarbonOptionError(f"batch_size must be a whole number >= 1, found {batch_size!r}")
+        self._path = path
+        self.source = open_source(path, segments)
+        self.expr = pruning.as_expr(filter, self.source.schema, self.source.uri)
+        extra = pruning.as_expr(prune, self.source.schema, self.source.uri)
+        # a prune-only filter narrows what is planned and read, never the rows: count() and the row filter
+        # then go by the filter alone
+        self._prune_only = not isinstance(extra, AlwaysTrue)
+        # what planning and page pruning go by: the filter and, when given, the prune-only filter
+        self._read_expr = self.expr if not self._prune_only else (
+            extra if isinstance(self.expr, AlwaysTrue) else and_(self.expr, extra))
+        where = self.source.uri
+        if isinstance(self.expr, AlwaysTrue):  # as read_table has always named them
+            where = f"table {where}" if self.source.table is not None else f"folder {os.fspath(path)}"
+        self.columns = resolve_columns(self.source.schema, columns, where)
+        self.segments = segments
+        self.limit = limit
+        self.batch_size = DEFAULT_BATCH_SIZE if batch_size is None else batch_size
+        self.use_threads = use_threads
+        names = self.columns if self.columns is not None else self.source.schema.names
+        self.schema = pa.schema([self.source.schema.field(n) for n in names])
+        self.counts = Counts()  # units planned and read so far (plan counts once planned, then pages/rows)
+        self._plan: pruning.Plan | None = None
+
+    def __repr__(self) -> str:
+        extra = f", limit={self.limit}" if self.limit is not None else ""
+        return f"Scan({self.source.uri!r}, columns={self.schema.names}, filter={str(self.expr)!r}{extra})"
+
+    # ------------------------------------------------------------------ planning
+    def _planned(self) -> pruning.Plan:
+        if self._plan is None:
+            self._plan = planned_reads.plan(self.source, self._read_expr)
+            self.counts.add(self._plan.counts)
+        return self._plan
+
+    def plan(self) -> list[Piece]:
+        """The file pieces left after pruning, in read order: each a path, its surviving blocklets (or
+        row groups/stripes; None: all), segment id and row count when the index knows it. Other engines
+        can split the work by these."""
+        return list(self._planned().pieces)
+
+    def explain(self) -> planned_reads.ExplainReport:
+        """Segments, files, blocklets, pages and rows this scan's filter reads and skips (no page decoded)."""
+        return planned_reads.explain(self.source, self._read_expr)  # the scan's own snapshot
+
+    def count(self) -> int:
+        """Matching rows (capped by ``limit``); without a filter from index row counts alone."""
+        planned = None if self._prune_only else self._planned()  # the scan's one plan
+        n = planned_reads.count(self.source, self.expr, planned=planned)
+        return n if self.limit is None else min(n, self.limit)
+
+    # ------------------------------------------------------------------ reading
+    def _tasks(self, opened: list[CarbonDataFile]) -> Iterator[tuple[Callable[[], tuple[pa.Table | None, Counts]], CarbonDataFile | None]]:
+        """(read one unit, the file to close once that unit is consumed), in plan order; every file opened
+        is also appended to ``opened`` for the caller to close once no unit of it is in flight."""
+        source = self.source
+        storage = source.storage
+        how = Reading(self._read_expr, self.columns, source.schema, self.expr if self._prune_only else True,
+                      source.columns)
+        def external(piece: Piece):
+            def run():
+                c = Counts()
+                # the snapshot's deletes, resolved once when planned: a DELETE landing mid-scan is not seen
+                return how.external(storage, piece, c, piece.deletes), c
+            return run
+
+        def blocklet(f: CarbonDataFile, b: int, fd, window: tuple[int, int] | None):
+            def run():
+                c = Counts()
+                return how.blocklet(f, b, fd, c, window), c
+            return run
+
+        yield from self._units(self._planned().pieces, opened, external, blocklet)
+
+    def _units(self, pieces, opened, external, blocklet):
+        storage, source = self.source.storage, self.source
+        reader = TaskReader(storage, source.columns, source.table.path if source.table else None)
+        for piece, o in reader.tasks(pieces, keep_open=True):
+            if o is None:
+                units = piece.blocklets
+                if units is None and piece.external.format in _SPLIT:
+                    ref = piece.external
+                    units = tuple(range(len(open_reader(storage, piece.path, ref.format, ref.options_dict,
+                                                        source.schema).units))) or None
+                if units is None:
+                    yield external(piece), None
+                else:
+                    for u in units:
+                        yield external(replace(piece, blocklets=(u,), rows=None, claim=None)), None
                 continue
-            if run:
-                parts.append(whole_rows_of(run, target))
-                run = []
-            # deletes of an external file are applied by its reader (units, not pages)
-            parts.append(read_external(table.storage, piece.path, piece.external, names, target, table_columns=cols,
-                                       deletes=piece.deletes))
-        if run:
-            parts.append(whole_rows_of(run, target))
-        return parts[0] if len(parts) == 1 else pa.concat_tables(parts)
+            f, fd, blocklets = o.file, o.deletes, o.blocklets
+            opened.append(f)
+            if not blocklets:
+                f.close()
+            for k, b in enumerate(blocklets):
+                yield blocklet(f, b, fd, piece.pages), f if k == len(blocklets) - 1 else None
 
-    tables = list(reader.each_group(small_groups(pieces, len(target)), one, threads=READ_THREADS))
-    if not tables:
-        return target.empty_table()
-    return pa.concat_tables(tables)
-
-
-def _whole_pieces(source: Snapshot) -> list[pruning.Piece]:
-    """A whole-file piece of each file of ``source`` (each carrying its index claim and deletes); kept by the
-    snapshot's key when nothing is deleted, so a read of an unchanged table makes none of them again."""
-    key = None
-    if source.snapshot_key is not None and source.deletes is None:
-        key = (source.snapshot_key, column_map.table_key(source.columns))
-    return list(_WHOLE_PIECES.kept(key, lambda: tuple(pruning.file_pieces(
-        source.table.storage, source.data_files, source.columns, source.deletes, committed=source.committed))))
-
-
-# A whole-table read hands a worker consecutive small files together (``small_groups``) while their values
-# (rows by the index x columns read) stay under PARALLEL_MIN_VALUES, the size from which one file's read
-# decodes its chunks on threads, and at most GROUP_FILES files of GROUP_BYTES stored bytes (a group's files are
-# open, and small ones held whole, while it is read): a file of a few hundred rows costs more in fixed
-# per-file steps than in values, and a group pays the decode's steps once (readers.carbon_file.read_files).
-GROUP_FILES = 128
-GROUP_BYTES = 32 << 20
-
-
-def small_groups(pieces: list[pruning.Piece], columns: int) -> list[list[pruning.Piece]]:
-    """``pieces`` in order, cut into groups: runs of carbondata files whose index gives their rows and whose
-    values and bytes fit the bounds above share a group; any other piece is a group of its own."""
-    groups: list[list[pruning.Piece]] = []
-    run: list[pruning.Piece] = []
-    held = held_bytes = 0
-    width = max(columns, 1)
-    for piece in pieces:
-        claim = piece.claim
-        values = sum(claim.rows) * width if piece.external is None and claim is not None else None
-        size = (claim.file_size or 0) if claim is not None else 0
-        if values is None or values >= PARALLEL_MIN_VALUES:
-            if run:
-                groups.append(run)
-                run, held, held_bytes = [], 0, 0
-            groups.append([piece])
-            continue
-        if run and (held + values > PARALLEL_MIN_VALUES or len(run) >= GROUP_FILES
-                    or held_bytes + size > GROUP_BYTES):
-            groups.append(run)
-            run, held, held_bytes = [], 0, 0
-        run.append(piece)
-        held += values
-        held_bytes += size
-    if run:
-        groups.append(run)
-    return groups
-
-
-def plan(source: Snapshot, expr: Expr, with_deletes: bool = True) -> pruning.Plan:
-    """The pieces of ``source`` that ``expr`` may match, each carrying its committed deletes (unless
-    ``with_deletes`` is False: a plan only measured, never read, reads no delta file)."""
-    whole = (source.snapshot_key is not None and isinstance(expr, AlwaysTrue) and source.table is not None
-             and (source.deletes is None or not with_deletes) and source.table.partitioning is None)
-    if whole:
-        hit = _WHOLE_PLANS.get((source.snapshot_key, column_map.table_key(source.columns)))
-        if hit is not None:
-            return _copy_plan(hit)
-    kept = partition_pruned(source, expr)
-    deletes = source.deletes if with_deletes else None
-    if source.snapshot_key is not None and source.partitions is None and len(kept) == len(source.files):
-        # every file of a snapshot of committed segments: their entries as resolved by an earlier plan
-        resolved = _RESOLVED.kept((source.snapshot_key, column_map.table_key(source.columns)), lambda: pruning.resolve(
-            source.storage, kept, True, source.external, source.schema, source.columns, source.committed))
-        p = pruning.plan_resolved(resolved, expr, deletes)
-    else:
-        p = pruning.plan_files(source.storage, kept, expr, use_index=source.table is not None,
-                               external=source.external, schema=source.schema, table_columns=source.columns,
-                               deletes=deletes, committed=source.committed)
-    p.partitions = source.partitions
-    if source.partitions is not None:  # files skipped by partition id still count as the table's files
-        p.counts.files_total += len(source.files) - len(kept)
-    if whole:
-        _WHOLE_PLANS.put((source.snapshot_key, column_map.table_key(source.columns)), _copy_plan(p))
-    return p
-
-
-def _copy_plan(p: pruning.Plan) -> pruning.Plan:
-    """A plan callers may change (the pieces and index entries themselves are never changed)."""
-    return pruning.Plan(list(p.pieces), replace(p.counts), p.exact_rows, p.partitions, dict(p.entries))
-
-
-def partition_pruned(source: Snapshot, expr: Expr) -> list[tuple[str, str | None]]:
-    """The source's files less those whose Hive partition folder values, or HASH/RANGE/LIST partition id,
-    rule ``expr`` out (none opened)."""
-    part = source.table.partitioning if source.table is not None else None
-    return source.files if part is None else _PRUNERS[type(part)](source, part, expr)
-
-
-def _prune_by_folder(source: Snapshot, _part: HivePartitioning, expr: Expr) -> list[tuple[str, str | None]]:
-    return prune_files(source.table.path, source.schema, source.files, expr)
-
-
-def _prune_by_id(source: Snapshot, part: IdPartitioning, expr: Expr) -> list[tuple[str, str | None]]:
-    kept, read_ids, skipped_ids = prune_by_id(part.layout, source.files, expr)
-    source.partitions = {"total": len(part.layout.ids), "read": sorted(read_ids), "skipped": sorted(skipped_ids)}
-    return kept
-
-
-_PRUNERS = {HivePartitioning: _prune_by_folder, IdPartitioning: _prune_by_id}
-
-
-def read(path, columns: list[str] | None = None, filter=None, segments=None,
-         counts: pruning.Counts | None = None) -> pa.Table:
-    """Projected rows where ``filter`` is TRUE, pruned at every level and then filtered exactly."""
-    source = open_source(path, segments)
-    names = resolve_columns(source.schema, columns, source.uri)
-    expr = pruning.as_expr(filter, source.schema, source.uri)
-    p = plan(source, expr)
-    if counts is not None:
-        counts.add(p.counts)
-    target = pa.schema([source.schema.field(n) for n in (names if names is not None else source.schema.names)])
-    tables = list(read_pieces(source.storage, p.pieces, expr, names, source.schema, True, counts,
-                              table_columns=source.columns, table_path=_table_path(source)))
-    if not tables:
-        return target.empty_table()
-    return pa.concat_tables(tables).cast(target) if tables[0].schema != target else pa.concat_tables(tables)
-
-
-def count(path, filter=None, segments=None, planned: pruning.Plan | None = None) -> int:
-    """Rows where ``filter`` is TRUE. Without a filter (or when every blocklet is pruned) the index row
-    counts answer alone; otherwise only the filter columns of the surviving pages are read. ``planned``:
-    the plan of ``path`` (a ``Snapshot``) for ``filter``, made earlier."""
-    source = open_source(path, segments)
-    expr = pruning.as_expr(filter, source.schema, source.uri)
-    deletes = source.deletes
-    recorded = {f.path: f.rows for f in source.data_files if f.rows is not None and f.external is not None
-                and (deletes is None or deletes.status_of(f.path, f.segment_id) is None)} if source.external else {}
-    if planned is None and recorded and isinstance(expr, AlwaysTrue):
-        # external Parquet/ORC files without deleted rows count from the row counts ADD SEGMENT recorded
-        # (checked against their size and mtime when listed): none is opened
-        rest = replace(source, snapshot_key=None, files=[f for f in source.files if f[0] not in recorded],
-                       external={k: v for k, v in source.external.items() if k not in recorded},
-                       data_files=[f for f in source.data_files if f.path not in recorded])
-        return sum(recorded.values()) + (count(rest) if rest.files else 0)
-    p = planned if planned is not None else plan(source, expr)
-    if isinstance(expr, AlwaysTrue) and p.exact_rows is not None:
-        # metadata only: the index row counts less each block's committed deleted rows
-        return p.exact_rows - (_deleted_by_index(p) if deletes is not None else 0)
-    if not p.pieces:
-        return 0
-    cols = sorted(expr.columns())[:1] if not isinstance(expr, AlwaysTrue) else []
-    if not cols:  # no filter column to read: count rows of every surviving blocklet from the footer
-        cols = [source.schema.names[0]]
-    return sum(t.num_rows for t in read_pieces(source.storage, p.pieces, expr, cols, source.schema, True,
-                                               table_columns=source.columns, table_path=_table_path(source)))
-
-
-def _deleted_by_index(p: pruning.Plan) -> int:
-    """Rows the delete deltas remove from the planned pieces, each delta checked against the blocklets and
-    pages the index gives its file (no data file is opened)."""
-    total = 0
-    for piece in p.pieces:
-        fd = piece.deletes
-        if fd is None:
-            continue
-        entry = p.entries.get(piece.path)
-        if entry is not None:
-            fd.check_shape(piece.path, entry.page_rows, entry.rows, entry.source)
-        total += fd.count
-    return total
-
-
-def _table_path(source: Snapshot) -> str | None:
-    return source.table.path if source.table is not None else None
-
-
-class ExplainReport(dict):
-    """What ``explain`` returns: a dict (``report["blocklets"]["skipped"]``) that prints as a table."""
-
-    def __str__(self) -> str:
-        return "\n".join(format_explain(self))
-
-
-def explain(path, filter=None, segments=None) -> ExplainReport:
-    """What a filtered read would touch: units read vs skipped at each level (no data page is decoded)."""
-    source = open_source(path, segments)
-    expr = pruning.as_expr(filter, source.schema, source.uri)
-    p = plan(source, expr)
-    TaskReader(source.storage, source.columns, _table_path(source)).page_counts(p.pieces, expr, p.counts)
-    out = ExplainReport({"path": source.uri, "filter": str(expr), **p.counts.as_dict()})
-    if source.partitions is not None:
-        out["partitions"] = source.partitions
-    if source.table is None:
-        out["segments"] = None
-    return out
-
-
-def format_explain(report: dict) -> list[str]:
-    lines = [f"table: {report['path']}", f"filter: {report['filter']}"]
-    parts = report.get("partitions")
-    if parts is not None:
-        lines.append(f"partitions read {len(parts['read'])} of {parts['total']} (ids "
-                     f"{', '.join(map(str, parts['read'])) or 'none'}), skipped {len(parts['skipped'])}")
-    for level in ("segments", "files", "blocklets", "pages", "rows"):
-        r = report.get(level)
-        if r is None:
-            continue
-        pct = 100.0 * r["skipped"] / r["total"] if r["total"] else 0.0
-        lines.append(f"{level:<10} read {r['read']:>10,} of {r['total']:>10,}  skipped {r['skipped']:>10,} ({pct:.1f}%)")
-    return lines
-
-
-def scan_bytes(path, filter=None, segments=None) -> int:
-    """Stored bytes a filtered read would touch: each surviving file's size times the share of its rows
-    in the surviving blocklets (the whole file when the index has no row counts). No data page is read."""
-    return scan_estimate(path, filter, segments)[0]
-
-
-def scan_estimate(path, filter=None, segments=None) -> tuple[int, int | None]:
-    """(stored bytes as scan_bytes counts them, rows of the surviving blocklets or None when an index
-    does not say) of a filtered read. No data page is read."""
-    source = open_source(path, segments)
-    expr = pruning.as_expr(filter, source.schema, source.uri)
-    kept = plan(source, expr, with_deletes=False).pieces
-    if not kept:
-        return 0, 0
-    every: dict[str, int] = {}
-    for p in plan(source, AlwaysTrue(), with_deletes=False).pieces if filter else ():
-        every[p.path] = every.get(p.path, 0) + (p.rows or 0)
-    total, total_rows = 0, 0
-    for piece in kept:
+    def _tables(self) -> Iterator[pa.Table]:
+        """Unit results in plan order; threaded reads keep a bounded number of units in flight."""
+        opened: list[CarbonDataFile] = []
+        gen = self._tasks(opened)
+        threads = THREADS if self.use_threads else 1
         try:
-            size = source.storage.size(piece.path)
-        except (OSError, CarbonError):
-            continue  # gone since listing: its read reports it
-        rows, all_rows = piece.rows, every.get(piece.path)
-        if filter and rows is not None and all_rows:
-            size = size * min(rows, all_rows) // all_rows
-        total += size
-        total_rows = None if total_rows is None or rows is None else total_rows + rows
-    return total, total_rows
+            ahead = list(itertools.islice(gen, 2)) if threads >= 2 else []
+        except BaseException:
+            gen.close()
+            for f in opened:
+                f.close()
+            raise
+        if len(ahead) < 2:
+            threads = 1  # one unit (a pruned lookup) runs in this thread: a pool would only add its start-up
+        tasks = itertools.chain(ahead, gen)
+        if threads < 2:
+            try:
+                for run, last_of in tasks:
+                    table, c = run()
+                    self.counts.add(c)
+                    if last_of is not None:
+                        last_of.close()
+                    if table is not None:
+                        yield table
+            finally:  # a stream stopped early (limit, error) still closes every file it opened
+                gen.close()
+                for f in opened:
+                    f.close()
+            return
+        pending: deque[tuple[Future, CarbonDataFile | None]] = deque()
+        pool, own = reading_pool(threads)
+        try:
+            for run, last_of in tasks:
+                pending.append((pool.submit(run), last_of))
+                while len(pending) >= 2 * threads:
+                    yield from self._take(pending)
+            while pending:
+                yield from self._take(pending)
+        finally:
+            for fut, _ in pending:
+                fut.cancel()
+            if own:  # no unit in flight any more: files may close
+                pool.shutdown(wait=True)
+            else:
+                wait([fut for fut, _ in pending])
+            gen.close()
+            for f in opened:
+                f.close()
 
+    def _take(self, pending: deque) -> Iterator[pa.Table]:
+        fut, last_of = pending.popleft()
+        table, c = fut.result()
+        self.counts.add(c)
+        if last_of is not None:
+            last_of.close()
+        if table is not None:
+            yield table
+
+    def _limited(self) -> Iterator[pa.Table]:
+        left = self.limit
+        if left == 0:
+            return
+        tables = self._tables()
+        try:
+            for table in tables:
+                if table.schema != self.schema:
+                    table = table.cast(self.schema)
+                if left is not None:
+                    if table.num_rows >= left:
+                        yield table.slice(0, left)
+                        return
+                    left -= table.num_rows
+                yield table
+        finally:
+            tables.close()
+
+    def to_batches(self) -> Iterator[pa.RecordBatch]:
+        """The matching rows as record batches, read one unit at a time (``batch_size`` caps their rows)."""
+        for table in self._limited():
+            yield from table.to_batches(max_chunksize=self.batch_size)
+
+    def to_reader(self) -> pa.RecordBatchReader:
+        """A ``pyarrow.RecordBatchReader`` over ``to_batches()``."""
+        return pa.RecordBatchReader.from_batches(self.schema, self.to_batches())
+
+    def __arrow_c_stream__(self, requested_schema: object | None = None) -> object:
+        return self.to_reader().__arrow_c_stream__(requested_schema)
+
+    def to_arrow(self) -> pa.Table:
+        """Every matching row in one ``pyarrow.Table``."""
+        if isinstance(self._read_expr, AlwaysTrue) and self.limit is None and self.use_threads:
+            # a whole read: each file decodes its (blocklet, column) chunks in parallel, as read_table always did
+            return self._whole()
+        tables = list(self._limited())
+        if not tables:
+            return self.schema.empty_table()
+        return pa.concat_tables(tables)
+
+    def _whole(self) -> pa.Table:
+        source = self.source
+        if source.table is not None:
+            return planned_reads.table_rows(source, self.columns)  # the planned snapshot's files and deletes
+        return read_folder(os.fspath(self._path), columns=self.columns)
+
+    def to_pandas(self, dtype_backend: str | None = None, **kwargs: Any):
+        """``to_arrow().to_pandas(**kwargs)`` (needs pandas): the dtypes ``pandas.read_parquet`` gives for the
+        same Arrow data, with its ``dtype_backend`` choices (see docs/dataframes.md, "pandas")."""
+        return self.to_arrow().to_pandas(**_pandas_types(dtype_backend), **kwargs)
+
+
+def open_scan(path: str | os.PathLike | TableHandle, columns: list[str] | None = None, filter: Any = None,
+              segments: str | list | None = None, limit: int | None = None, batch_size: int | None = None,
+              use_threads: bool = True) -> Scan:
+    return Scan(path, columns, filter, segments, limit, batch_size, use_threads)
+
+
+def _pandas_types(dtype_backend: str | None) -> dict[str, Any]:
+    """``to_pandas`` arguments for pandas' ``dtype_backend`` (None: NumPy dtypes, nulls in ints as float NaN;
+    "numpy_nullable": ``Int64``/``boolean``/``Float64``/``string`` with ``<NA>``; "pyarrow": ``ArrowDtype``)."""
+    if dtype_backend is None:
+        return {}
+    pd = import_module("pandas")  # optional dependency, and pyarrow's to_pandas imports it anyway
+    if dtype_backend == "pyarrow":
+        return {"types_mapper": pd.ArrowDtype}
+    if dtype_backend != "numpy_nullable":
+        raise CarbonOptionError(f"dtype_backend must be None, 'numpy_nullable' or 'pyarrow', found {dtype_backend!r}")
+    nullable = {pa.int8(): pd.Int8Dtype(), pa.int16(): pd.Int16Dtype(), pa.int32(): pd.Int32Dtype(),
+                pa.int64(): pd.Int64Dtype(), pa.bool_(): pd.BooleanDtype(), pa.float32(): pd.Float32Dtype(),
+                pa.float64(): pd.Float64Dtype(), pa.string(): pd.StringDtype(), pa.large_string(): pd.StringDtype()}
+    return {"types_mapper": nullable.get}

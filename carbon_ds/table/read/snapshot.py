@@ -140,7 +140,8 @@ def open_source(path: str | os.PathLike | TableHandle | Snapshot, segments=None)
 
 
 # A table's readable files (and their segments' keys) by every tablestatus entry as stored, when each segment
-# read qualifies for meta.caches.committed_cache (scan.py keeps such a snapshot's plans). A query of an unchanged table then costs one read of the status file and no look at any segment.
+# read qualifies for meta.caches.committed_cache (planned_reads.py keeps such a snapshot's plans). A query of an
+# unchanged table then costs one read of the status file and no look at any segment.
 _SNAPSHOTS = CommittedCache(max_entries=64)
 
 
