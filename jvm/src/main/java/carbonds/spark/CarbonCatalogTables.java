@@ -140,7 +140,7 @@ public final class CarbonCatalogTables extends Rule<LogicalPlan> {
         }
         Map<String, String> options = new LinkedHashMap<>();
         options.putAll(CollectionConverters.asJava(meta.storage().properties()));  // OPTIONS (...)
-        carbonProperties(CollectionConverters.asJava(meta.schema.properties()), options);
+        carbonProperties(CollectionConverters.asJava(meta.properties()), options);
         if (!meta.partitionColumnNames().isEmpty()) {  // the first write creates the table partitioned so
             options.put(Names.PARTITION_BY_OPTION, String.join(",", CollectionConverters.asJava(meta.partitionColumnNames())));
         }

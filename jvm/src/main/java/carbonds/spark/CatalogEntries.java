@@ -45,7 +45,7 @@ public final class CatalogEntries {
             return;
         }
         java.util.Map<String, String> props = new java.util.LinkedHashMap<>(
-                CollectionConverters.asJava(meta.schema.properties()));
+                CollectionConverters.asJava(meta.properties()));
         props.remove(TableCatalog.PROP_LOCATION);
         props.remove(TableCatalog.PROP_EXTERNAL);
         if (!managed) {
@@ -59,7 +59,7 @@ public final class CatalogEntries {
 
     /** {@code meta} with another type and properties: the case class's copy with every other field its default
      * (unchanged), found by name because the copy's parameter list grows between Spark releases; the
-     * properties parameter is the one whose default is {@code meta.schema.properties()}. */
+     * properties parameter is the one whose default is {@code meta.properties()}. */
     static CatalogTable copy(CatalogTable meta, CatalogTableType type, scala.collection.immutable.Map<String, String> props)
             throws ReflectiveOperationException {
         Method copy = null;
@@ -77,7 +77,7 @@ public final class CatalogEntries {
             Object current = CatalogTable.class.getMethod("copy$default$" + (i + 1)).invoke(meta);
             if (params[i] == CatalogTableType.class) {
                 args[i] = type;
-            } else if (current == meta.schema.properties()) {
+            } else if (current == meta.properties()) {
                 args[i] = props;
             } else {
                 args[i] = current;
