@@ -38,7 +38,7 @@ from common import parser, save, spark_session
 import carbon_ds
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.status import tablestatus as ts
-from carbon_ds.table.ops.stream_commit import BATCH_KEY
+from carbon_ds.table.ops.streams.commit import BATCH_KEY
 
 
 def stream_df(spark, rate: int, partitions: int):

@@ -30,7 +30,7 @@ from common import parser, save, spark_session
 
 import carbon_ds
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.ops.stream_commit import BATCH_KEY
+from carbon_ds.table.ops.streams.commit import BATCH_KEY
 
 WARMUP = 2
 

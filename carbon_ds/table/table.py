@@ -12,9 +12,11 @@ from carbon_ds.table.loads.load_base import Load
 from carbon_ds.table.loads.start import start_load
 from carbon_ds.table.meta.handle import DataFile, SegmentInfo, TableHandle, resolve_columns
 from carbon_ds.table.meta.options import LoadOptions, parse_write
-from carbon_ds.table.ops import add_segment, compaction, delete_update, upsert
 from carbon_ds.table.ops import schema_update as schema_ops
-from carbon_ds.table.ops import segments as segment_ops
+from carbon_ds.table.ops.compaction import compact
+from carbon_ds.table.ops.dml import arrow_merge, delete_update
+from carbon_ds.table.ops.segments import add as segment_add
+from carbon_ds.table.ops.segments import manage as segment_ops
 from carbon_ds.table.partitions import hive_ddl, id_ddl
 from carbon_ds.table.partitions.id_spec import HashPartition, ListPartition, RangePartition
 from carbon_ds.table.partitions.partitioning import HivePartitioning, IdPartitioning
@@ -108,14 +110,14 @@ class CarbonTable(TableHandle):
         tasks run (default here; Spark: carbon_ds.spark.statements.compaction_tasks.compact_with_spark); ``settings``:
         CarbonData system-level properties used where the table sets none; ``include_external`` (custom
         only): rewrite the chosen Parquet / ORC / CSV / JSON segments' live rows into carbondata too."""
-        return compaction.compact(self, kind, segments, lock_timeout, runner=runner, settings=settings,
+        return compact.compact(self, kind, segments, lock_timeout, runner=runner, settings=settings,
                                   include_external=include_external)
 
     def add_segment(self, path: str, format: str | None = "carbondata", partition: str | None = None,
                     options: dict[str, str] | None = None, dry_run: bool = False):
         """Register an existing carbondata/Parquet/ORC/CSV/JSON folder as segment(s) without converting it;
         returns the new ids, or with ``dry_run`` the validation report."""
-        return add_segment.add_segment(self, path, format, partition, options, dry_run)
+        return segment_add.add_segment(self, path, format, partition, options, dry_run)
 
     # ------------------------------------------------------------------ rows
     def delete(self, where: Any = None, **kwargs: Any) -> int:
@@ -127,12 +129,12 @@ class CarbonTable(TableHandle):
         return delete_update.update(self, assignments, where, **kwargs)
 
     def merge(self, source: Any, on: str | list[str] | dict[str, str], *, source_alias: str = "source",
-              target_alias: str = "target", **kwargs: Any) -> upsert.TableMerger:
+              target_alias: str = "target", **kwargs: Any) -> arrow_merge.TableMerger:
         """MERGE ``source`` (Arrow / pandas / Spark rows) into this table on the key columns ``on``; add
         ``when_matched_update(set=...)`` / ``when_matched_update_all()`` / ``when_matched_delete()`` /
         ``when_not_matched_insert(values=...)`` / ``when_not_matched_insert_all()`` clauses, then
         ``execute()`` (one commit; returns MergeMetrics)."""
-        return upsert.TableMerger(self, source, on, source_alias, target_alias, **kwargs)
+        return arrow_merge.TableMerger(self, source, on, source_alias, target_alias, **kwargs)
 
     # ------------------------------------------------------------------ partitions
     def show_partitions(self) -> list[str]:

@@ -26,7 +26,7 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.schema import schema_file
 from carbon_ds.table.meta.status import status_doc
 from carbon_ds.table.meta.status import tablestatus as ts
-from carbon_ds.table.ops.segments import DAY_MS, clean_files
+from carbon_ds.table.ops.segments.manage import DAY_MS, clean_files
 from carbon_ds.table.table import CarbonTable
 
 ROWS = 40  # per segment

@@ -13,7 +13,7 @@ from carbon_ds.spark.streaming.stream_sink import StreamCommitMessage, abort_bat
 from carbon_ds.table.loads.start import PostCommit, resume_load, start_load
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.status import tablestatus as ts
-from carbon_ds.table.ops.stream_commit import BATCH_KEY, StreamBatch, committed_segment, reserve_batch
+from carbon_ds.table.ops.streams.commit import BATCH_KEY, StreamBatch, committed_segment, reserve_batch
 from carbon_ds.table.table import CarbonTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])

@@ -24,7 +24,7 @@ from carbon_ds.spark.source.datasource import CarbonDataSource
 from carbon_ds.table.loads.start import start_load
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.status import tablestatus as ts
-from carbon_ds.table.ops.stream_commit import BATCH_KEY
+from carbon_ds.table.ops.streams.commit import BATCH_KEY
 from carbon_ds.table.table import CarbonTable, RangePartition
 
 pytest.importorskip("pyspark")

@@ -16,7 +16,7 @@ import pytest
 import carbon_ds
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonSchemaError, CarbonTableError
 from carbon_ds.table.meta.files import segment_file as segfiles
-from carbon_ds.table.ops.add_segment import ValidationReport, compactable
+from carbon_ds.table.ops.segments.add import ValidationReport, compactable
 from carbon_ds.table.table import CarbonTable
 
 UTC = dt.UTC

@@ -17,7 +17,7 @@ from carbon_ds import faults
 from carbon_ds.table import CarbonTable
 from carbon_ds.table.loads.start import PostCommit, start_load
 from carbon_ds.table.meta.status import tablestatus as ts
-from carbon_ds.table.ops import compaction
+from carbon_ds.table.ops.compaction import compact
 
 SCHEMA = pa.schema([("id", pa.int64()), ("who", pa.string())])
 
@@ -51,14 +51,14 @@ def test_merges_beside_concurrent_appends_lose_nothing(tmp_path):
         p.start()
     t = CarbonTable.open(path)
     while any(p.is_alive() for p in writers):  # this process merges too, in the background
-        thread = compaction.merge_in_background(t, force=True)
+        thread = compact.merge_in_background(t, force=True)
         if thread is not None:
             thread.join(60)
     for p in writers:
         p.join(120)
     errors = [out.get(timeout=10) for _ in writers]
     assert [e for _w, e in errors if e] == []
-    compaction.wait_for_merges()
+    compact.wait_for_merges()
     want = sorted(w * 10_000 + i for w in range(2) for i in range(120))
     assert _ids(path) == want  # every row, once
     statuses = [e.status for e in t.load_details()]
@@ -67,7 +67,7 @@ def test_merges_beside_concurrent_appends_lose_nothing(tmp_path):
     # merging again, with a DELETE between, keeps exactly the live rows
     gone = {3, 17, 64, 10_021, 10_119}
     assert t.delete(f"id IN ({', '.join(map(str, sorted(gone)))})") == len(gone)
-    compaction.auto_compact(t, force=True)
+    compact.auto_compact(t, force=True)
     assert _ids(path) == [i for i in want if i not in gone]
 
 
@@ -79,7 +79,7 @@ def test_a_merge_gives_way_to_a_delete(tmp_path):
     # a DELETE running (its update lock held): the merge does not start, and is no failure
     with t.update_lock("DELETE"), warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert compaction.auto_compact(t, force=True) == []
+        assert compact.auto_compact(t, force=True) == []
     # a DELETE starting while the merge runs: the merge commits nothing and the DELETE is not refused
     lock = []
 
@@ -89,7 +89,7 @@ def test_a_merge_gives_way_to_a_delete(tmp_path):
 
     with faults.inject(delete_starts), warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert compaction.auto_compact(t, force=True) == []
+        assert compact.auto_compact(t, force=True) == []
     lock[0].release()
     # the merged segment it reserved is "Failure" (never read; the next compaction drops it), the sources live
     assert [(e.name, e.status) for e in t.load_details()] == [(str(i), ts.SUCCESS) for i in range(4)] + [
@@ -103,10 +103,10 @@ def test_a_merge_gives_way_to_a_delete(tmp_path):
 
     with faults.inject(delete_commits), warnings.catch_warnings():
         warnings.simplefilter("error")
-        assert compaction.auto_compact(t, force=True) == []
+        assert compact.auto_compact(t, force=True) == []
     assert deleted == [1]
     assert [(e.name, e.status) for e in t.load_details()][-1] == ("0.1", ts.FAILURE)
-    merged = compaction.auto_compact(t, force=True)  # the next merge takes the same segments
+    merged = compact.auto_compact(t, force=True)  # the next merge takes the same segments
     assert [(m.segment, m.sources) for m in merged] == [("0.1", ["0", "1", "2", "3"])]
     assert _ids(path) == [i for i in range(40) if i != 13]
 
@@ -123,7 +123,7 @@ def test_merge_setting_and_its_default(tmp_path):
             with start_load(t, post_commit=PostCommit(compact=False)) as load:
                 load.write([_batch(i * 10, 10, "a")])
         settings = {"carbon.enable.auto.load.merge": setting} if setting else None
-        got = compaction.auto_compact(t, settings, default=default)
+        got = compact.auto_compact(t, settings, default=default)
         assert bool(got) == merges, (prop, setting, default)
         assert _ids(path) == list(range(40))
 
@@ -134,14 +134,14 @@ def test_stream_hooks_merge_in_the_background(tmp_path):
     for i in range(4):
         with start_load(t, post_commit=PostCommit(stream_merge="default")) as load:
             load.write([_batch(i * 10, 10, "a")])
-    compaction.wait_for_merges(60)
+    compact.wait_for_merges(60)
     assert {e.name: e.status for e in t.load_details()}["0.1"] == ts.SUCCESS
     assert PostCommit(stream_merge=None, compact=False).names() == ()
     off = CarbonTable.create(str(tmp_path / "off"), SCHEMA, properties={"auto_load_merge": "false"})
     for i in range(4):
         with start_load(off, post_commit=PostCommit(stream_merge="default")) as load:
             load.write([_batch(i * 10, 10, "a")])
-    compaction.wait_for_merges(60)
+    compact.wait_for_merges(60)
     assert "0.1" not in {e.name for e in off.load_details()}
     assert pc.sum(carbon_ds.read_table(off.path)["id"]).as_py() == sum(range(40))
 
@@ -157,7 +157,7 @@ def test_a_long_stream_keeps_few_live_segments_with_deep_merges(tmp_path):
         for i in range(60):
             with start_load(t, post_commit=PostCommit(stream_merge="always", compact=False, deep=deep)) as load:
                 load.write([_batch(i * 10, 10, "a")])
-            compaction.wait_for_merges(60)  # each commit's merge settles before the next, as a slow trigger's
+            compact.wait_for_merges(60)  # each commit's merge settles before the next, as a slow trigger's
         live[deep] = sorted(e.name for e in t.load_details() if e.readable)
         assert _ids(path) == list(range(600)), deep
     assert live[False] == ["0.2", "12.2", "24.2", "36.2", "48.2"]

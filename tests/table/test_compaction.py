@@ -21,7 +21,8 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.meta.locks import TableLock
 from carbon_ds.table.meta.status import tablestatus as ts
-from carbon_ds.table.ops import compaction, compaction_merge
+from carbon_ds.table.ops.compaction import compact
+from carbon_ds.table.ops.compaction import tasks as compaction_tasks
 from carbon_ds.table.table import CarbonTable
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string()), ("day", pa.int32()), ("v", pa.float64())])
@@ -155,9 +156,9 @@ def test_merge_tasks_carry_their_files_deletes(tmp_path, monkeypatch):
         with monkeypatch.context() as m:
             def refuse(*_a, **_k):
                 raise AssertionError("a merge task looked deletes up")
-            m.setattr(compaction_merge.D, "read_status", refuse)
-            m.setattr(compaction_merge.D, "Deletes", refuse)
-            return [compaction_merge.run_task(task, t) for task in tasks]
+            m.setattr(compaction_tasks.D, "read_status", refuse)
+            m.setattr(compaction_tasks.D, "Deletes", refuse)
+            return [compaction_tasks.run_task(task, t) for task in tasks]
 
     merged = t.compact("major", runner=runner)
     assert [m.rows for m in merged] == [oracle.num_rows] and oracle.num_rows < 900
@@ -264,7 +265,7 @@ def test_clean_files_removes_compacted_data_after_retention(tmp_path):
 # ------------------------------------------------------------------------------------------ locks, concurrency
 def test_second_compaction_is_refused_naming_the_holder(tmp_path):
     t, _ = _table(tmp_path, 4)
-    with TableLock(t.storage, t.path, compaction.COMPACTION_LOCK, operation="MAJOR COMPACTION"):
+    with TableLock(t.storage, t.path, compact.COMPACTION_LOCK, operation="MAJOR COMPACTION"):
         with pytest.raises(CarbonTableError, match="another compaction \\(MAJOR COMPACTION \\(host"):
             t.compact("minor")
 
@@ -397,7 +398,7 @@ def test_delete_and_update_after_compaction_touch_the_merged_segment(tmp_path):
 def test_failed_automatic_compaction_keeps_the_committed_load(tmp_path):
     t, data = _table(tmp_path, 3, properties={"auto_load_merge": "true"})
     # another compaction running: the load commits, and its merge is left to a later load (no failure)
-    with TableLock(t.storage, t.path, compaction.COMPACTION_LOCK, operation="MAJOR COMPACTION"):
+    with TableLock(t.storage, t.path, compact.COMPACTION_LOCK, operation="MAJOR COMPACTION"):
         with warnings.catch_warnings():
             warnings.simplefilter("error")
             with t.load() as load:
@@ -440,14 +441,14 @@ def test_files_not_in_sort_order_are_merged_whole(tmp_path, monkeypatch, how):
     with CarbonDataFile(f.path) as cf:
         assert cf.num_blocklets > 1 and bool(cf.footer.is_sort) == (how == "claims_sorted")
     retried: list[str] = []
-    run = compaction_merge.file_run
+    run = compaction_tasks.file_run
 
     def spy(table, piece, keys, chunk, whole=False):
         if whole:
             retried.append(piece.path)
         return run(table, piece, keys, chunk, whole)
 
-    monkeypatch.setattr(compaction_merge, "file_run", spy)
+    monkeypatch.setattr(compaction_tasks, "file_run", spy)
     merged = t.compact("major")
     assert bool(retried) == (how == "claims_sorted")  # only a false claim costs a second pass
     assert [m.rows for m in merged] == [3 * 250_000]

@@ -24,14 +24,14 @@ MB = 1 << 20
 CHILD = r"""
 import json, sys
 import pyarrow as pa
-from carbon_ds.table.ops import compaction_merge
+from carbon_ds.table.ops.compaction import tasks as compaction_tasks
 from carbon_ds.table.table import CarbonTable
 
 path, warm, mode = sys.argv[1], sys.argv[2], sys.argv[3]
-compaction_merge.MERGE_BUDGET_ROWS = 100_000
+compaction_tasks.MERGE_BUDGET_ROWS = 100_000
 if mode == "whole":  # the merge as it was before streaming: every file read and sorted whole
-    run = compaction_merge.file_run
-    compaction_merge.file_run = lambda table, piece, keys, chunk, whole=False: run(table, piece, keys, chunk, True)
+    run = compaction_tasks.file_run
+    compaction_tasks.file_run = lambda table, piece, keys, chunk, whole=False: run(table, piece, keys, chunk, True)
 w = CarbonTable.open(warm)  # compile the decoders and encoders outside the measurement
 w.compact("major")
 w.to_arrow()

@@ -10,7 +10,7 @@ import pytest
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
-from carbon_ds.table.ops.compaction_select import MB, select
+from carbon_ds.table.ops.compaction.selection import MB, select
 from carbon_ds.table.table import CarbonTable
 
 DAY_MS = 24 * 3600 * 1000

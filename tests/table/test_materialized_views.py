@@ -24,8 +24,8 @@ from carbon_ds.errors import CarbonOptionError
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta.status import tablestatus
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
-from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
+from carbon_ds.table.ops.segments import manage as segment_ops
 from carbon_ds.table.read.scan import Scan
 from carbon_ds.table.table import CarbonTable
 

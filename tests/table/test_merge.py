@@ -1,4 +1,4 @@
-"""MERGE / upsert with Arrow rows (carbon_ds.table.ops.upsert), against DuckDB's own MERGE INTO on copies."""
+"""MERGE / upsert with Arrow rows (carbon_ds.table.ops.dml.arrow_merge), against DuckDB's own MERGE INTO on copies."""
 
 from __future__ import annotations
 

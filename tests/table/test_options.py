@@ -10,7 +10,7 @@ import carbon_ds
 from carbon_ds.errors import CarbonOptionError
 from carbon_ds.table.meta.options import parse_bool
 from carbon_ds.table.meta.schema.properties import TableProperties
-from carbon_ds.table.ops.compaction_select import Settings
+from carbon_ds.table.ops.compaction.selection import Settings
 from carbon_ds.table.table import CarbonTable
 
 

@@ -14,7 +14,7 @@ import pytest
 import carbon_ds.api as api
 from carbon_ds.errors import CarbonTableError
 from carbon_ds.table import CarbonTable
-from carbon_ds.table.ops import segments as manage
+from carbon_ds.table.ops.segments import manage
 
 DAY = manage.DAY_MS
 

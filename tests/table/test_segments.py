@@ -12,7 +12,7 @@ import carbon_ds.api as api
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.table import CarbonTable
 from carbon_ds.table.meta.status import tablestatus as ts
-from carbon_ds.table.ops import segments as manage
+from carbon_ds.table.ops.segments import manage
 
 DAY = manage.DAY_MS
 

@@ -1,4 +1,4 @@
-"""Offsets of a streaming read (carbon_ds.table.ops.stream_offsets), on hand-made tablestatus entries."""
+"""Offsets of a streaming read (carbon_ds.table.ops.streams.offsets), on hand-made tablestatus entries."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
-from carbon_ds.table.ops.stream_offsets import Limit, Offset, initial_offset, next_offset, segments_between
+from carbon_ds.table.ops.streams.offsets import Limit, Offset, initial_offset, next_offset, segments_between
 
 
 def entry(name: str, status: str = ts.SUCCESS, **kw) -> LoadDetail:

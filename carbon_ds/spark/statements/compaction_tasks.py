@@ -1,7 +1,7 @@
-"""Compaction through Spark: each merge task (one merge group in one partition folder) is a Spark task.
+"""Compaction through Spark: each compaction task (one merge group in one partition folder) is a Spark task.
 
-The driver selects the groups, reserves each merged segment and commits it (carbon_ds.table.ops.compaction);
-only the merging runs on the executors: ``sparkContext.parallelize`` of the small ``MergeTask``
+The driver selects the groups, reserves each merged segment and commits it (carbon_ds.table.ops.compaction.compact);
+only the merging runs on the executors: ``sparkContext.parallelize`` of the small ``CompactionTask``
 descriptions, one partition each, every task writing its merged files and returning their names and sizes.
 A failed task fails the job: the driver then removes what the tasks wrote and marks the merged segment
 "Failure" (files a still-running task writes after that are left over, never read, and removed by the next
@@ -19,15 +19,15 @@ from typing import Any
 from carbon_ds.spark.messages import entry_point
 from carbon_ds.table.loads.load_base import TaskResult
 from carbon_ds.table.meta.handle import TableHandle
-from carbon_ds.table.ops.compaction import Merged, Runner, compact, local_runner
-from carbon_ds.table.ops.compaction_merge import MergeTask, run_task
-from carbon_ds.table.ops.compaction_select import SYSTEM
+from carbon_ds.table.ops.compaction.compact import Merged, Runner, compact, local_runner
+from carbon_ds.table.ops.compaction.selection import SYSTEM
+from carbon_ds.table.ops.compaction.tasks import CompactionTask, run_task
 
 JOB_GROUP = "carbon-ds compaction"
 
 
 @entry_point
-def merge_task(task: MergeTask) -> TaskResult:
+def run_compaction_task(task: CompactionTask) -> TaskResult:
     """One Spark task: merge ``task``'s files into the reserved segment (no commit)."""
     return run_task(task)
 
@@ -40,12 +40,12 @@ def _context(spark: Any) -> Any:
 
 
 def spark_runner(spark: Any) -> Runner | None:
-    """A runner sending merge tasks to Spark (None on Spark Connect)."""
+    """A runner sending compaction tasks to Spark (None on Spark Connect)."""
     sc = _context(spark)
     if sc is None:
         return None
 
-    def run(tasks: list[MergeTask]) -> list[TaskResult]:
+    def run(tasks: list[CompactionTask]) -> list[TaskResult]:
         if not tasks:
             return []
         previous = (sc.getLocalProperty("spark.jobGroup.id"), sc.getLocalProperty("spark.job.description"))
@@ -53,7 +53,7 @@ def spark_runner(spark: Any) -> Runner | None:
                                   f"({len(tasks)} tasks)")
         earlier = set(sc.statusTracker().getJobIdsForGroup(JOB_GROUP))
         try:
-            return sc.parallelize(tasks, len(tasks)).map(merge_task).collect()
+            return sc.parallelize(tasks, len(tasks)).map(run_compaction_task).collect()
         except BaseException:
             # the abort that follows removes the reserved segment's files: tasks of the failed job still
             # running would write theirs after it, where nothing would ever remove them
@@ -95,7 +95,7 @@ def settings(spark: Any) -> dict[str, str]:
 
 def compact_with_spark(spark: Any, table: TableHandle, kind: str = "minor", segments=None,
                        lock_timeout: float = 0.0, include_external: bool = False) -> list[Merged]:
-    """``table.compact(kind, segments)`` with the merge tasks run by Spark; system-level properties come
+    """``table.compact(kind, segments)`` with the compaction tasks run by Spark; system-level properties come
     from the Spark conf. Returns the merged segments ([] when nothing qualified)."""
     runner = spark_runner(spark) or local_runner(table)
     return compact(table, kind, segments, lock_timeout, runner=runner, settings=settings(spark),

@@ -1,6 +1,6 @@
 """DELETE and UPDATE with the predicate (and SET values) evaluated by Spark: Spark filters the rows read with
 their positions and collects only what the commit needs; the deltas and the new segment are committed
-exactly as the pure-Python path does (carbon_ds.table.ops.delete_update)."""
+exactly as the pure-Python path does (carbon_ds.table.ops.dml.delete_update)."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from carbon_ds.errors import CarbonOptionError
 from carbon_ds.names import ROW_POSITIONS_OPTION, SOURCE
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.schema.conform import conform
-from carbon_ds.table.ops.delete_update import (
+from carbon_ds.table.ops.dml.delete_update import (
     DEFAULT_DELTA_THRESHOLD,
     commit_delete,
     commit_update,

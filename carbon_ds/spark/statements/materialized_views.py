@@ -32,8 +32,8 @@ from carbon_ds.spark.local import LOCAL_MAX_ROWS, arrow_frame, local_limit
 from carbon_ds.spark.statements import catalog
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import parse_bool
-from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
+from carbon_ds.table.ops.segments import manage as segment_ops
 from carbon_ds.table.read.planned_reads import scan_estimate
 from carbon_ds.table.read.scan import Scan
 

@@ -5,7 +5,7 @@ condition (inner; right outer when a NOT MATCHED clause exists, so unmatched sou
 rows without a match never leave Spark). One Spark expression picks, per joined row, the first clause whose
 condition is TRUE and computes the written columns; only the rows a clause acts on are collected: the
 positions of the matched ones (their delete deltas) and the new values (one new segment). The commit is
-carbon_ds.table.ops.upsert's: one tablestatus write under the update lock.
+carbon_ds.table.ops.dml.arrow_merge's: one tablestatus write under the update lock.
 """
 
 from __future__ import annotations
@@ -25,15 +25,15 @@ from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.names import ROW_POSITIONS_OPTION, SOURCE
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.schema.conform import conform
-from carbon_ds.table.ops.delete_update import DEFAULT_DELTA_THRESHOLD
-from carbon_ds.table.ops.upsert import MergeMetrics, TableMerger, commit_merge
+from carbon_ds.table.ops.dml.arrow_merge import MergeMetrics, TableMerger, commit_merge
+from carbon_ds.table.ops.dml.delete_update import DEFAULT_DELTA_THRESHOLD
 from carbon_ds.table.read.task_reader import POSITION_FIELDS, POSITION_NAMES
 
 ACTION = "__merge_action"
 CONF_DRIVER_ROWS = "carbon_ds.merge.driverJoinRows"
 """Spark conf: a MERGE whose ON is an equality of key columns and whose clauses are unconditional ``UPDATE SET
 *`` / ``DELETE`` / ``INSERT *`` collects a source of at most this many rows and joins it in pyarrow beside
-the target's key column (carbon_ds.table.ops.upsert), instead of reading the target's rows into Spark;
+the target's key column (carbon_ds.table.ops.dml.arrow_merge), instead of reading the target's rows into Spark;
 0 turns that off."""
 DEFAULT_DRIVER_ROWS = 2_000_000
 # key types whose equality is the same in Spark and in pyarrow's join (floats are not: Spark's join keys

@@ -51,8 +51,8 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import parse_bool, split_list
 from carbon_ds.table.meta.schema.conform import check_schema
 from carbon_ds.table.meta.schema.properties import TableProperties
-from carbon_ds.table.ops import segments as segment_ops
 from carbon_ds.table.ops import views
+from carbon_ds.table.ops.segments import manage as segment_ops
 from carbon_ds.table.partitions.hive_ddl import add_partition, drop_partitions
 from carbon_ds.table.partitions.id_spec import spec_from_properties
 from carbon_ds.table.table import CarbonTable
@@ -272,7 +272,7 @@ def _clean(spark: Any, stmt: CleanFiles):
 def _compact(spark: Any, stmt: Compact):
     """ALTER TABLE ... COMPACT: one row per merged segment (its id, the segments merged, rows)."""
     table = CarbonTable.open(catalog.ensure(spark, stmt.table).path)
-    merged = compact_with_spark(spark, table, stmt.kind, stmt.segments,  # one Spark task per merge task
+    merged = compact_with_spark(spark, table, stmt.kind, stmt.segments,  # one Spark task per compaction task
                                 include_external=stmt.include_external)
     return _strings(spark, ["Merged Segment", "Source Segments", "Rows"],
                     [(m.segment, ",".join(m.sources), str(m.rows)) for m in merged])

@@ -2,7 +2,7 @@
 
 Spark builds a fresh writer for each micro-batch's tasks and another for its commit (in a separate Python
 worker), so nothing is reserved when the writer is made. The first task of a batch that has rows reserves
-the batch's segment (carbon_ds.table.ops.stream_commit: shared by every task of the batch in this run);
+the batch's segment (carbon_ds.table.ops.streams.commit: shared by every task of the batch in this run);
 each task writes its files there; ``commit(messages, batch_id)`` flips it to "Success" with the batch's
 mark in the same tablestatus write, or does nothing when that batch is already committed (a replay after
 a crash between our commit and Spark's checkpoint). An empty batch commits nothing. After a commit the
@@ -35,7 +35,7 @@ from carbon_ds.table.loads.start import PostCommit, resume_load
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import WRITE_OPTIONS, parse_bool
 from carbon_ds.table.meta.status import tablestatus as ts
-from carbon_ds.table.ops.stream_commit import BatchAlreadyCommitted, StreamBatch, mark_batch, reserve_batch
+from carbon_ds.table.ops.streams.commit import BatchAlreadyCommitted, StreamBatch, mark_batch, reserve_batch
 
 log = logging.getLogger(__name__)
 

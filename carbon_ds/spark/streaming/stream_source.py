@@ -1,7 +1,7 @@
 """The Structured Streaming source: ``spark.readStream.format("carbondata").load(path)``.
 
 Each micro-batch delivers the rows of the load segments committed since the previous one; offsets are
-segment ids (carbon_ds.table.ops.stream_offsets says what they hold and how deleted, updated, overwritten and
+segment ids (carbon_ds.table.ops.streams.offsets says what they hold and how deleted, updated, overwritten and
 compacted segments are treated). The rows of a batch are read by the batch reader (``CarbonReader``) over
 exactly that batch's segments, pinned to the tablestatus version its plan saw.
 
@@ -28,7 +28,7 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.options import positive_int, true_or_false
 from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
-from carbon_ds.table.ops.stream_offsets import (
+from carbon_ds.table.ops.streams.offsets import (
     Limit,
     Offset,
     initial_offset,

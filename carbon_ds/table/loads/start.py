@@ -20,7 +20,7 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.locks import release_update_lock
 from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.meta.status.load_records import LoadHolder
-from carbon_ds.table.ops.compaction import auto_compact, merge_in_background
+from carbon_ds.table.ops.compaction.compact import auto_compact, merge_in_background
 from carbon_ds.table.ops.views import refresh_after_load
 
 __all__ = ["PostCommit", "resume_load", "start_load"]

@@ -1,2 +1,3 @@
-"""Operations on a table: DELETE/UPDATE, MERGE, segment management, ADD SEGMENT, compaction, schema changes,
-streaming commits and offsets, materialized views."""
+"""Operations on a table, in rooms by concept: ``dml/`` (DELETE, UPDATE, MERGE INTO), ``segments/`` (segment
+management, CLEAN FILES, ADD SEGMENT), ``compaction/``, ``streams/`` (streaming commits and offsets); schema
+changes (``schema_update``) and materialized views (``views``) beside them."""

@@ -43,7 +43,7 @@ from carbon_ds.table.loads.protocol import reserve_load
 from carbon_ds.table.meta.files.data_files import is_stream
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
-from carbon_ds.table.ops import segments as segment_ops
+from carbon_ds.table.ops.segments import manage as segment_ops
 from carbon_ds.table.read.scan import Scan
 
 __all__ = ["DEFINITION", "LINKS", "ViewDefinition", "create_view", "definition", "drop_view", "is_view",

@@ -26,7 +26,7 @@ from carbon_ds.table.meta.files import segment_file as segfiles
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
-from carbon_ds.table.ops import add_segment
+from carbon_ds.table.ops.segments import add as segment_add
 from carbon_ds.table.partitions.hive_load import drop_folders
 from carbon_ds.table.read.pruning import Piece
 from carbon_ds.table.read.task_reader import read_pieces
@@ -122,13 +122,13 @@ def add_partition(table: TableHandle, spec: dict, location: str | None = None, i
     if is_inside(table.path, root):
         raise CarbonTableError(f"ADD PARTITION: location {storage.uri(root)} contains table {table.uri}; "
                                "expected a folder of carbondata files")
-    files = add_segment.find_data_files(storage, root, "carbondata")
+    files = segment_add.find_data_files(storage, root, "carbondata")
     if not files:
         raise CarbonTableError(f"ADD PARTITION: location {storage.uri(root)} holds no .carbondata file; "
                                "omit LOCATION to create an empty partition folder")
     problems = []
     for path, size in files:
-        check = add_segment.check_file(storage, path, size, "carbondata", {}, table.schema, [], [])
+        check = segment_add.check_file(storage, path, size, "carbondata", {}, table.schema, [], [])
         problems += [f"{check.path}: {p}" for p in check.problems]
         if check.problems:
             continue
@@ -151,9 +151,9 @@ def add_partition(table: TableHandle, spec: dict, location: str | None = None, i
     start = ts.now_ms()
     with table.edit_status("ADD PARTITION") as edit:
         entries = edit.entries
-        dups = add_segment.duplicate_paths(entries, [uri])
+        dups = segment_add.duplicate_paths(entries, [uri])
         if dups:
-            raise add_segment.duplicate_error(dups[0])
+            raise segment_add.duplicate_error(dups[0])
         seg = ts.next_segment_id(entries)
         end = ts.now_ms()
         names = [posixpath.relpath(norm_path(p), norm_path(root)) for p, _s in files]

@@ -39,7 +39,7 @@ from carbon_ds.table.meta.locks import UPDATE_LOCK, UPDATE_LOCK_STALE_S, TableLo
 from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.meta.status.load_records import orphan_records, record_path
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
-from carbon_ds.table.ops.leftovers import external_folders, leftovers, partition_dirs
+from carbon_ds.table.ops.segments.leftovers import external_folders, leftovers, partition_dirs
 
 HISTORY_FILE = "tablestatus.history"
 DEFAULT_RETENTION_DAYS = 7.0

@@ -1,8 +1,8 @@
-"""Compaction's merge: one merge task (a merge group's files in one partition folder) into the new segment.
+"""One compaction task (a merge group's files in one partition folder) into the new segment.
 
-A task is a small picklable description (``MergeTask``), so the same code runs in the calling process or
+A task is a small picklable description (``CompactionTask``), so the same code runs in the calling process or
 as a Spark task (carbon_ds.spark.statements.compaction_tasks); each returns the ``TaskResult`` naming the files it wrote and
-the driver commits them all at once (carbon_ds.table.ops.compaction).
+the driver commits them all at once (carbon_ds.table.ops.compaction.compact).
 
 Memory: every source file is a run read blocklet by blocklet. A file whose footer says it is sorted
 (``is_sort``, every LOCAL_SORT load) is streamed; the k-way merge holds about one blocklet per run plus
@@ -38,7 +38,7 @@ MIN_CHUNK_ROWS = 4096
 
 
 @dataclass(frozen=True)
-class MergeTask:
+class CompactionTask:
     """One merge group's files in one partition folder (the whole group on an unpartitioned table)."""
 
     table_path: str  # the table's URI (a Spark task opens the table from it)
@@ -169,7 +169,7 @@ def plan_pieces(table: TableHandle, files: list[DataFile], status_name: str | No
     return file_pieces(table.storage, files, table.columns, deletes, claims=False)
 
 
-def run_task(task: MergeTask, table: TableHandle | None = None, bar: bool = False) -> TaskResult:
+def run_task(task: CompactionTask, table: TableHandle | None = None, bar: bool = False) -> TaskResult:
     """Merge one task's files into the reserved segment; returns what it wrote (nothing is committed).
 
     ``table``: the open table (the calling process); a Spark task opens it from ``task.table_path``. On

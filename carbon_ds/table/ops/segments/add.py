@@ -36,8 +36,8 @@ from carbon_ds.table.meta.files.naming import is_columnar
 from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
-from carbon_ds.table.ops import add_segment_hints as hints
-from carbon_ds.table.ops.add_segment_hints import BAD_VALUE
+from carbon_ds.table.ops.segments import add_hints as hints
+from carbon_ds.table.ops.segments.add_hints import BAD_VALUE
 from carbon_ds.table.ops.views import refresh_after_load
 
 _SPEC_ITEM = re.compile(r"^\s*([A-Za-z_][A-Za-z0-9_]*)\s*:\s*([A-Za-z]+(?:\s*\(\s*\d+\s*(?:,\s*\d+\s*)?\))?)\s*$")
@@ -412,7 +412,7 @@ def add_segment(table: TableHandle, path: str, format: str | None = "carbondata"
 
 
 def _explain(report: ValidationReport, storage: Storage, root: str, fmt: str, pcols: list[str]) -> None:
-    """The likely cause of failing files, put before them (carbon_ds.table.ops.add_segment_hints)."""
+    """The likely cause of failing files, put before them (carbon_ds.table.ops.segments.add_hints)."""
     bad = [(f.path, f.problems) for f in report.bad_files]
     if not bad:
         return

@@ -1,6 +1,6 @@
 """Compaction: merge small carbondata segments into one, as Apache CarbonData does (MINOR, MAJOR, CUSTOM).
 
-Which segments: carbon_ds.table.ops.compaction_select (CarbonData's selection, property names and
+Which segments: carbon_ds.table.ops.compaction.selection (CarbonData's selection, property names and
 defaults). Skipped always: segments not readable (In Progress, Marked for Delete, Compacted, Failure,
 Streaming) and segments in another format than carbondata (added Parquet/ORC/CSV/JSON folders). An added
 carbondata folder may be merged; its folder is never deleted (CLEAN FILES only drops its metadata).
@@ -10,7 +10,7 @@ refused naming the holder and UPDATE/DELETE/overwrites fail clearly instead of l
 1. Reserve the merged segment ``<first id>.<level>`` ("In Progress") in one tablestatus write.
 2. Merge tasks, one per partition folder (one on an unpartitioned table), stream the group's rows
    (delete-delta rows dropped) through a k-way merge of sorted runs into the table's normal load
-   (carbon_ds.table.ops.compaction_merge). They run in this process, or wherever ``runner`` sends them (Spark tasks:
+   (carbon_ds.table.ops.compaction.tasks). They run in this process, or wherever ``runner`` sends them (Spark tasks:
    carbon_ds.spark.statements.compaction_tasks); each returns the files it wrote.
 3. One tablestatus write flips the merged segment to Success and the sources to Compacted with
    ``mergedLoadName``: readers see either the old segments or the merged one, never both.
@@ -44,8 +44,7 @@ from carbon_ds.table.meta.options import LoadOptions
 from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.meta.status.load_records import LoadHolder, write_record
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
-from carbon_ds.table.ops.compaction_merge import MergeTask, plan_pieces, run_task
-from carbon_ds.table.ops.compaction_select import (
+from carbon_ds.table.ops.compaction.selection import (
     CUSTOM,
     MAJOR,
     MINOR,
@@ -56,11 +55,12 @@ from carbon_ds.table.ops.compaction_select import (
     parse_kind,
     select,
 )
+from carbon_ds.table.ops.compaction.tasks import CompactionTask, plan_pieces, run_task
 from carbon_ds.table.read.pruning import Piece
 
 COMPACTION_LOCK = "compaction"
-# Runs a group's merge tasks and returns their results in any order (raises when one fails)
-Runner = Callable[[list[MergeTask]], list[TaskResult]]
+# Runs a group's compaction tasks and returns their results in any order (raises when one fails)
+Runner = Callable[[list[CompactionTask]], list[TaskResult]]
 
 
 @dataclass
@@ -75,7 +75,7 @@ class Merged:
 def local_runner(table: TableHandle) -> Runner:
     """Run the tasks one after another in this process, with progress bars on a terminal."""
 
-    def run(tasks: list[MergeTask]) -> list[TaskResult]:
+    def run(tasks: list[CompactionTask]) -> list[TaskResult]:
         name = tasks[0].reservation.segment_id if tasks else ""
         return [run_task(t, table, bar=True) for t in progress(tasks, f"compacting into {name}", unit=" tasks")]
 
@@ -97,7 +97,7 @@ def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: 
 
     Args:
         deep: MINOR also merges level-2 and later results again (the streaming sink's merge;
-            carbon_ds.table.ops.compaction_select, "Deep MINOR").
+            carbon_ds.table.ops.compaction.selection, "Deep MINOR").
         yield_to_writers: (automatic merges) take no update lock, so UPDATE, DELETE, MERGE and overwrites are
             not refused because of the merge; a group whose commit would meet one of them running (its
             update lock held), or their changes to its sources committed meanwhile, is dropped instead
@@ -107,7 +107,7 @@ def compact(table: TableHandle, kind: str = MINOR, segments=None, lock_timeout: 
         include_external: CUSTOM only: the chosen segments may be added Parquet / ORC / CSV / JSON folders;
             their live rows (delete deltas applied) are rewritten into the merged carbondata segment and
             they become Compacted (their files are never deleted). Never done otherwise.
-        runner: where the merge tasks run (default: this process; carbon_ds.spark.statements.compaction_tasks: Spark).
+        runner: where the compaction tasks run (default: this process; carbon_ds.spark.statements.compaction_tasks: Spark).
         settings: CarbonData system-level properties (``carbon.compaction.level.threshold``, ...) used
             where the table has no table property of its own.
 
@@ -174,13 +174,13 @@ def _drop_failed_merges(table: TableHandle) -> None:
 
 
 def plan_tasks(table: TableHandle, reservation: Reservation, files: list[DataFile], status_name: str | None
-               ) -> list[MergeTask]:
+               ) -> list[CompactionTask]:
     """One task per partition folder (CarbonData merges partition by partition), one on a plain table; each
     carries its files planned with their deletes under ``status_name``, the committed update status."""
     groups: dict[str, list[Piece]] = {}
     for p in plan_pieces(table, files, status_name):
         groups.setdefault(dirname(p.path) if table.partitioning and table.partitioning.by_folder else "", []).append(p)
-    return [MergeTask(table.uri, reservation, n, tuple(ps)) for n, (_folder, ps) in enumerate(sorted(groups.items()))]
+    return [CompactionTask(table.uri, reservation, n, tuple(ps)) for n, (_folder, ps) in enumerate(sorted(groups.items()))]
 
 
 def _merge_group(table: TableHandle, group: list[LoadDetail], kind: str, runner: Runner,

@@ -27,7 +27,7 @@ from carbon_ds.table.meta.handle import TableHandle
 from carbon_ds.table.meta.status import tablestatus as ts
 from carbon_ds.table.meta.status.load_records import LoadHolder, write_record
 from carbon_ds.table.meta.status.tablestatus import LoadDetail
-from carbon_ds.table.ops.segments import read_history
+from carbon_ds.table.ops.segments.manage import read_history
 
 RESERVED_KEY = "carbonDsStreamReserved"
 BATCH_KEY = "carbonDsStreamBatch"

@@ -1,6 +1,6 @@
 """MERGE INTO with Arrow rows: ``CarbonTable.merge(source, on=...)`` (docs/dml.md).
 
-A merge is one DELETE/UPDATE-style commit (carbon_ds.table.ops.delete_update): the target rows that a WHEN MATCHED
+A merge is one DELETE/UPDATE-style commit (carbon_ds.table.ops.dml.delete_update): the target rows that a WHEN MATCHED
 clause updates or deletes get delete deltas, the updated and inserted rows go into ONE new segment (into
 their partitions), and one tablestatus write makes both visible, under the update lock. Unchanged rows are
 never rewritten.
@@ -35,7 +35,7 @@ from carbon_ds.expressions.values import SqlExpr, evaluate
 from carbon_ds.table.loads.protocol import reserve_load
 from carbon_ds.table.meta.handle import TableHandle, resolve_columns
 from carbon_ds.table.meta.schema.conform import conform
-from carbon_ds.table.ops.delete_update import (
+from carbon_ds.table.ops.dml.delete_update import (
     DEFAULT_DELTA_THRESHOLD,
     commit_delete,
     commit_update,
