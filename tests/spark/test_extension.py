@@ -475,7 +475,7 @@ def test_configure_spark_without_jar_warns_once(monkeypatch, tmp_path):
     with pytest.warns(UserWarning, match="extension jar .* is missing .*javac"):
         b = carbon_ds.configure_spark(_Builder())
     # neither the jar nor the extension: only the task workers' daemon, which needs no jar
-    assert b._options == {extension.DAEMON_CONF: extension.DAEMON_MODULE}
+    assert b._options == {extension.DAEMON_CONF: "carbon_ds.spark.worker_daemon"}
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         carbon_ds.configure_spark(_Builder())

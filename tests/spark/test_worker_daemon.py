@@ -14,10 +14,11 @@ import pytest
 pyspark = pytest.importorskip("pyspark")
 
 import carbon_ds  # noqa: E402
-from carbon_ds.spark.bridge.extension import DAEMON_CONF, DAEMON_MODULE  # noqa: E402
+from carbon_ds.spark.bridge.extension import DAEMON_CONF  # noqa: E402
 from carbon_ds.spark.worker_daemon import installed_pyspark  # noqa: E402
 
 SITE = str(Path(pyspark.__file__).resolve().parents[1])
+DAEMON_MODULE = "carbon_ds.spark.worker_daemon"  # what Spark is told to run: the module's import name
 SHIPPED_ZIP = Path(pyspark.__file__).resolve().parent / "python" / "lib" / "pyspark.zip"
 
 

@@ -21,7 +21,6 @@ __all__ = ["EXTENSION_CLASS", "JAR", "configure_spark", "extension_active", "ext
 EXTENSION_CLASS = "carbonds.spark.CarbonExtensions"
 # spark.python.daemon.module: PySpark's daemon, importing PySpark's compiled copy (carbon_ds.spark.worker_daemon)
 DAEMON_CONF = "spark.python.daemon.module"
-DAEMON_MODULE = worker_daemon.NAME
 JAR = Path(__file__).resolve().parents[2] / "jars" / "carbon-ds-spark.jar"
 _warned = False
 # First keywords of the statements a query plan answers (anything else is a command, run as written).
@@ -53,7 +52,7 @@ def configure_spark(builder: Any) -> Any:
     global _warned
     options = getattr(builder, "_options", {})
     if DAEMON_CONF not in options:
-        builder = builder.config(DAEMON_CONF, DAEMON_MODULE)
+        builder = builder.config(DAEMON_CONF, worker_daemon.NAME)
     jar = jar_path()
     if jar is None:
         if not _warned:

@@ -44,14 +44,11 @@ def stored_bytes(source: Snapshot, file_sizes: dict[str, int]) -> int:
     return total
 
 
-def sizes_of(source: Snapshot) -> list[tuple[str, int]]:
-    out = []
-    for path, _seg in source.files:
-        try:
-            out.append((path, source.storage.size(path)))
-        except (OSError, CarbonError):  # a file gone since planning: not split; its read reports it
-            out.append((path, 0))
-    return out
+def _stored_size(source: Snapshot, path: str) -> int:
+    try:
+        return source.storage.size(path)
+    except (OSError, CarbonError):  # a file gone since planning: not split; its read reports it
+        return 0
 
 
 def _width(t: pa.DataType) -> int:
@@ -146,7 +143,7 @@ def read_sizes(source: Snapshot, columns: list[str] | None) -> tuple[dict[str, i
     the row width (a partitioned table's many files, read for a column or two, pack into a few tasks rather
     than one task each); an external file counts whole."""
     share = column_share(source.schema, columns)
-    stored = dict(sizes_of(source))
+    stored = {path: _stored_size(source, path) for path, _seg in source.files}
     return stored, {path: size if path in source.external else int(size * share) for path, size in stored.items()}
 
 
