@@ -15,7 +15,8 @@ import random
 from typing import Any
 
 from carbon_ds.format.index import index_bytes, merge_index_bytes, parse_index, read_merge_index
-from carbon_ds.format.structs import (
+from carbon_ds.format.thrift.codec import Struct
+from carbon_ds.format.thrift.structs import (
     DataChunk3,
     FileFooter3,
     FileHeader,
@@ -23,7 +24,6 @@ from carbon_ds.format.structs import (
     MergedBlockIndexHeader,
     TableInfo,
 )
-from carbon_ds.format.thrift import Struct
 
 HOSTILE_TEXT = ("", "0", "1", "..", "../../outside", "0/../../../../outside/victim_seg", "/tmp/outside",
                 "Fact/../../x", "\u0000", "9223372036854775808")

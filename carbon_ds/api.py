@@ -10,7 +10,7 @@ import pyarrow as pa
 import pyarrow.fs as pafs
 
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.format import direct_dictionary
+from carbon_ds.format.pages import direct_dictionary
 from carbon_ds.fs import resolve
 from carbon_ds.progress import rows_written
 from carbon_ds.table.loads.prepare import prepare_table

@@ -66,8 +66,8 @@ bash scripts/build-jvm.sh .venv/bin/python
 # caches it beside its module: compile them here, once per change of the format modules, rather than in
 # whichever test or demo step first reads each pair (scripts/warm-kernels.py)
 kstamp=.venv/.carbon-ds-kernels
-kwant=$( (cat carbon_ds/format/*.py; .venv/bin/python -c 'import numba; print(numba.__version__)') | sha256sum | cut -d' ' -f1)
-if [ ! -f "$kstamp" ] || [ "$(cat "$kstamp")" != "$kwant" ] || [ ! -d carbon_ds/format/__pycache__ ]; then
+kwant=$( (cat carbon_ds/format/*.py carbon_ds/format/*/*.py; .venv/bin/python -c 'import numba; print(numba.__version__)') | sha256sum | cut -d' ' -f1)
+if [ ! -f "$kstamp" ] || [ "$(cat "$kstamp")" != "$kwant" ] || [ ! -d carbon_ds/format/pages/__pycache__ ]; then
     echo ">> compiling carbon-ds's decoders (numba, cached: about a minute, once)"
     if .venv/bin/python scripts/warm-kernels.py; then
         echo "$kwant" > "$kstamp"

@@ -1,7 +1,7 @@
 """Compile carbon-ds's numba kernels into their on-disk cache before the first test or benchmark needs them.
 
 The decoders are compiled once per combination of stored and column type (numba's ``cache=True`` keeps each
-in ``carbon_ds/format/__pycache__``), about 0.85 s each on 2 cores. A fresh clone compiles about 150 of them
+beside its module in ``carbon_ds/format/``), about 0.85 s each on 2 cores. A fresh clone compiles about 150 of them
 during its first test run, two minutes spread over whichever tests first read each combination. This
 writes one table whose columns take every adaptive width CarbonData's encoders choose (1 to 8 bytes, plain
 and as a delta from the maximum), with and without nulls, reads it back whole and filtered, and reads the

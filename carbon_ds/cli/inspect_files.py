@@ -8,8 +8,9 @@ import struct
 from collections.abc import Iterator
 
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
-from carbon_ds.format import direct_dictionary, encoder_meta, stream, v3_file
-from carbon_ds.format.structs import (
+from carbon_ds.format import stream, v3_file
+from carbon_ds.format.pages import direct_dictionary, encoder_meta
+from carbon_ds.format.thrift.structs import (
     BlockIndex,
     BlockletMinMaxIndex,
     ColumnSchema,

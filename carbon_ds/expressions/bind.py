@@ -36,8 +36,8 @@ from carbon_ds.expressions.tree import (
     bounded,
     visit,
 )
-from carbon_ds.format import kernels
 from carbon_ds.format.arrow_types import decimal_low_words
+from carbon_ds.format.pages import kernels
 
 
 def _coerce(value: Any, t: pa.DataType, column: str) -> Any:

@@ -14,7 +14,7 @@ import numpy as np
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonSchemaError
-from carbon_ds.format.structs import ColumnSchema, DataType, Encoding
+from carbon_ds.format.thrift.structs import ColumnSchema, DataType, Encoding
 
 COMPLEX = (DataType.ARRAY, DataType.STRUCT, DataType.MAP)
 ALWAYS_DIMENSION = (DataType.STRING, DataType.VARCHAR, DataType.DATE, DataType.TIMESTAMP, DataType.BINARY)

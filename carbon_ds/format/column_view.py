@@ -20,7 +20,7 @@ import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonSchemaError
 from carbon_ds.format.arrow_types import ColumnNode, arrow_type, in_schema_order, nest
-from carbon_ds.format.structs import ColumnSchema
+from carbon_ds.format.thrift.structs import ColumnSchema
 
 HIDDEN = "\x00dropped:"  # prefix for file columns the table no longer has: no table name can reach them
 

@@ -24,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format.structs import ColumnDictionaryChunk, ColumnDictionaryChunkMeta, ColumnSchema, Encoding
+from carbon_ds.format.thrift.structs import ColumnDictionaryChunk, ColumnDictionaryChunkMeta, ColumnSchema, Encoding
 from carbon_ds.fs import Storage
 
 NULL_MEMBER = b"@NU#LL$!"  # CarbonCommonConstants.MEMBER_DEFAULT_VAL: the dictionary's null value

@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format.structs import BlockIndex, IndexHeader, MergedBlockIndex, MergedBlockIndexHeader
+from carbon_ds.format.thrift.structs import BlockIndex, IndexHeader, MergedBlockIndex, MergedBlockIndexHeader
 from carbon_ds.format.v3_file import check_index_version
 from carbon_ds.fs import Storage
 

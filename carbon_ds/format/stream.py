@@ -29,12 +29,12 @@ import pyarrow.compute as pc
 from numba import njit
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import compress
 from carbon_ds.format.arrow_types import TIMESTAMP_TYPE
-from carbon_ds.format.decode import DATE_OFFSET, arrow_type_of
-from carbon_ds.format.direct_dictionary import NULL_KEY, TimestampKeys
-from carbon_ds.format.structs import ENUM, ColumnSchema, DataType, Encoding, FileHeader
-from carbon_ds.format.thrift import Struct
+from carbon_ds.format.pages import compress
+from carbon_ds.format.pages.decode import DATE_OFFSET, arrow_type_of
+from carbon_ds.format.pages.direct_dictionary import NULL_KEY, TimestampKeys
+from carbon_ds.format.thrift.codec import Struct
+from carbon_ds.format.thrift.structs import ENUM, ColumnSchema, DataType, Encoding, FileHeader
 
 SYNC_MARKER = b"@carbondata_sync"  # CarbonStreamOutputFormat.CARBON_SYNC_MARKER
 NULL_MARKER = b"@NU#LL$!"

@@ -28,13 +28,14 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
-from carbon_ds.format import compress, direct_dictionary
 from carbon_ds.format.arrow_types import ColumnNode, arrow_type
-from carbon_ds.format.chunk_decode import decode_pages
-from carbon_ds.format.chunk_header import parse_data_chunk3
 from carbon_ds.format.column_view import shared_view
-from carbon_ds.format.complex_nulls import COMPLEX_NULLS_KEY, all_fields_null, drop_rows, one_null_element_rows
-from carbon_ds.format.decode import (
+from carbon_ds.format.dictionary import dictionary_path, is_global_dictionary, read_global_dictionary, table_root
+from carbon_ds.format.pages import compress, direct_dictionary
+from carbon_ds.format.pages.chunk_decode import decode_pages
+from carbon_ds.format.pages.chunk_header import parse_data_chunk3
+from carbon_ds.format.pages.complex_nulls import COMPLEX_NULLS_KEY, all_fields_null, drop_rows, one_null_element_rows
+from carbon_ds.format.pages.decode import (
     MAX_PAGE_ROWS,
     NULL_BITSETS_KEY,
     Page,
@@ -43,11 +44,11 @@ from carbon_ds.format.decode import (
     local_dictionary,
     null_mask,
 )
-from carbon_ds.format.dictionary import dictionary_path, is_global_dictionary, read_global_dictionary, table_root
-from carbon_ds.format.page_checks import STATS_CHECKED
-from carbon_ds.format.parse_cache import BytesCache
+from carbon_ds.format.pages.page_checks import STATS_CHECKED
 from carbon_ds.format.stream import SYNC_MARKER
-from carbon_ds.format.structs import (
+from carbon_ds.format.thrift.codec import CompactReader
+from carbon_ds.format.thrift.parse_cache import BytesCache
+from carbon_ds.format.thrift.structs import (
     BlockletInfo3,
     ColumnSchema,
     DataChunk3,
@@ -56,7 +57,6 @@ from carbon_ds.format.structs import (
     FileFooter3,
     FileHeader,
 )
-from carbon_ds.format.thrift import CompactReader
 from carbon_ds.fs import Storage
 
 _I32_FIELD_1 = 0x15
@@ -209,7 +209,7 @@ class V3File:
         self._blocklets: list[BlockletInfo3] = list(self.footer.blocklet_info_list3 or [])
         extra = self.footer.extra_info or {}
         self._exact_nulls = extra.get(NULL_BITSETS_KEY) == "exact"
-        # CarbonData's null arrays and structs (format/complex_nulls.py): all files but older carbon-ds ones
+        # CarbonData's null arrays and structs (format/pages/complex_nulls.py): all files but older carbon-ds ones
         self._carbondata_complex_nulls = not self._exact_nulls or extra.get(COMPLEX_NULLS_KEY) == "carbondata"
         starts = [o for b in self._blocklets for o in (b.column_data_chunks_offsets or [])]
         header_end = min(starts) if starts else footer_at

@@ -17,9 +17,9 @@ import pyarrow as pa
 
 from carbon_ds.errors import CarbonError, CarbonMissingFileError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format.arrow_types import ColumnNode, arrow_type
-from carbon_ds.format.chunk_decode import decode_dictionary_chunks, decode_pages
 from carbon_ds.format.dictionary import is_global_dictionary
-from carbon_ds.format.structs import BlockletInfo3, ColumnSchema, DataChunk3, DataType, FileFooter3, FileHeader
+from carbon_ds.format.pages.chunk_decode import decode_dictionary_chunks, decode_pages
+from carbon_ds.format.thrift.structs import BlockletInfo3, ColumnSchema, DataChunk3, DataType, FileFooter3, FileHeader
 from carbon_ds.format.v3_file import V3File
 from carbon_ds.fs import Storage
 

@@ -23,8 +23,8 @@ from collections.abc import Iterable
 
 from carbon_ds.expressions.might_match import ColumnStats
 from carbon_ds.format.arrow_types import COMPLEX, ColumnNode, nest
-from carbon_ds.format.stat_bytes import value_from_bytes
-from carbon_ds.format.structs import BlockletMinMaxIndex, ColumnSchema, DataType, Encoding
+from carbon_ds.format.pages.stat_bytes import value_from_bytes
+from carbon_ds.format.thrift.structs import BlockletMinMaxIndex, ColumnSchema, DataType, Encoding
 
 EPOCH_UTC = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
 

@@ -14,7 +14,7 @@ import pyarrow as pa
 
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.expressions import AlwaysTrue, Expr, might_match
-from carbon_ds.format.structs import ColumnSchema, DataChunk3
+from carbon_ds.format.thrift.structs import ColumnSchema, DataChunk3
 from carbon_ds.readers import column_stats as S
 from carbon_ds.readers.carbon_file import CarbonDataFile
 

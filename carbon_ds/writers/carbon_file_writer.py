@@ -19,13 +19,13 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 
 from carbon_ds.errors import CarbonError, CarbonOptionError, CarbonSchemaError
-from carbon_ds.format import compress as compress_mod
 from carbon_ds.format.arrow_types import columns_for, in_schema_order, nest
-from carbon_ds.format.complex_nulls import COMPLEX_NULLS_KEY
-from carbon_ds.format.decode import NULL_BITSETS_KEY
-from carbon_ds.format.encode import to_chunk2
 from carbon_ds.format.index import index_bytes
-from carbon_ds.format.structs import (
+from carbon_ds.format.pages import compress as compress_mod
+from carbon_ds.format.pages.complex_nulls import COMPLEX_NULLS_KEY
+from carbon_ds.format.pages.decode import NULL_BITSETS_KEY
+from carbon_ds.format.pages.encode import to_chunk2
+from carbon_ds.format.thrift.structs import (
     BlockIndex,
     BlockletBTreeIndex,
     BlockletIndex,

@@ -14,13 +14,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonSchemaError
-from carbon_ds.format import encode as E
 from carbon_ds.format.arrow_types import COMPLEX, ColumnNode
-from carbon_ds.format.complex_nulls import null_as_one_null_element
-from carbon_ds.format.compress import compress
-from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType, decimal_to_bytes, serialize
-from carbon_ds.format.stat_bytes import DATE_OFFSET, dimension_bytes, measure_bytes
-from carbon_ds.format.structs import DataType, Encoding, LocalDictionaryChunk, LocalDictionaryChunkMeta
+from carbon_ds.format.pages import encode as E
+from carbon_ds.format.pages.complex_nulls import null_as_one_null_element
+from carbon_ds.format.pages.compress import compress
+from carbon_ds.format.pages.encoder_meta import ColumnType, EncoderMeta, MetaType, decimal_to_bytes, serialize
+from carbon_ds.format.pages.stat_bytes import DATE_OFFSET, dimension_bytes, measure_bytes
+from carbon_ds.format.thrift.structs import DataType, Encoding, LocalDictionaryChunk, LocalDictionaryChunkMeta
 
 _INTEGRAL = (DataType.BYTE, DataType.SHORT, DataType.INT, DataType.LONG)
 
@@ -286,7 +286,7 @@ class ColumnEncoder:
 
     def _complex(self, node: ColumnNode, arr: pa.Array, infos, out: list[E.EncodedPage]) -> None:
         # a null array, map or struct is stored in CarbonData's shape, without null bits in the parent page
-        # (see format/complex_nulls.py)
+        # (see format/pages/complex_nulls.py)
         info = next(infos)
         dt = node.data_type
         if dt in (DataType.ARRAY, DataType.MAP):

@@ -14,8 +14,8 @@ import pytest
 
 import carbon_ds
 from carbon_ds.errors import CarbonError
-from carbon_ds.format.chunk_header import parse_data_chunk3
-from carbon_ds.format.structs import (
+from carbon_ds.format.pages.chunk_header import parse_data_chunk3
+from carbon_ds.format.thrift.structs import (
     BlockletMinMaxIndex,
     ChunkCompressionMeta,
     DataChunk2,

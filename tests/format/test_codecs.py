@@ -17,9 +17,9 @@ from hypothesis import strategies as st
 
 from carbon_ds.cli import main as cli_main
 from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
-from carbon_ds.format import compress, encoder_meta
 from carbon_ds.format.arrow_types import arrow_schema, columns_for
-from carbon_ds.format.structs import DataChunk3, DataType, FileFooter3, FileHeader
+from carbon_ds.format.pages import compress, encoder_meta
+from carbon_ds.format.thrift.structs import DataChunk3, DataType, FileFooter3, FileHeader
 from carbon_ds.fs import Storage
 
 # ------------------------------------------------------------------ compressors

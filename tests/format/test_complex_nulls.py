@@ -1,4 +1,4 @@
-"""Null arrays, maps and structs in CarbonData's shape (carbon_ds/format/complex_nulls.py), and files of older
+"""Null arrays, maps and structs in CarbonData's shape (carbon_ds/format/pages/complex_nulls.py), and files of older
 carbon-ds versions that kept them as null bits in the parent page.
 
 The shape is CarbonData's load (``ArrayDataType.writeByteArray``: a null array is one null element;
@@ -15,10 +15,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from carbon_ds.format import encode as E
-from carbon_ds.format.complex_nulls import COMPLEX_NULLS_KEY
-from carbon_ds.format.compress import decompress
-from carbon_ds.format.structs import DataChunk3, DataType, FileFooter3, FileHeader
+from carbon_ds.format.pages import encode as E
+from carbon_ds.format.pages.complex_nulls import COMPLEX_NULLS_KEY
+from carbon_ds.format.pages.compress import decompress
+from carbon_ds.format.thrift.structs import DataChunk3, DataType, FileFooter3, FileHeader
 from carbon_ds.readers.carbon_file import read_folder
 from carbon_ds.writers import columns, write_files
 

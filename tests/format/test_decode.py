@@ -12,10 +12,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import compress, encoder_meta, kernels
-from carbon_ds.format.decode import Page, be_uint, decode_page, decode_parent_page, null_mask
-from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType
-from carbon_ds.format.structs import (
+from carbon_ds.format.pages import compress, encoder_meta, kernels
+from carbon_ds.format.pages.decode import Page, be_uint, decode_page, decode_parent_page, null_mask
+from carbon_ds.format.pages.encoder_meta import ColumnType, EncoderMeta, MetaType
+from carbon_ds.format.thrift.structs import (
     ChunkCompressionMeta,
     ColumnSchema,
     DataChunk2,

@@ -10,11 +10,18 @@ import pyarrow as pa
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from carbon_ds.format import compress, encoder_meta, kernels
-from carbon_ds.format.chunk_decode import decode_pages
-from carbon_ds.format.decode import Page, decode_page
-from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType
-from carbon_ds.format.structs import ChunkCompressionMeta, ColumnSchema, DataChunk2, DataType, Encoding, PresenceMeta
+from carbon_ds.format.pages import compress, encoder_meta, kernels
+from carbon_ds.format.pages.chunk_decode import decode_pages
+from carbon_ds.format.pages.decode import Page, decode_page
+from carbon_ds.format.pages.encoder_meta import ColumnType, EncoderMeta, MetaType
+from carbon_ds.format.thrift.structs import (
+    ChunkCompressionMeta,
+    ColumnSchema,
+    DataChunk2,
+    DataType,
+    Encoding,
+    PresenceMeta,
+)
 
 E = Encoding
 WIDTH = {MetaType.BYTE: 1, MetaType.SHORT: 2, MetaType.SHORT_INT: 3, MetaType.INT: 4, MetaType.LONG: 8}

@@ -16,10 +16,10 @@ import pytest
 
 import carbon_ds
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.format import compress, direct_dictionary
-from carbon_ds.format.decode import Page, decode_page
-from carbon_ds.format.direct_dictionary import TimestampKeys
-from carbon_ds.format.structs import ChunkCompressionMeta, ColumnSchema, DataChunk2, DataType, Encoding
+from carbon_ds.format.pages import compress, direct_dictionary
+from carbon_ds.format.pages.decode import Page, decode_page
+from carbon_ds.format.pages.direct_dictionary import TimestampKeys
+from carbon_ds.format.thrift.structs import ChunkCompressionMeta, ColumnSchema, DataChunk2, DataType, Encoding
 
 E = Encoding
 UTC = dt.UTC

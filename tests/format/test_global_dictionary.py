@@ -16,7 +16,7 @@ import pytest
 
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format import dictionary as gd
-from carbon_ds.format.structs import ColumnDictionaryChunk, ColumnDictionaryChunkMeta
+from carbon_ds.format.thrift.structs import ColumnDictionaryChunk, ColumnDictionaryChunkMeta
 from carbon_ds.fs import Storage
 from carbon_ds.readers.carbon_file import CarbonDataFile
 

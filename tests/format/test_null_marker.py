@@ -10,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from carbon_ds.api import read_table, write_table
-from carbon_ds.format.decode import NULL_BITSETS_KEY
+from carbon_ds.format.pages.decode import NULL_BITSETS_KEY
 from carbon_ds.readers import CarbonDataFile
 from carbon_ds.readers.carbon_file import read_folder
 from carbon_ds.writers import WriterOptions, write_files

@@ -21,8 +21,8 @@ import carbon_ds
 from carbon_ds.cli.inspect_files import describe_data_file, describe_index_file
 from carbon_ds.errors import CarbonFormatError
 from carbon_ds.format.index import index_bytes, read_index
-from carbon_ds.format.structs import ColumnSchema, DataType, SegmentInfo
-from carbon_ds.format.thrift import Struct
+from carbon_ds.format.thrift.codec import Struct
+from carbon_ds.format.thrift.structs import ColumnSchema, DataType, SegmentInfo
 from carbon_ds.readers.carbon_file import CarbonDataFile
 
 

@@ -20,11 +20,11 @@ import pytest
 
 from carbon_ds.api import read_table, write_table
 from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
-from carbon_ds.format import chunk_decode, compress, encoder_meta, kernels, page_checks, stat_bytes
-from carbon_ds.format.chunk_decode import decode_pages
-from carbon_ds.format.decode import Page, decode_page
-from carbon_ds.format.encoder_meta import ColumnType, EncoderMeta, MetaType
-from carbon_ds.format.structs import (
+from carbon_ds.format.pages import chunk_decode, compress, encoder_meta, kernels, page_checks, stat_bytes
+from carbon_ds.format.pages.chunk_decode import decode_pages
+from carbon_ds.format.pages.decode import Page, decode_page
+from carbon_ds.format.pages.encoder_meta import ColumnType, EncoderMeta, MetaType
+from carbon_ds.format.thrift.structs import (
     BlockletMinMaxIndex,
     ChunkCompressionMeta,
     ColumnSchema,

@@ -7,7 +7,7 @@ import pyarrow as pa
 
 from carbon_ds.api import write_table
 from carbon_ds.format import v3_file
-from carbon_ds.format.parse_cache import BytesCache
+from carbon_ds.format.thrift.parse_cache import BytesCache
 from carbon_ds.readers import CarbonDataFile
 
 

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from carbon_ds.errors import CarbonSchemaError
-from carbon_ds.format.structs import BlockIndex, IndexHeader
+from carbon_ds.format.thrift.structs import BlockIndex, IndexHeader
 from carbon_ds.readers import CarbonDataFile, read_folder
 
 CORPUS = Path(__file__).resolve().parents[3] / "shared/compat/carbondata-real"

@@ -10,9 +10,9 @@ import pyarrow.compute as pc
 
 import carbon_ds
 from carbon_ds.format.column_view import shared_view
-from carbon_ds.format.page_checks import bytes_min_max
-from carbon_ds.format.structs import ColumnSchema, FileHeader
-from carbon_ds.format.thrift import CompactReader
+from carbon_ds.format.pages.page_checks import bytes_min_max
+from carbon_ds.format.thrift.codec import CompactReader
+from carbon_ds.format.thrift.structs import ColumnSchema, FileHeader
 from carbon_ds.readers.carbon_file import CarbonDataFile
 
 
@@ -72,7 +72,7 @@ def test_files_of_one_table_share_a_view_and_read_as_before(tmp_path):
 
 
 def test_local_dictionaries_kept_by_their_bytes_read_the_same(tmp_path):
-    from carbon_ds.format import decode
+    from carbon_ds.format.pages import decode
 
     path = str(tmp_path / "d")
     words = [f"w{i % 7}" if i % 5 else None for i in range(40)]

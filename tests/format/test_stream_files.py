@@ -19,10 +19,10 @@ import pytest
 
 from carbon_ds.cli import main
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import compress
-from carbon_ds.format.direct_dictionary import DEFAULT
+from carbon_ds.format.pages import compress
+from carbon_ds.format.pages.direct_dictionary import DEFAULT
 from carbon_ds.format.stream import BlockletHeader, StreamBlockletInfo, read_stream_file
-from carbon_ds.format.structs import ColumnSchema, DataType, Encoding, FileHeader
+from carbon_ds.format.thrift.structs import ColumnSchema, DataType, Encoding, FileHeader
 from carbon_ds.readers.carbon_file import CarbonDataFile
 
 E = Encoding

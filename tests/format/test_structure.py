@@ -11,8 +11,8 @@ import pyarrow as pa
 import pytest
 
 from carbon_ds.format.index import read_index
-from carbon_ds.format.structs import DataChunk3, FileFooter3, FileHeader
-from carbon_ds.format.thrift import Struct
+from carbon_ds.format.thrift.codec import Struct
+from carbon_ds.format.thrift.structs import DataChunk3, FileFooter3, FileHeader
 from carbon_ds.writers import WriterOptions, write_files
 
 REAL = Path(__file__).resolve().parents[3] / "shared/compat/carbondata-real"

@@ -7,7 +7,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from carbon_ds.format.decode import take_entries
+from carbon_ds.format.pages.decode import take_entries
 
 
 @pytest.mark.parametrize("typ", [pa.string(), pa.binary()])

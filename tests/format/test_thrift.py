@@ -7,7 +7,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
-from carbon_ds.format.structs import (
+from carbon_ds.format.thrift.codec import MAX_STRING_BYTES, CompactReader, CompactWriter, Struct
+from carbon_ds.format.thrift.structs import (
     MAX_COLUMNS,
     BlockletMinMaxIndex,
     ColumnSchema,
@@ -15,7 +16,6 @@ from carbon_ds.format.structs import (
     FileHeader,
     SegmentInfo,
 )
-from carbon_ds.format.thrift import MAX_STRING_BYTES, CompactReader, CompactWriter, Struct
 
 
 class Inner(Struct):

@@ -12,19 +12,19 @@ import pyarrow as pa
 import pytest
 
 from carbon_ds.errors import CarbonOptionError, CarbonSchemaError
-from carbon_ds.format import encoder_meta
-from carbon_ds.format.compress import decompress
-from carbon_ds.format.encode import (
+from carbon_ds.format.index import read_index, read_merge_index, write_merge_index
+from carbon_ds.format.pages import encoder_meta
+from carbon_ds.format.pages.compress import decompress
+from carbon_ds.format.pages.encode import (
     ColumnInfo,
     bitset_bytes,
     choose_integral,
     encode_floating,
     encode_integral,
 )
-from carbon_ds.format.encoder_meta import ColumnType, MetaType
-from carbon_ds.format.index import read_index, read_merge_index, write_merge_index
-from carbon_ds.format.stat_bytes import dimension_bytes, measure_bytes, value_from_bytes
-from carbon_ds.format.structs import DataChunk3, DataType, Encoding, FileFooter3, FileHeader
+from carbon_ds.format.pages.encoder_meta import ColumnType, MetaType
+from carbon_ds.format.pages.stat_bytes import dimension_bytes, measure_bytes, value_from_bytes
+from carbon_ds.format.thrift.structs import DataChunk3, DataType, Encoding, FileFooter3, FileHeader
 from carbon_ds.writers import CarbonWriter, WriterOptions, write_files
 
 E = Encoding

@@ -37,6 +37,9 @@ LAYERS = [
 ]
 # the read side and the write side share a layer but never import each other
 SIBLINGS_APART = [(READ_SIDE, WRITE_SIDE)]
+# format/'s own floors, lowest first: the metadata codec and structs, the Arrow type mapping, one column's
+# pages; the file modules (format/ itself) stand on all of them
+FORMAT_FLOORS = [["carbon_ds.format.thrift"], ["carbon_ds.format.arrow_types"], ["carbon_ds.format.pages"]]
 MAX_INNER_IMPORTS = 15
 
 
@@ -149,6 +152,19 @@ def test_imports_only_go_downwards():
                     if _within(mod, x) and _within(t, y) and _layer(mod) == _layer(t):
                         wrong.append(f"{mod} imports {t}: the read side and the write side must not import "
                                      "each other")
+    assert wrong == []
+
+
+def test_format_modules_import_only_their_floor_and_those_below():
+    wrong = []
+    for mod in MODULES:
+        for i, floor in enumerate(FORMAT_FLOORS):
+            if not _within(mod, floor):
+                continue
+            allowed = [p for f in FORMAT_FLOORS[: i + 1] for p in f]
+            for t, _in_func, n in _imports(mod):
+                if t.startswith("carbon_ds.format.") and not _within(t, allowed):
+                    wrong.append(f"{mod} imports {t} at line {n.lineno}: above its floor in format/")
     assert wrong == []
 
 

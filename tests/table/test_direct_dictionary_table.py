@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 import carbon_ds
-from carbon_ds.format import direct_dictionary
-from carbon_ds.format.structs import DataType
+from carbon_ds.format.pages import direct_dictionary
+from carbon_ds.format.thrift.structs import DataType
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta.schema import schema_file
 

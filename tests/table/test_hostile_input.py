@@ -26,7 +26,7 @@ from carbon_ds.expressions import And, Compare, Not, Or
 from carbon_ds.expressions.spark import from_spark_filter
 from carbon_ds.expressions.tree import MAX_TREE_DEPTH, depth
 from carbon_ds.format.arrow_types import MAX_NESTING, nest
-from carbon_ds.format.structs import MAX_COLUMNS, ColumnSchema, DataType, TableInfo
+from carbon_ds.format.thrift.structs import MAX_COLUMNS, ColumnSchema, DataType, TableInfo
 from carbon_ds.readers.carbon_file import CarbonDataFile
 from carbon_ds.table.meta.schema.schema_file import MAX_SCHEMA_BYTES
 from carbon_ds.table.table import CarbonTable
@@ -220,7 +220,7 @@ def _data_file(table: str) -> str:
 
 def _rewrite_footer(path: str, change) -> None:
     """Apply ``change`` to the footer of the data file at ``path`` and write it back in place."""
-    from carbon_ds.format.structs import FileFooter3
+    from carbon_ds.format.thrift.structs import FileFooter3
 
     data = open(path, "rb").read()
     at = int.from_bytes(data[-8:], "big")
@@ -278,7 +278,7 @@ def test_footer_repeating_its_blocklet_200000_times_fails_fast_in_bounded_memory
 def _chunk_with_pages(path: str, pages: int) -> None:
     """Give the first column chunk of the data file at ``path`` ``pages`` copies of its page header (each
     claiming its page's rows), offsets of the later chunks and the footer moved to match."""
-    from carbon_ds.format.structs import DataChunk3, FileFooter3
+    from carbon_ds.format.thrift.structs import DataChunk3, FileFooter3
 
     data = open(path, "rb").read()
     at = int.from_bytes(data[-8:], "big")
@@ -533,7 +533,7 @@ def test_segment_file_listing_nothing_for_a_load_of_data_is_refused(table):
 def test_page_statistics_disagreeing_with_the_footer_are_refused_before_pruning(rows_table):
     """A page whose stored max is lowered would be pruned from a filter it matches: the footer's blocklet
     max (its pages' merged) shows the difference first."""
-    from carbon_ds.format.structs import DataChunk3, FileFooter3
+    from carbon_ds.format.thrift.structs import DataChunk3, FileFooter3
 
     f = _data_file(rows_table)
     data = open(f, "rb").read()

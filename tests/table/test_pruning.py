@@ -36,8 +36,8 @@ from carbon_ds.expressions import (
 )
 from carbon_ds.format import v3_file
 from carbon_ds.format.arrow_types import nest
-from carbon_ds.format.stat_bytes import dimension_bytes, measure_bytes
-from carbon_ds.format.structs import ColumnSchema, DataType, Encoding
+from carbon_ds.format.pages.stat_bytes import dimension_bytes, measure_bytes
+from carbon_ds.format.thrift.structs import ColumnSchema, DataType, Encoding
 from carbon_ds.format.v3_file import V3File
 from carbon_ds.readers import column_stats as S
 from carbon_ds.readers.carbon_file import CarbonDataFile

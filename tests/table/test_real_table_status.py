@@ -21,7 +21,7 @@ import carbon_ds
 from carbon_ds.cli import main
 from carbon_ds.cli.inspect_files import _columns
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
-from carbon_ds.format.structs import BucketingInfo, ColumnSchema, DataType, Encoding
+from carbon_ds.format.thrift.structs import BucketingInfo, ColumnSchema, DataType, Encoding
 from carbon_ds.fs import Storage
 from carbon_ds.table.meta.schema import schema_file
 

@@ -21,9 +21,9 @@ import pytest
 
 import carbon_ds
 from carbon_ds.errors import CarbonTableError
-from carbon_ds.format import compress
+from carbon_ds.format.pages import compress
 from carbon_ds.format.stream import BlockletHeader, StreamBlockletInfo
-from carbon_ds.format.structs import (
+from carbon_ds.format.thrift.structs import (
     BlockIndex,
     BlockletIndex,
     Encoding,

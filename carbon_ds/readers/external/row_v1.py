@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from carbon_ds.format import direct_dictionary
+from carbon_ds.format.pages import direct_dictionary
 from carbon_ds.format.stream import read_stream_file
 from carbon_ds.fs import Storage
 from carbon_ds.readers.external.base import ExternalFile, Unit, file_columns

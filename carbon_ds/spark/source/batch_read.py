@@ -19,7 +19,7 @@ from pyspark.sql.types import StructType
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, and_, bind
 from carbon_ds.expressions.spark import from_spark_filter
-from carbon_ds.format import direct_dictionary
+from carbon_ds.format.pages import direct_dictionary
 from carbon_ds.fs import Storage
 from carbon_ds.names import (
     EXACT_FILTER_OPTION,

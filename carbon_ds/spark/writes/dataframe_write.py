@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.functions import arrow_udf
 from pyspark.sql.types import IntegerType
 
-from carbon_ds.format.structs import PartitionType
+from carbon_ds.format.thrift.structs import PartitionType
 from carbon_ds.names import SOURCE
 from carbon_ds.spark.session import register
 from carbon_ds.table.meta.handle import TableHandle

@@ -16,7 +16,7 @@ import pyarrow.fs as pafs
 
 from carbon_ds.errors import CarbonOptionError, CarbonSchemaError, CarbonTableError
 from carbon_ds.format.hive import check_partition_columns
-from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
+from carbon_ds.format.thrift.structs import ColumnSchema, PartitionInfo, PartitionType, TableInfo
 from carbon_ds.fs import Storage, dirname, norm_path, resolve
 from carbon_ds.readers.external.base import ExternalRef
 from carbon_ds.table.meta.files import deltas

@@ -23,7 +23,7 @@ import pyarrow as pa
 
 from carbon_ds import faults
 from carbon_ds.errors import CarbonOptionError, CarbonTableError
-from carbon_ds.format.structs import PartitionType
+from carbon_ds.format.thrift.structs import PartitionType
 from carbon_ds.fs import basename
 from carbon_ds.table.loads.load_base import reserve
 from carbon_ds.table.meta.handle import TableHandle

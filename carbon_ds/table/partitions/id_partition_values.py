@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from carbon_ds.expressions import AlwaysTrue, Expr
 from carbon_ds.expressions.bind import filter_table
-from carbon_ds.format.structs import PartitionType
+from carbon_ds.format.thrift.structs import PartitionType
 from carbon_ds.fs import basename
 from carbon_ds.table.meta.files.naming import COLUMNAR
 from carbon_ds.table.partitions.id_spec import Layout, partition_id_of

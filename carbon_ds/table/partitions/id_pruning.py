@@ -21,7 +21,7 @@ from carbon_ds.expressions import (
     push_not,
     visit,
 )
-from carbon_ds.format.structs import PartitionType
+from carbon_ds.format.thrift.structs import PartitionType
 from carbon_ds.fs import basename
 from carbon_ds.table.partitions.id_spec import Layout, partition_id_of
 

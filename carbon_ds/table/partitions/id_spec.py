@@ -28,7 +28,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonOptionError
-from carbon_ds.format.structs import ColumnSchema, PartitionInfo, PartitionType
+from carbon_ds.format.thrift.structs import ColumnSchema, PartitionInfo, PartitionType
 from carbon_ds.readers.external.text import strptime_pattern
 
 DEFAULT_TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss"

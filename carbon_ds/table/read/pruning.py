@@ -26,7 +26,7 @@ from carbon_ds.expressions.might_match import ColumnStats
 from carbon_ds.expressions.objects import to_expr
 from carbon_ds.format.column_view import is_identity, view
 from carbon_ds.format.index import read_index, read_merge_index
-from carbon_ds.format.structs import ColumnSchema
+from carbon_ds.format.thrift.structs import ColumnSchema
 from carbon_ds.fs import Storage, basename, dirname
 from carbon_ds.readers import column_stats as S
 from carbon_ds.readers.carbon_file import CarbonDataFile

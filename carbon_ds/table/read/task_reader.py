@@ -31,7 +31,7 @@ import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError, CarbonTableError
 from carbon_ds.expressions import AlwaysTrue, Expr, filter_table
-from carbon_ds.format.structs import ColumnSchema
+from carbon_ds.format.thrift.structs import ColumnSchema
 from carbon_ds.fs import Storage
 from carbon_ds.readers.carbon_file import CarbonDataFile, read_files, shares_view
 from carbon_ds.readers.external import open_reader

@@ -17,7 +17,7 @@ import pyarrow as pa
 from carbon_ds.expressions.might_match import ColumnStats
 from carbon_ds.format.arrow_types import ColumnNode, arrow_type, nest
 from carbon_ds.format.column_view import default_scalar
-from carbon_ds.format.structs import ColumnSchema
+from carbon_ds.format.thrift.structs import ColumnSchema
 
 
 def default_stats(absent: list[ColumnSchema], rows: int | None) -> dict[str, ColumnStats]:

@@ -21,7 +21,7 @@ from carbon_ds import faults
 from carbon_ds.errors import CarbonSchemaError
 from carbon_ds.format.arrow_types import COMPLEX, ColumnNode, arrow_type, carbon_type, columns_for, nest
 from carbon_ds.format.column_view import default_scalar
-from carbon_ds.format.structs import ColumnSchema, DataType, SchemaEvolutionEntry, TableInfo
+from carbon_ds.format.thrift.structs import ColumnSchema, DataType, SchemaEvolutionEntry, TableInfo
 from carbon_ds.table.meta.locks import TableLock
 from carbon_ds.table.meta.schema import schema_file
 from carbon_ds.table.meta.schema.column_map import FORMER_NAMES

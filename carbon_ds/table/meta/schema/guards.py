@@ -7,7 +7,7 @@ differently. Reading such tables is unaffected.
 
 from __future__ import annotations
 
-from carbon_ds.format.structs import DataType, Encoding, TableInfo
+from carbon_ds.format.thrift.structs import DataType, Encoding, TableInfo
 
 # (table property, value test, why) - names as CarbonCommonConstants / CarbonIndexUtil spell them
 _PROPERTY_RULES: tuple[tuple[str, str, str], ...] = (

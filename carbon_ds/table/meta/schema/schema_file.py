@@ -14,8 +14,8 @@ import pyarrow as pa
 
 from carbon_ds.errors import CarbonFormatError, CarbonSchemaError
 from carbon_ds.format.arrow_types import arrow_schema, columns_for
-from carbon_ds.format.parse_cache import BytesCache
-from carbon_ds.format.structs import (
+from carbon_ds.format.thrift.parse_cache import BytesCache
+from carbon_ds.format.thrift.structs import (
     ColumnSchema,
     DataType,
     SchemaEvolution,

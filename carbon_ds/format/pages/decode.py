@@ -20,13 +20,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import compress, encoder_meta, kernels, page_checks
 from carbon_ds.format.arrow_types import TIMESTAMP_TYPE
-from carbon_ds.format.direct_dictionary import DEFAULT as DEFAULT_TIMESTAMP_KEYS
-from carbon_ds.format.direct_dictionary import NULL_KEY, TimestampKeys
-from carbon_ds.format.encoder_meta import STORE_WIDTH, ColumnType, MetaType
-from carbon_ds.format.parse_cache import BytesCache
-from carbon_ds.format.structs import ColumnSchema, DataChunk2, DataType, Encoding
+from carbon_ds.format.pages import compress, encoder_meta, kernels, page_checks
+from carbon_ds.format.pages.direct_dictionary import DEFAULT as DEFAULT_TIMESTAMP_KEYS
+from carbon_ds.format.pages.direct_dictionary import NULL_KEY, TimestampKeys
+from carbon_ds.format.pages.encoder_meta import STORE_WIDTH, ColumnType, MetaType
+from carbon_ds.format.thrift.parse_cache import BytesCache
+from carbon_ds.format.thrift.structs import ColumnSchema, DataChunk2, DataType, Encoding
 
 E = Encoding
 META_ENCODINGS = {

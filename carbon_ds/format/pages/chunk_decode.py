@@ -1,4 +1,4 @@
-"""All pages of a primitive column's chunk into one Arrow array (carbon_ds.format.decode decodes one page).
+"""All pages of a primitive column's chunk into one Arrow array (carbon_ds.format.pages.decode decodes one page).
 
 Fixed-width values are decoded straight into one buffer for the chunk, the most common pages (measures of
 integers, decimals and doubles stored by one adaptive or direct encoding, and dates, without nulls) in a
@@ -12,8 +12,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import encoder_meta, kernels, page_checks
-from carbon_ds.format.decode import (
+from carbon_ds.format.pages import encoder_meta, kernels, page_checks
+from carbon_ds.format.pages.decode import (
     DATE_OFFSET,
     DECIMAL_SLOT,
     INT64_MAX,
@@ -29,8 +29,8 @@ from carbon_ds.format.decode import (
     pooled,
     take_entries,
 )
-from carbon_ds.format.encoder_meta import STORE_WIDTH, MetaType
-from carbon_ds.format.structs import DataType, Encoding
+from carbon_ds.format.pages.encoder_meta import STORE_WIDTH, MetaType
+from carbon_ds.format.thrift.structs import DataType, Encoding
 
 E = Encoding
 

@@ -19,8 +19,8 @@ import datetime as dt
 import struct
 from decimal import Decimal, localcontext
 
-from carbon_ds.format.encoder_meta import decimal_to_bytes
-from carbon_ds.format.structs import DataType
+from carbon_ds.format.pages.encoder_meta import decimal_to_bytes
+from carbon_ds.format.thrift.structs import DataType
 
 MAX_STRING_MINMAX = 200
 DATE_OFFSET = 2147483647 >> 1  # DATE surrogate = days since epoch + this

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from carbon_ds.format.thrift import Limit, Struct
+from carbon_ds.format.thrift.codec import Limit, Struct
 
 ENUM = ("enum",)
 # CarbonData's own ceiling on a table's width (CSVInputFormat.THRESHOLD_MAX_NUMBER_OF_COLUMNS_FOR_PARSING,

@@ -13,13 +13,13 @@ them, pyarrow compute over the others; no per-row Python):
 * ``check_stats`` (top-level plain columns, see the reader): decoded values lie within the page's stored
   min/max. Java may widen the statistics (string statistics may count the null marker, a null measure
   counts as zero, a null DATE as key 1), never narrow them, so only values outside are an error. The
-  statistics bytes per type are those of carbon_ds.format.stat_bytes: DATE a 4-byte surrogate key, TIMESTAMP
+  statistics bytes per type are those of carbon_ds.format.pages.stat_bytes: DATE a 4-byte surrogate key, TIMESTAMP
   8 bytes of epoch ms with the sign bit flipped (direct-dictionary TIMESTAMP pages hold 4-byte surrogate
   keys in their statistics: not compared), DECIMAL a scale byte and the unscaled value. A plain string
   page is compared by its values' first 8 bytes, found while decoding (kernels.lv_decode): a value whose
   first 8 bytes already lie outside is caught, one that differs only further on is not.
 
-The ``page`` argument is a carbon_ds.format.decode.Page (its column, chunk and ``fail``).
+The ``page`` argument is a carbon_ds.format.pages.decode.Page (its column, chunk and ``fail``).
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonFormatError
-from carbon_ds.format import kernels, stat_bytes
-from carbon_ds.format.structs import DataType
+from carbon_ds.format.pages import kernels, stat_bytes
+from carbon_ds.format.thrift.structs import DataType
 
 STATS_CHECKED = (
     DataType.SHORT,

@@ -27,12 +27,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from carbon_ds.errors import CarbonSchemaError
-from carbon_ds.format import encoder_meta as em
-from carbon_ds.format.compress import compress
-from carbon_ds.format.encoder_meta import ColumnType, MetaType
-from carbon_ds.format.page_checks import MAX_DAYS, MIN_DAYS
-from carbon_ds.format.stat_bytes import DATE_OFFSET, MAX_STRING_MINMAX, NULL_DATE_KEY
-from carbon_ds.format.structs import (
+from carbon_ds.format.pages import encoder_meta as em
+from carbon_ds.format.pages.compress import compress
+from carbon_ds.format.pages.encoder_meta import ColumnType, MetaType
+from carbon_ds.format.pages.page_checks import MAX_DAYS, MIN_DAYS
+from carbon_ds.format.pages.stat_bytes import DATE_OFFSET, MAX_STRING_MINMAX, NULL_DATE_KEY
+from carbon_ds.format.thrift.structs import (
     BlockletMinMaxIndex,
     ChunkCompressionMeta,
     DataChunk2,

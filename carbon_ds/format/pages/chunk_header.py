@@ -16,7 +16,8 @@ import functools
 import numpy as np
 from numba import njit
 
-from carbon_ds.format.structs import (
+from carbon_ds.format.thrift.codec import MAX_STRING_BYTES
+from carbon_ds.format.thrift.structs import (
     MAX_COLUMNS,
     BlockletMinMaxIndex,
     ChunkCompressionMeta,
@@ -26,7 +27,6 @@ from carbon_ds.format.structs import (
     LocalDictionaryChunkMeta,
     PresenceMeta,
 )
-from carbon_ds.format.thrift import MAX_STRING_BYTES
 
 # compact-protocol wire types (thrift.py has the same numbers)
 _TRUE, _FALSE, _I16, _I32, _I64, _BINARY, _LIST, _STRUCT = 1, 2, 4, 5, 6, 8, 9, 12
