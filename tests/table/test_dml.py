@@ -1,4 +1,4 @@
-"""Row DELETE / UPDATE through delete deltas (carbon_ds.table.dml, carbon_ds.table.deltas)."""
+"""Row DELETE / UPDATE through delete deltas (carbon_ds.table.ops.dml.delete_update, carbon_ds.table.meta.files.deltas)."""
 
 from __future__ import annotations
 

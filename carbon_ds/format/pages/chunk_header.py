@@ -28,7 +28,7 @@ from carbon_ds.format.thrift.structs import (
     PresenceMeta,
 )
 
-# compact-protocol wire types (thrift.py has the same numbers)
+# compact-protocol wire types (thrift/codec.py has the same numbers)
 _TRUE, _FALSE, _I16, _I32, _I64, _BINARY, _LIST, _STRUCT = 1, 2, 4, 5, 6, 8, 9, 12
 
 # one row per page; spans index the span table, pool entries index the integer pool

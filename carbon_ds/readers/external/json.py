@@ -1,7 +1,7 @@
 """JSON files of external segments: JSON Lines by default (pyarrow.json), or with ``multiline`` true one
 JSON document per file (an array of objects, or one object) as Spark's ``multiLine`` reads it. No
 statistics: a file is one unit, read whole and filtered exactly. ``dateformat``/``timestampformat`` as for
-CSV (see carbon_ds.readers.csv)."""
+CSV (see carbon_ds.readers.external.csv)."""
 
 from __future__ import annotations
 

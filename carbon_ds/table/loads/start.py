@@ -32,7 +32,7 @@ class PostCommit:
     (``auto_load_merge``; off by default, as in CarbonData), in the committing thread. ``stream_merge``: the
     streaming sink's merge, in the background: ``"default"`` merges unless the table (or the setting) says
     ``auto_load_merge`` false, ``"always"`` merges regardless, None: see ``compact``. ``deep``: the stream's
-    merge also merges level-2 and later results again (compaction_select, "Deep MINOR"); False keeps
+    merge also merges level-2 and later results again (ops/compaction/selection.py, "Deep MINOR"); False keeps
     CarbonData's two MINOR levels."""
 
     compact: bool = True

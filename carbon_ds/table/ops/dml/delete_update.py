@@ -1,4 +1,4 @@
-"""DELETE and UPDATE of rows through delete deltas (see carbon_ds.table.deltas and docs/dml.md).
+"""DELETE and UPDATE of rows through delete deltas (see carbon_ds.table.meta.files.deltas and docs/dml.md).
 
 Protocol, under ``LockFiles/update.lock`` (one UPDATE/DELETE at a time; a second gets CarbonTableError):
 1. Plan with min/max pruning; read only the filter columns of candidate pages; evaluate the predicate

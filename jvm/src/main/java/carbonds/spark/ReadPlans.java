@@ -104,7 +104,7 @@ final class ReadPlans {
             }
             if (!verified.isEmpty()) {
                 // the tasks of this query (jobs take the planning thread's local properties) read a reused
-                // plan as the version their query began with (carbon_ds.spark.source.query_version.VERIFIED)
+                // plan as the version their query began with (carbon_ds.spark.source.query_version reads VERIFIED_PLANS)
                 session.sparkContext().setLocalProperty(Names.VERIFIED_PLANS, String.join(",", verified));
             }
             for (int i = 0; i < made.size(); i++) {
