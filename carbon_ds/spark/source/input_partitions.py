@@ -101,7 +101,7 @@ def pack_pieces(pieces: list[pruning.Piece], sizes: dict[str, int], min_partitio
     return [g for g in groups if g]
 
 
-def split_piece(storage: Storage, piece: pruning.Piece, size: int, split: int = SPLIT_BYTES) -> list[pruning.Piece]:
+def _split_piece(storage: Storage, piece: pruning.Piece, size: int, split: int = SPLIT_BYTES) -> list[pruning.Piece]:
     """A large file's blocklets in groups of about ``split`` bytes, one Spark partition each (what a partition
     carries: no index claim, the pieces stay small). A file of fewer blocklets than groups (a blocklet closes
     at 64 MB of pages, so a file of one is common) is split by windows of its blocklets' pages instead, as
@@ -152,4 +152,4 @@ def split_for_cores(storage: Storage, pieces: list[pruning.Piece], sizes: dict[s
     narrow read of one big file still keeps every core busy)."""
     total = sum(sizes.get(piece.path, 0) for piece in pieces)
     split = min(SPLIT_BYTES, max(OPEN_COST, total // planning_cores()))
-    return [p for piece in pieces for p in split_piece(storage, piece, sizes.get(piece.path, 0), split)]
+    return [p for piece in pieces for p in _split_piece(storage, piece, sizes.get(piece.path, 0), split)]
